@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what building and testing need, from Debian's archive (and npm for the Dockerfile
+# linter). Idempotent: does nothing when everything is present. Root runs apt-get directly;
+# anyone else goes through sudo.
+set -euo pipefail
+
+APT_PACKAGES=(
+  cmake ninja-build g++ make pkg-config
+  libtorch-dev            # LibTorch (CPU) with c10d TCPStore and ProcessGroupGloo
+  libopenblas0-pthread    # without it LibTorch uses reference BLAS and trains ~15x slower
+  libcpprest-dev libssl-dev libyaml-cpp-dev nlohmann-json3-dev
+  libgtest-dev
+  prometheus              # promtool, to validate our /metrics exposition in tests
+  python3-torch           # the Python DDP peer for the benchmarks
+  nodejs npm              # dockerfile-utils, to lint the Dockerfiles in tests
+)
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# npm may come with a nodejs that is not Debian's; then the npm binary is enough.
+if command -v npm >/dev/null 2>&1; then
+  tmp=(); for p in "${missing[@]}"; do [ "$p" = npm ] || [ "$p" = nodejs ] || tmp+=("$p"); done
+  missing=("${tmp[@]+"${tmp[@]}"}")
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  as_root apt-get update -q
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all system packages present"
+fi
+
+# Node packages used by tests live in tests/delivery (package.json + package-lock.json).
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ -f "$root/tests/delivery/package.json" ] && [ ! -d "$root/tests/delivery/node_modules" ]; then
+  echo "install-deps: npm ci in tests/delivery"
+  (cd "$root/tests/delivery" && npm ci --no-audit --no-fund --silent)
+fi
