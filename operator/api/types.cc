@@ -1,0 +1,71 @@
+// Enum names and equality for the DDPJob value types.
+#include "operator/api/types.h"
+
+namespace ddp::api {
+
+const char* RestartPolicyName(RestartPolicy p) {
+  switch (p) {
+    case RestartPolicy::kOnFailure: return "OnFailure";
+    case RestartPolicy::kExitCode: return "ExitCode";
+    case RestartPolicy::kNever: return "Never";
+  }
+  return "?";
+}
+
+bool ParseRestartPolicy(const std::string& name, RestartPolicy* out) {
+  for (RestartPolicy p : {RestartPolicy::kOnFailure, RestartPolicy::kExitCode, RestartPolicy::kNever}) {
+    if (name == RestartPolicyName(p)) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* CleanPodPolicyName(CleanPodPolicy p) {
+  switch (p) {
+    case CleanPodPolicy::kNone: return "None";
+    case CleanPodPolicy::kRunning: return "Running";
+    case CleanPodPolicy::kAll: return "All";
+  }
+  return "?";
+}
+
+bool ParseCleanPodPolicy(const std::string& name, CleanPodPolicy* out) {
+  for (CleanPodPolicy p : {CleanPodPolicy::kNone, CleanPodPolicy::kRunning, CleanPodPolicy::kAll}) {
+    if (name == CleanPodPolicyName(p)) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Condition::operator==(const Condition& o) const {
+  return type == o.type && status == o.status && reason == o.reason && message == o.message &&
+         last_transition_time == o.last_transition_time &&
+         observed_generation == o.observed_generation;
+}
+
+bool LastFailure::operator==(const LastFailure& o) const {
+  return pod == o.pod && rank == o.rank && exit_code == o.exit_code && reason == o.reason &&
+         message == o.message && time == o.time;
+}
+
+const Condition* DDPJobStatus::FindCondition(const std::string& type) const {
+  for (const auto& c : conditions) {
+    if (c.type == type) return &c;
+  }
+  return nullptr;
+}
+
+bool DDPJobStatus::operator==(const DDPJobStatus& o) const {
+  return phase == o.phase && conditions == o.conditions &&
+         observed_generation == o.observed_generation && replicas == o.replicas &&
+         ready_replicas == o.ready_replicas && world_size == o.world_size && round == o.round &&
+         restarts == o.restarts && disruptions == o.disruptions && last_failure == o.last_failure &&
+         selector == o.selector && start_time == o.start_time &&
+         completion_time == o.completion_time;
+}
+
+}  // namespace ddp::api

@@ -1,0 +1,162 @@
+// The DDPJob resource as C++ values: spec and status exactly as in DESIGN.md, plus the metadata
+// the operator needs. Pure data; parsing, defaulting and validation live in serialize.h and
+// validate.h. The whole object as received is kept in DDPJob::raw so fields this code does not
+// know (in metadata, spec, the pod template) survive a parse/serialize round trip.
+#ifndef DDP_OPERATOR_API_TYPES_H_
+#define DDP_OPERATOR_API_TYPES_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ddp::api {
+
+using TimePoint = std::chrono::system_clock::time_point;
+
+inline constexpr char kGroup[] = "ddp.dev";
+inline constexpr char kVersion[] = "v1alpha1";
+inline constexpr char kApiVersion[] = "ddp.dev/v1alpha1";
+inline constexpr char kKind[] = "DDPJob";
+inline constexpr char kPlural[] = "ddpjobs";
+
+enum class RestartPolicy { kOnFailure, kExitCode, kNever };
+enum class CleanPodPolicy { kNone, kRunning, kAll };
+
+// "OnFailure" etc.; Parse* return false on an unknown name (case-sensitive, as Kubernetes is).
+const char* RestartPolicyName(RestartPolicy p);
+bool ParseRestartPolicy(const std::string& name, RestartPolicy* out);
+const char* CleanPodPolicyName(CleanPodPolicy p);
+bool ParseCleanPodPolicy(const std::string& name, CleanPodPolicy* out);
+
+struct ElasticPolicy {
+  int min_replicas = 0;  // 0 = unset; ApplyDefaults makes it 1
+  int max_replicas = 0;  // 0 = unset; ApplyDefaults makes it max(spec.replicas, min_replicas)
+  int pending_timeout_seconds = 120;
+};
+
+struct RendezvousSpec {
+  int port = 29500;
+  int timeout_seconds = 600;
+};
+
+struct FailurePolicy {
+  RestartPolicy restart_policy = RestartPolicy::kOnFailure;
+  int max_restarts = 3;
+  std::vector<int> retryable_exit_codes = {75};
+};
+
+struct RunPolicy {
+  std::optional<int64_t> active_deadline_seconds;
+  std::optional<int64_t> ttl_seconds_after_finished;
+  bool suspend = false;
+  CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
+};
+
+struct CheckpointSpec {
+  std::optional<std::string> path;  // -> DDP_CHECKPOINT_DIR when set
+};
+
+struct MetricsSpec {
+  int port = 9400;  // -> DDP_METRICS_PORT (always set)
+};
+
+struct DDPJobSpec {
+  int replicas = 1;
+  int nproc_per_node = 1;
+  std::optional<ElasticPolicy> elastic;
+  RendezvousSpec rendezvous;
+  FailurePolicy failure_policy;
+  RunPolicy run_policy;
+  CheckpointSpec checkpoint;
+  MetricsSpec metrics;
+  // A PodTemplateSpec ({metadata, spec}) exactly as the user wrote it.
+  nlohmann::json pod_template = nlohmann::json::object();
+};
+
+// Phases (status.phase).
+inline constexpr char kPhasePending[] = "Pending";
+inline constexpr char kPhaseRunning[] = "Running";
+inline constexpr char kPhaseRestarting[] = "Restarting";
+inline constexpr char kPhaseScaling[] = "Scaling";
+inline constexpr char kPhaseSucceeded[] = "Succeeded";
+inline constexpr char kPhaseFailed[] = "Failed";
+inline constexpr char kPhaseSuspended[] = "Suspended";
+
+// Condition types (status.conditions[].type). At most one condition per type.
+inline constexpr char kCondCreated[] = "Created";
+inline constexpr char kCondRunning[] = "Running";
+inline constexpr char kCondRestarting[] = "Restarting";
+inline constexpr char kCondSucceeded[] = "Succeeded";
+inline constexpr char kCondFailed[] = "Failed";
+inline constexpr char kCondSuspended[] = "Suspended";
+
+// metav1.Condition. Times have whole-second precision (RFC 3339 on the wire).
+struct Condition {
+  std::string type;
+  std::string status;  // "True" | "False" | "Unknown"
+  std::string reason;  // CamelCase, e.g. "PodFailed"
+  std::string message;
+  TimePoint last_transition_time{};
+  int64_t observed_generation = 0;
+  bool operator==(const Condition& o) const;
+  bool operator!=(const Condition& o) const { return !(*this == o); }
+};
+
+// The most recent pod failure or disruption (status.lastFailure).
+struct LastFailure {
+  std::string pod;
+  int rank = 0;                  // the pod's replica index (node rank)
+  std::optional<int> exit_code;  // absent for disruptions without an exit code
+  std::string reason;
+  std::string message;
+  std::optional<TimePoint> time;
+  bool operator==(const LastFailure& o) const;
+  bool operator!=(const LastFailure& o) const { return !(*this == o); }
+};
+
+struct DDPJobStatus {
+  std::string phase;  // empty until the first reconcile; then one of kPhase*
+  std::vector<Condition> conditions;
+  int64_t observed_generation = 0;
+  int replicas = 0;
+  int ready_replicas = 0;
+  int world_size = 0;
+  int round = 0;
+  int restarts = 0;
+  int disruptions = 0;
+  std::optional<LastFailure> last_failure;
+  std::string selector;
+  std::optional<TimePoint> start_time;
+  std::optional<TimePoint> completion_time;
+
+  // Returns the condition of `type`, or nullptr.
+  const Condition* FindCondition(const std::string& type) const;
+  bool operator==(const DDPJobStatus& o) const;
+  bool operator!=(const DDPJobStatus& o) const { return !(*this == o); }
+};
+
+struct DDPJob {
+  std::string name;
+  std::string namespace_name;  // metadata.namespace ("namespace" is a C++ keyword)
+  std::string uid;
+  int64_t generation = 0;
+  std::string resource_version;
+  std::map<std::string, std::string> labels;
+  std::optional<TimePoint> deletion_timestamp;
+  DDPJobSpec spec;
+  DDPJobStatus status;
+  // The whole object as received (or {} when built in code). ToJson overlays spec and status on it.
+  nlohmann::json raw = nlohmann::json::object();
+
+  // "namespace/name", the key for logs, events and the work queue.
+  std::string Key() const { return namespace_name + "/" + name; }
+};
+
+}  // namespace ddp::api
+
+#endif  // DDP_OPERATOR_API_TYPES_H_

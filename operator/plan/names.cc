@@ -1,0 +1,20 @@
+// Object names derived from the job's name; see names.h.
+#include "operator/plan/names.h"
+
+namespace ddp::plan {
+
+std::string PodName(const api::DDPJob& job, int index) {
+  return job.name + "-worker-" + std::to_string(index);
+}
+
+std::string ServiceName(const api::DDPJob& job) { return job.name; }
+
+std::string Selector(const api::DDPJob& job) {
+  return std::string(kJobNameLabel) + "=" + job.name;
+}
+
+std::string MasterAddr(const api::DDPJob& job) {
+  return PodName(job, 0) + "." + ServiceName(job) + "." + job.namespace_name + ".svc";
+}
+
+}  // namespace ddp::plan

@@ -1,0 +1,35 @@
+// Names and label keys of the objects the operator creates. Every label key has one home: here.
+#ifndef DDP_OPERATOR_PLAN_NAMES_H_
+#define DDP_OPERATOR_PLAN_NAMES_H_
+
+#include <string>
+
+#include "operator/api/types.h"
+
+namespace ddp::plan {
+
+// Written by BuildWorkerPod/BuildService; read by the controller's pod informer (selector) and
+// by ObservePod. The value is the DDPJob's name.
+inline constexpr char kJobNameLabel[] = "ddp.dev/job-name";
+// Written by BuildWorkerPod; read by ObservePod: the pod's node rank i (decimal).
+inline constexpr char kReplicaIndexLabel[] = "ddp.dev/replica-index";
+// Written by BuildWorkerPod; read by ObservePod: the rendezvous round the pod belongs to.
+inline constexpr char kRoundLabel[] = "ddp.dev/round";
+// The container that gets the rendezvous env: this name, else the template's first container.
+inline constexpr char kWorkerContainerName[] = "worker";
+// Port names on the Service and worker container.
+inline constexpr char kRendezvousPortName[] = "rendezvous";
+inline constexpr char kMetricsPortName[] = "metrics";
+
+// "<job>-worker-<i>"; also the pod's hostname.
+std::string PodName(const api::DDPJob& job, int index);
+// "<job>": the headless Service; also the pods' subdomain.
+std::string ServiceName(const api::DDPJob& job);
+// "ddp.dev/job-name=<job>": status.selector and the pod list selector.
+std::string Selector(const api::DDPJob& job);
+// "<job>-worker-0.<job>.<namespace>.svc": rank 0's stable DNS name.
+std::string MasterAddr(const api::DDPJob& job);
+
+}  // namespace ddp::plan
+
+#endif  // DDP_OPERATOR_PLAN_NAMES_H_

@@ -1,0 +1,25 @@
+// Reads a Kubernetes Pod object into the few facts the planner decides on. Pure.
+#ifndef DDP_OPERATOR_PLAN_OBSERVE_H_
+#define DDP_OPERATOR_PLAN_OBSERVE_H_
+
+#include <nlohmann/json.hpp>
+
+#include "operator/plan/plan.h"
+
+namespace ddp::plan {
+
+// Converts a Pod (as the API server returns it). Never fails: a malformed pod becomes one with
+// index -1 (the planner deletes it as foreign to every round). Reads:
+//  - index/round from the kReplicaIndexLabel/kRoundLabel labels;
+//  - exit_code from status.containerStatuses[name=="worker", else first].state.terminated
+//    (lastState is ignored: pods run with restartPolicy Never);
+//  - reason: status.reason (Evicted, Preempted, DeadlineExceeded, ...) else the container's
+//    terminated reason (OOMKilled, Error, ...); message likewise;
+//  - disruption_condition: condition DisruptionTarget=True;
+//  - unschedulable_since: condition PodScheduled=False reason Unschedulable, its transition time;
+//  - deleting: metadata.deletionTimestamp set.
+ObservedPod ObservePod(const nlohmann::json& pod);
+
+}  // namespace ddp::plan
+
+#endif  // DDP_OPERATOR_PLAN_OBSERVE_H_

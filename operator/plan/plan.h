@@ -1,0 +1,84 @@
+// PlanReconcile: the operator's whole policy as one pure function. Given a DDPJob, what exists
+// (pods, service) and the time, it returns the writes that move the world toward the job: creates,
+// deletes, the new status, events and when to look again. No I/O; same inputs, same Plan.
+// The controller (cluster) and the local executor both apply Plans.
+#ifndef DDP_OPERATOR_PLAN_PLAN_H_
+#define DDP_OPERATOR_PLAN_PLAN_H_
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "operator/api/types.h"
+
+namespace ddp::plan {
+
+using TimePoint = std::chrono::system_clock::time_point;
+
+// The planner's view of one pod (see observe.h for how a Pod object maps to it).
+struct ObservedPod {
+  std::string name;
+  int index = -1;  // kReplicaIndexLabel; -1 when missing or malformed
+  int round = -1;  // kRoundLabel; -1 when missing or malformed
+  std::string phase;  // Pending | Running | Succeeded | Failed | Unknown
+  bool deleting = false;  // metadata.deletionTimestamp is set
+  std::optional<int> exit_code;  // worker container's terminated exit code (signals: 128+n)
+  std::string reason;   // pod.status.reason (Evicted, Preempted, ...) else the container's
+  std::string message;
+  bool ready = false;
+  bool disruption_condition = false;  // condition DisruptionTarget=True
+  std::optional<TimePoint> unschedulable_since;
+  TimePoint created{};
+  std::string uid;
+};
+
+struct Observed {
+  std::vector<ObservedPod> pods;  // every pod with the job's label, any round
+  bool service_exists = false;
+};
+
+struct Delete {
+  std::string kind;  // "Pod" | "Service" | "DDPJob"
+  std::string name;
+  std::string uid;   // a precondition for the delete; may be empty
+  bool operator==(const Delete& o) const {
+    return kind == o.kind && name == o.name && uid == o.uid;
+  }
+};
+
+struct Event {
+  std::string type;  // "Normal" | "Warning"
+  std::string reason;
+  std::string message;
+  bool operator==(const Event& o) const {
+    return type == o.type && reason == o.reason && message == o.message;
+  }
+};
+
+struct Plan {
+  std::vector<nlohmann::json> creates;  // full objects (Service, Pods), in creation order
+  std::vector<Delete> deletes;
+  std::optional<api::DDPJobStatus> status;  // set only when it differs from job.status
+  std::vector<Event> events;                // emit after the status write succeeds
+  std::optional<std::chrono::milliseconds> requeue_after;  // earliest timer, if any
+  bool delete_job = false;  // ttlSecondsAfterFinished elapsed
+
+  bool operator==(const Plan& o) const;
+  // Multi-line, for test failures and debug logs.
+  std::string ToString() const;
+  // No writes, no events, no requeue.
+  bool empty() const;
+};
+
+// The reconcile pass. Follows DESIGN.md's lifecycle rules 1-7; see plan.cc for the steps.
+// The round, restarts and disruptions persist only in job.status; pod round labels are the
+// ground truth for which pods belong to which round.
+// REQUIRES: nothing; an invalid spec yields a Failed status (reason InvalidSpec) and an event.
+Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now);
+
+}  // namespace ddp::plan
+
+#endif  // DDP_OPERATOR_PLAN_PLAN_H_
