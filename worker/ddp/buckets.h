@@ -1,0 +1,42 @@
+// Bucket assignment: which parameters share one flat all-reduce buffer. Pure; no tensors here,
+// so it is tested with tables.
+#ifndef DDP_WORKER_DDP_BUCKETS_H_
+#define DDP_WORKER_DDP_BUCKETS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ddp::worker {
+
+inline constexpr size_t kDefaultBucketCapBytes = 25 << 20;      // PyTorch DDP's default
+inline constexpr size_t kDefaultFirstBucketCapBytes = 1 << 20;  // small first bucket: early start
+
+// What assignment needs to know about one parameter.
+struct ParamSpec {
+  int64_t numel = 0;
+  size_t element_size = 4;
+  std::string group;  // dtype+device; parameters of different groups never share a bucket
+};
+
+struct BucketSpec {
+  std::vector<size_t> params;    // indices into the parameter list, in bucket order
+  std::vector<int64_t> offsets;  // element offset of each parameter in the flat buffer
+  int64_t numel = 0;             // total elements
+  size_t bytes = 0;
+  bool operator==(const BucketSpec& o) const {
+    return params == o.params && offsets == o.offsets && numel == o.numel && bytes == o.bytes;
+  }
+};
+
+// Walks parameters in REVERSE order (gradients of the last layers are ready first in backward)
+// and closes a bucket once it reaches its cap: `first_cap_bytes` for bucket 0, `cap_bytes` after.
+// A parameter larger than the cap gets a bucket of its own; a change of group closes a bucket.
+// Every parameter lands in exactly one bucket. Caps of 0 are treated as 1 byte (one param each).
+std::vector<BucketSpec> AssignBuckets(const std::vector<ParamSpec>& params, size_t cap_bytes,
+                                      size_t first_cap_bytes);
+
+}  // namespace ddp::worker
+
+#endif  // DDP_WORKER_DDP_BUCKETS_H_

@@ -1,0 +1,86 @@
+// The reducer: DDP's gradient synchronisation. Gradients live in flat bucket buffers (each
+// parameter's .grad is a view into its bucket); an autograd post-hook on each parameter's grad
+// accumulator marks it ready, and a bucket whose gradients are all ready is all-reduced at once,
+// overlapping the rest of backward. It does not own the model, the optimizer or the loss.
+#ifndef DDP_WORKER_DDP_REDUCER_H_
+#define DDP_WORKER_DDP_REDUCER_H_
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "worker/comm/communicator.h"
+#include "worker/ddp/buckets.h"
+
+namespace torch::nn {
+class Module;
+}
+
+namespace ddp::worker {
+
+struct ReducerOptions {
+  size_t bucket_cap_bytes = kDefaultBucketCapBytes;
+  size_t first_bucket_cap_bytes = kDefaultFirstBucketCapBytes;
+};
+
+// Usage per optimizer step (every rank, same order):
+//   reducer.set_sync(last_micro_step);           // false = no_sync: accumulate locally
+//   reducer.PrepareForBackward();  loss.backward();
+//   if (sync) DDP_RETURN_IF_ERROR(reducer.FinalizeBackward());   // grads now averaged
+//   optimizer.step();  optimizer.zero_grad();
+// Zeroing grads in place or setting them to undefined are both fine: PrepareForBackward
+// restores the bucket views. A parameter that got no gradient in a step is reduced as its current
+// .grad (zeros after zero_grad), so every rank issues the same collectives in the same order.
+// Thread-safety: hooks run on autograd threads; the other methods on one training thread, never
+// during backward except the hooks. `comm` is not owned and must outlive the reducer.
+class Reducer {
+ public:
+  struct Stats {
+    double allreduce_seconds = 0;          // first bucket launch -> last bucket completed
+    double exposed_allreduce_seconds = 0;  // time blocked in FinalizeBackward (not overlapped)
+    int64_t allreduce_bytes = 0;           // bytes all-reduced this step (per rank)
+    int buckets = 0;                       // buckets all-reduced this step
+    int buckets_launched_in_backward = 0;  // launched by hooks, i.e. overlapped with backward
+    double backward_seconds = 0;           // PrepareForBackward -> last gradient ready
+    // Seconds after PrepareForBackward when bucket i was launched (in launch order == bucket
+    // order, which is reverse parameter order).
+    std::vector<double> bucket_launch_seconds;
+  };
+
+  // REQUIRES: params are leaves with requires_grad, dense, identical in shape/dtype/order on
+  // every rank. Allocates the bucket buffers and registers the hooks.
+  Reducer(std::vector<at::Tensor> params, Communicator* comm, ReducerOptions options = {});
+  ~Reducer();
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+
+  // false = no_sync: hooks do nothing and gradients accumulate locally in the buckets.
+  void set_sync(bool sync);
+  bool sync() const;
+
+  // Call before each backward. Resets readiness and re-points each .grad at its bucket view.
+  void PrepareForBackward();
+
+  // Launches buckets the hooks did not (unused parameters), waits for all, and leaves every .grad
+  // equal to the average over ranks. Returns the first communication error (then the
+  // communicator is aborted and the worker should exit 75). In no_sync mode: OK, no-op.
+  Status FinalizeBackward();
+
+  Stats last_stats() const;
+  const std::vector<BucketSpec>& buckets() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Copies parameters AND buffers of rank 0 into `m` on every rank (at start and after resume), so
+// replicas begin identical. Errors as Communicator::Broadcast.
+Status BroadcastModule(torch::nn::Module& m, Communicator* comm);
+
+}  // namespace ddp::worker
+
+#endif  // DDP_WORKER_DDP_REDUCER_H_
