@@ -1,0 +1,93 @@
+// HttpGet (declared in http_server.h): a plain-socket GET for scraping our own endpoints.
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "common/http_server.h"
+
+namespace ddp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int MillisLeft(Clock::time_point deadline) {
+  return static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+}
+
+}  // namespace
+
+StatusOr<std::string> HttpGet(const std::string& host, int port, const std::string& path,
+                              int timeout_ms) {
+  const std::string where = "GET http://" + host + ":" + std::to_string(port) + path;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res); rc != 0) {
+    return Status::Unavailable(where + ": " + ::gai_strerror(rc));
+  }
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    ::freeaddrinfo(res);
+    return Status::Unavailable(where + ": socket: " + std::strerror(errno));
+  }
+  int rc = ::connect(fd, res->ai_addr, res->ai_addrlen);
+  ::freeaddrinfo(res);
+  auto fail = [&](const std::string& why) {
+    ::close(fd);
+    return Status::Unavailable(where + ": " + why);
+  };
+  if (rc != 0 && errno != EINPROGRESS) return fail(std::strerror(errno));
+  pollfd p{fd, POLLOUT, 0};
+  if (::poll(&p, 1, std::max(0, MillisLeft(deadline))) <= 0) return fail("connect timed out");
+  int err = 0;
+  socklen_t len = sizeof(err);
+  ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  if (err != 0) return fail(std::strerror(err));
+
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: " + host +
+                          "\r\nConnection: close\r\nAccept: */*\r\n\r\n";
+  size_t off = 0;
+  while (off < req.size()) {
+    ssize_t n = ::send(fd, req.data() + off, req.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      pollfd w{fd, POLLOUT, 0};
+      if (::poll(&w, 1, std::max(0, MillisLeft(deadline))) <= 0) return fail("send timed out");
+      continue;
+    }
+    if (n <= 0) return fail(std::string("send: ") + std::strerror(errno));
+    off += static_cast<size_t>(n);
+  }
+  std::string resp;
+  char buf[8192];
+  for (;;) {
+    int left = MillisLeft(deadline);
+    if (left <= 0) return fail("read timed out");
+    pollfd r{fd, POLLIN, 0};
+    if (::poll(&r, 1, left) <= 0) return fail("read timed out");
+    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n < 0) return fail(std::string("recv: ") + std::strerror(errno));
+    if (n == 0) break;
+    resp.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  size_t head_end = resp.find("\r\n\r\n");
+  if (resp.compare(0, 5, "HTTP/") != 0 || head_end == std::string::npos) {
+    return Status::Unavailable(where + ": malformed response");
+  }
+  int code = std::atoi(resp.c_str() + resp.find(' ') + 1);
+  std::string body = resp.substr(head_end + 4);
+  if (code != 200) return Status::Unavailable(where + ": HTTP " + std::to_string(code));
+  return body;
+}
+
+}  // namespace ddp
