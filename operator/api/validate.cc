@@ -1,0 +1,196 @@
+// Defaulting and validation; every message names the field and the offending value.
+#include "operator/api/validate.h"
+
+#include <algorithm>
+#include <regex>
+
+#include "operator/plan/env.h"
+
+namespace ddp::api {
+namespace {
+
+constexpr size_t kMaxLabelLength = 63;  // DNS label limit, for pod and service names
+
+bool IsDns1123Label(const std::string& s) {
+  static const std::regex kRe("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
+  return !s.empty() && s.size() <= kMaxLabelLength && std::regex_match(s, kRe);
+}
+
+// Service names must also start with a letter.
+bool IsDns1035Label(const std::string& s) {
+  static const std::regex kRe("[a-z]([-a-z0-9]*[a-z0-9])?");
+  return !s.empty() && s.size() <= kMaxLabelLength && std::regex_match(s, kRe);
+}
+
+std::string Quote(const std::string& s) { return "\"" + s + "\""; }
+std::string Num(int64_t v) { return "(" + std::to_string(v) + ")"; }
+
+// The largest replica index any round of this job can have.
+int MaxIndex(const DDPJob& job) {
+  int n = job.spec.replicas;
+  if (job.spec.elastic) n = std::max(n, job.spec.elastic->max_replicas);
+  return std::max(n, 1) - 1;
+}
+
+void CheckNames(const DDPJob& job, std::vector<std::string>* errs) {
+  if (job.name.empty()) {
+    errs->push_back("metadata.name is required");
+    return;
+  }
+  if (!IsDns1035Label(job.name)) {
+    errs->push_back("metadata.name (" + Quote(job.name) +
+                    ") must be a DNS-1035 label: at most 63 lowercase letters, digits or '-', "
+                    "starting with a letter and ending with a letter or digit");
+  }
+  // Mirrors plan::PodName; the planner's names cannot be longer than this.
+  const std::string pod = job.name + "-worker-" + std::to_string(MaxIndex(job));
+  if (pod.size() > kMaxLabelLength) {
+    errs->push_back("metadata.name (" + Quote(job.name) + ") is too long: pod name " + Quote(pod) +
+                    " has " + std::to_string(pod.size()) + " characters, the limit is 63");
+  }
+  if (!job.namespace_name.empty() && !IsDns1123Label(job.namespace_name)) {
+    errs->push_back("metadata.namespace (" + Quote(job.namespace_name) +
+                    ") must be a DNS-1123 label");
+  }
+}
+
+void CheckSizes(const DDPJobSpec& spec, std::vector<std::string>* errs) {
+  if (spec.replicas < 1) errs->push_back("spec.replicas " + Num(spec.replicas) + " must be >= 1");
+  if (spec.nproc_per_node < 1) {
+    errs->push_back("spec.nprocPerNode " + Num(spec.nproc_per_node) + " must be >= 1");
+  }
+  if (!spec.elastic) return;
+  const ElasticPolicy& e = *spec.elastic;
+  if (e.min_replicas < 1) {
+    errs->push_back("spec.elastic.minReplicas " + Num(e.min_replicas) + " must be >= 1");
+  }
+  if (e.min_replicas > e.max_replicas) {
+    errs->push_back("spec.elastic.minReplicas " + Num(e.min_replicas) +
+                    " > spec.elastic.maxReplicas " + Num(e.max_replicas));
+  } else if (spec.replicas < e.min_replicas || spec.replicas > e.max_replicas) {
+    errs->push_back("spec.replicas " + Num(spec.replicas) + " is outside [spec.elastic.minReplicas " +
+                    Num(e.min_replicas) + ", spec.elastic.maxReplicas " + Num(e.max_replicas) +
+                    "]");
+  }
+  if (e.pending_timeout_seconds < 0) {
+    errs->push_back("spec.elastic.pendingTimeoutSeconds " + Num(e.pending_timeout_seconds) +
+                    " must be >= 0");
+  }
+}
+
+void CheckPort(const char* field, int port, std::vector<std::string>* errs) {
+  if (port < 1 || port > 65535) {
+    errs->push_back(std::string(field) + " " + Num(port) + " must be in 1..65535");
+  }
+}
+
+void CheckPolicies(const DDPJobSpec& spec, std::vector<std::string>* errs) {
+  CheckPort("spec.rendezvous.port", spec.rendezvous.port, errs);
+  CheckPort("spec.metrics.port", spec.metrics.port, errs);
+  if (spec.rendezvous.port == spec.metrics.port) {
+    errs->push_back("spec.metrics.port " + Num(spec.metrics.port) +
+                    " must differ from spec.rendezvous.port: rank 0 listens on both");
+  }
+  if (spec.rendezvous.timeout_seconds < 1) {
+    errs->push_back("spec.rendezvous.timeoutSeconds " + Num(spec.rendezvous.timeout_seconds) +
+                    " must be >= 1");
+  }
+  if (spec.failure_policy.max_restarts < 0) {
+    errs->push_back("spec.failurePolicy.maxRestarts " + Num(spec.failure_policy.max_restarts) +
+                    " must be >= 0");
+  }
+  const auto& codes = spec.failure_policy.retryable_exit_codes;
+  for (size_t i = 0; i < codes.size(); ++i) {
+    if (codes[i] < 1 || codes[i] > 255) {
+      errs->push_back("spec.failurePolicy.retryableExitCodes[" + std::to_string(i) + "] " +
+                      Num(codes[i]) + " must be in 1..255");
+    }
+  }
+  const RunPolicy& run = spec.run_policy;
+  if (run.active_deadline_seconds && *run.active_deadline_seconds < 1) {
+    errs->push_back("spec.runPolicy.activeDeadlineSeconds " + Num(*run.active_deadline_seconds) +
+                    " must be >= 1");
+  }
+  if (run.ttl_seconds_after_finished && *run.ttl_seconds_after_finished < 0) {
+    errs->push_back("spec.runPolicy.ttlSecondsAfterFinished " +
+                    Num(*run.ttl_seconds_after_finished) + " must be >= 0");
+  }
+  if (spec.checkpoint.path && (*spec.checkpoint.path).rfind('/', 0) != 0) {
+    errs->push_back("spec.checkpoint.path (" + Quote(*spec.checkpoint.path) +
+                    ") must be an absolute path");
+  }
+}
+
+// Only the worker container receives the operator's env, so only its env is checked: a sidecar
+// with its own RANK does not disturb rendezvous.
+void CheckTemplate(const nlohmann::json& tmpl, std::vector<std::string>* errs) {
+  const nlohmann::json* containers = nullptr;
+  if (tmpl.is_object() && tmpl.contains("spec") && tmpl["spec"].is_object() &&
+      tmpl["spec"].contains("containers")) {
+    containers = &tmpl["spec"]["containers"];
+  }
+  if (!containers || !containers->is_array() || containers->empty()) {
+    errs->push_back("spec.template.spec.containers: at least one container is required");
+    return;
+  }
+  size_t worker = 0;
+  for (size_t i = 0; i < containers->size(); ++i) {
+    const auto& c = (*containers)[i];
+    if (!c.is_object() || !c.contains("name") || !c["name"].is_string() ||
+        c["name"].get<std::string>().empty()) {
+      errs->push_back("spec.template.spec.containers[" + std::to_string(i) +
+                      "].name is required");
+    } else if (c["name"] == "worker") {
+      worker = i;
+    }
+  }
+  const auto& c = (*containers)[worker];
+  if (!c.is_object() || !c.contains("env")) return;
+  const std::string path = "spec.template.spec.containers[" + std::to_string(worker) + "].env";
+  if (!c["env"].is_array()) {
+    errs->push_back(path + ": expected a list");
+    return;
+  }
+  const auto& reserved = ReservedEnvNames();
+  for (size_t i = 0; i < c["env"].size(); ++i) {
+    const auto& e = c["env"][i];
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string()) continue;
+    const std::string name = e["name"].get<std::string>();
+    if (std::find(reserved.begin(), reserved.end(), name) != reserved.end()) {
+      errs->push_back(path + "[" + std::to_string(i) + "].name (" + Quote(name) +
+                      ") is reserved: the operator sets it for rendezvous");
+    }
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& ReservedEnvNames() { return plan::OperatorEnvNames(); }
+
+void ApplyDefaults(DDPJob* job) {
+  if (job->namespace_name.empty()) job->namespace_name = "default";
+  if (job->spec.elastic) {
+    ElasticPolicy& e = *job->spec.elastic;
+    if (e.min_replicas == 0) e.min_replicas = 1;
+    if (e.max_replicas == 0) e.max_replicas = std::max(job->spec.replicas, e.min_replicas);
+  }
+}
+
+std::vector<std::string> Validate(const DDPJob& job) {
+  std::vector<std::string> errs;
+  CheckNames(job, &errs);
+  CheckSizes(job.spec, &errs);
+  CheckPolicies(job.spec, &errs);
+  CheckTemplate(job.spec.pod_template, &errs);
+  return errs;
+}
+
+Status ValidateStatus(const DDPJob& job) {
+  std::vector<std::string> errs = Validate(job);
+  if (errs.empty()) return Status::OK();
+  std::string joined;
+  for (const auto& e : errs) joined += (joined.empty() ? "" : "\n") + e;
+  return Status::InvalidArgument(joined);
+}
+
+}  // namespace ddp::api

@@ -1,0 +1,124 @@
+// Service and worker Pod builders. They start from the user's template and add to it; nothing the
+// user wrote is dropped except fields the operator must own (name, restartPolicy, hostname, ...).
+#include "operator/plan/builders.h"
+
+#include <algorithm>
+
+#include "operator/plan/env.h"
+#include "operator/plan/names.h"
+
+namespace ddp::plan {
+namespace {
+
+using nlohmann::json;
+
+json ObjectAt(const json& parent, const char* key) {
+  if (parent.is_object()) {
+    auto it = parent.find(key);
+    if (it != parent.end() && it->is_object()) return *it;
+  }
+  return json::object();
+}
+
+// Adds a named container port unless the container already exposes that port number.
+void EnsurePort(json* container, const char* name, int port) {
+  json& ports = (*container)["ports"];
+  if (!ports.is_array()) ports = json::array();
+  for (const auto& p : ports) {
+    if (p.is_object() && p.value("containerPort", -1) == port) return;
+    if (p.is_object() && p.value("name", "") == name) return;  // names must stay unique
+  }
+  ports.push_back({{"name", name}, {"containerPort", port}, {"protocol", "TCP"}});
+}
+
+}  // namespace
+
+json OwnerReference(const api::DDPJob& job) {
+  return {{"apiVersion", api::kApiVersion}, {"kind", api::kKind},         {"name", job.name},
+          {"uid", job.uid},                 {"controller", true},        {"blockOwnerDeletion", true}};
+}
+
+int WorkerContainerIndex(const json& pod_spec) {
+  if (!pod_spec.is_object() || !pod_spec.contains("containers")) return -1;
+  const json& containers = pod_spec["containers"];
+  if (!containers.is_array() || containers.empty()) return -1;
+  for (size_t i = 0; i < containers.size(); ++i) {
+    if (containers[i].is_object() && containers[i].value("name", "") == kWorkerContainerName) {
+      return static_cast<int>(i);
+    }
+  }
+  return 0;
+}
+
+json BuildService(const api::DDPJob& job) {
+  const int port = job.spec.rendezvous.port;
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Service"},
+      {"metadata",
+       {{"name", ServiceName(job)},
+        {"namespace", job.namespace_name},
+        {"labels", {{kJobNameLabel, job.name}}},
+        {"ownerReferences", json::array({OwnerReference(job)})}}},
+      {"spec",
+       {{"clusterIP", "None"},
+        // Rank 0 must be resolvable before it is Ready: readiness needs the group to form.
+        {"publishNotReadyAddresses", true},
+        {"selector", {{kJobNameLabel, job.name}}},
+        {"ports", json::array({{{"name", kRendezvousPortName},
+                                {"port", port},
+                                {"targetPort", port},
+                                {"protocol", "TCP"}}})}}},
+  };
+}
+
+json BuildWorkerPod(const api::DDPJob& job, int index, int round, int replicas,
+                    const PodOverrides& overrides) {
+  const json& tmpl = job.spec.pod_template;
+  json meta = ObjectAt(tmpl, "metadata");
+  meta.erase("generateName");
+  meta.erase("creationTimestamp");
+  meta["name"] = PodName(job, index);
+  meta["namespace"] = job.namespace_name;
+  json labels = ObjectAt(meta, "labels");
+  labels[kJobNameLabel] = job.name;
+  labels[kReplicaIndexLabel] = std::to_string(index);
+  labels[kRoundLabel] = std::to_string(round);
+  meta["labels"] = labels;
+  meta["ownerReferences"] = json::array({OwnerReference(job)});
+
+  json spec = ObjectAt(tmpl, "spec");
+  spec["hostname"] = PodName(job, index);
+  spec["subdomain"] = ServiceName(job);
+  // The operator decides about restarts (a new round), never the kubelet.
+  spec["restartPolicy"] = "Never";
+
+  const int w = WorkerContainerIndex(spec);
+  if (w >= 0) {
+    json& container = spec["containers"][w];
+    EnvList ours = RendezvousEnv(job, index, round, replicas, overrides.master_addr,
+                                 overrides.master_port);
+    const int metrics_port = overrides.metrics_port > 0 ? overrides.metrics_port
+                                                        : job.spec.metrics.port;
+    json env = json::array();
+    for (auto& [name, value] : ours) {
+      if (name == kEnvMetricsPort) value = std::to_string(metrics_port);
+      env.push_back({{"name", name}, {"value", value}});
+    }
+    // Ours first, so the user's values may refer to them as $(MASTER_ADDR). Validation rejects
+    // user entries with our names; an unvalidated duplicate is dropped rather than let it win.
+    const std::vector<std::string>& reserved = OperatorEnvNames();
+    if (container.contains("env") && container["env"].is_array()) {
+      for (const auto& e : container["env"]) {
+        const std::string n = e.is_object() ? e.value("name", "") : "";
+        if (std::find(reserved.begin(), reserved.end(), n) == reserved.end()) env.push_back(e);
+      }
+    }
+    container["env"] = env;
+    EnsurePort(&container, kRendezvousPortName, job.spec.rendezvous.port);
+    EnsurePort(&container, kMetricsPortName, metrics_port);
+  }
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}};
+}
+
+}  // namespace ddp::plan
