@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "common/status.h"
@@ -48,7 +49,8 @@ struct RendezvousConfig {
 StatusOr<RendezvousConfig> RendezvousConfigFromEnv();
 
 // Same, from a lookup function (tests; launch). `getenv` returns nullptr for unset.
-StatusOr<RendezvousConfig> RendezvousConfigFromLookup(const char* (*getenv)(const char*));
+StatusOr<RendezvousConfig> RendezvousConfigFromLookup(
+    const std::function<const char*(const char*)>& getenv);
 
 // Checks ranges; used by both parsers. InvalidArgument naming the field.
 Status ValidateRendezvousConfig(const RendezvousConfig& config);

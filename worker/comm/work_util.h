@@ -1,0 +1,34 @@
+// Small pieces shared by the communicator implementations: a Work that is already finished, and
+// coalescing many tensors into one flat buffer per dtype for broadcast.
+#ifndef DDP_WORKER_COMM_WORK_UTIL_H_
+#define DDP_WORKER_COMM_WORK_UTIL_H_
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <vector>
+
+#include "worker/comm/communicator.h"
+
+namespace ddp::worker {
+
+// A Work whose Wait() returns `status` at once (launch failures, size-1 groups).
+std::shared_ptr<Work> MakeFinishedWork(Status status);
+
+// Indices of `ts` grouped by (dtype, device), groups in order of first appearance, so every rank
+// derives the same groups from same-shaped inputs.
+std::vector<std::vector<size_t>> GroupByDtype(const std::vector<at::Tensor>& ts);
+
+// One contiguous 1-D tensor holding ts[idx...] back to back (a copy).
+at::Tensor FlattenTensors(const std::vector<at::Tensor>& ts, const std::vector<size_t>& idx);
+
+// Copies the pieces of `flat` back into ts[idx...] (in place, keeping their storage).
+void UnflattenInto(const at::Tensor& flat, std::vector<at::Tensor>& ts,
+                   const std::vector<size_t>& idx);
+
+// "Timed out"/"timeout" in a backend's message -> DeadlineExceeded, else Unavailable.
+Status StatusFromBackendError(const std::string& what, const std::string& message);
+
+}  // namespace ddp::worker
+
+#endif  // DDP_WORKER_COMM_WORK_UTIL_H_

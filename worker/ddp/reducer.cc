@@ -1,0 +1,227 @@
+// Reducer: bucket views, grad-accumulator post-hooks, in-order asynchronous bucket all-reduce.
+#include "worker/ddp/reducer.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <mutex>
+
+#include "common/logging.h"
+
+namespace ddp::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string GroupOf(const at::Tensor& p) {
+  return std::string(c10::toString(p.scalar_type())) + "@" + p.device().str();
+}
+
+}  // namespace
+
+struct Reducer::State {
+  // Fixed at construction.
+  std::vector<at::Tensor> params;
+  Communicator* comm = nullptr;
+  std::vector<BucketSpec> specs;
+  std::vector<at::Tensor> buffers;     // one flat buffer per bucket
+  std::vector<at::Tensor> views;       // per parameter: its slice of the bucket, param-shaped
+  std::vector<size_t> bucket_of;       // per parameter
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;  // kept alive for the hooks
+  std::vector<uintptr_t> hook_keys;
+
+  // Per step, guarded by mu (hooks may run on autograd device threads).
+  std::mutex mu;
+  bool sync = true;
+  std::vector<bool> ready;             // per parameter
+  std::vector<size_t> pending;         // per bucket: parameters not yet ready
+  size_t next_bucket = 0;              // buckets launch strictly in order on every rank
+  std::vector<std::shared_ptr<Work>> works;
+  Clock::time_point step_start = Clock::now();
+  double last_ready_seconds = 0;
+  Stats stats;
+
+  // Makes p.grad the bucket view, carrying over its current value (zeros when undefined).
+  void PointGradAtView(size_t i) {
+    at::Tensor& grad = params[i].mutable_grad();
+    const at::Tensor& view = views[i];
+    if (grad.defined() && grad.data_ptr() == view.data_ptr() && grad.sizes() == view.sizes()) {
+      return;
+    }
+    if (grad.defined()) {
+      view.copy_(grad);
+    } else {
+      view.zero_();
+    }
+    grad = view;
+  }
+
+  // REQUIRES: mu held.
+  void LaunchBucket(size_t b) {
+    buffers[b].div_(comm->size());  // average = sum of (g / N): what PyTorch's DDP hook does
+    works[b] = comm->AllReduceSumAsync(buffers[b]);
+    stats.bucket_launch_seconds.push_back(Since(step_start));
+    stats.allreduce_bytes += static_cast<int64_t>(specs[b].bytes);
+    ++stats.buckets;
+  }
+
+  // Called by the hook after autograd accumulated parameter i's gradient.
+  void MarkReady(size_t i) {
+    at::NoGradGuard no_grad;
+    std::lock_guard<std::mutex> lock(mu);
+    if (!sync) return;  // no_sync: the gradient simply accumulates in the bucket view
+    if (ready[i]) {
+      DDP_LOG(WARNING) << "reducer: gradient of parameter " << i
+                       << " ready twice in one step (a second backward without PrepareForBackward?); "
+                          "the second contribution is not reduced";
+      return;
+    }
+    PointGradAtView(i);  // the user may have set .grad to undefined since PrepareForBackward
+    ready[i] = true;
+    last_ready_seconds = Since(step_start);
+    const size_t b = bucket_of[i];
+    if (--pending[b] != 0) return;
+    while (next_bucket < specs.size() && pending[next_bucket] == 0) {
+      LaunchBucket(next_bucket++);
+      ++stats.buckets_launched_in_backward;
+    }
+  }
+};
+
+namespace {
+
+// Runs after AccumulateGrad wrote the parameter's .grad. The signature is the same in LibTorch
+// 1.13 and 2.x.
+class ReadyHook : public torch::autograd::FunctionPostHook {
+ public:
+  explicit ReadyHook(std::function<void()> on_ready) : on_ready_(std::move(on_ready)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list&) override {
+    on_ready_();
+    return outputs;
+  }
+
+ private:
+  std::function<void()> on_ready_;
+};
+
+}  // namespace
+
+Reducer::Reducer(std::vector<at::Tensor> params, Communicator* comm, ReducerOptions options)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  for (auto& p : params) {
+    if (p.requires_grad()) s.params.push_back(p);
+  }
+  s.comm = comm;
+  std::vector<ParamSpec> specs;
+  for (const auto& p : s.params) {
+    specs.push_back({p.numel(), static_cast<size_t>(p.element_size()), GroupOf(p)});
+  }
+  s.specs = AssignBuckets(specs, options.bucket_cap_bytes, options.first_bucket_cap_bytes);
+  s.views.resize(s.params.size());
+  s.bucket_of.resize(s.params.size());
+  at::NoGradGuard no_grad;
+  for (size_t b = 0; b < s.specs.size(); ++b) {
+    const BucketSpec& spec = s.specs[b];
+    const at::Tensor& first = s.params[spec.params[0]];
+    s.buffers.push_back(at::zeros({spec.numel}, first.options().requires_grad(false)));
+    for (size_t k = 0; k < spec.params.size(); ++k) {
+      const size_t i = spec.params[k];
+      s.views[i] = s.buffers[b].narrow(0, spec.offsets[k], s.params[i].numel())
+                       .view(s.params[i].sizes());
+      s.bucket_of[i] = b;
+    }
+  }
+  for (size_t i = 0; i < s.params.size(); ++i) {
+    s.PointGradAtView(i);
+    auto acc = torch::autograd::impl::grad_accumulator(s.params[i]);
+    s.hook_keys.push_back(acc->add_post_hook(std::make_unique<ReadyHook>([&s, i] { s.MarkReady(i); })));
+    s.accumulators.push_back(std::move(acc));
+  }
+  s.works.resize(s.specs.size());
+  s.pending.resize(s.specs.size());
+  s.ready.assign(s.params.size(), false);
+  PrepareForBackward();
+  DDP_LOG(INFO) << "reducer: " << s.params.size() << " parameters in " << s.specs.size()
+                << " buckets over " << comm->name() << " (" << comm->size() << " ranks)";
+}
+
+Reducer::~Reducer() {
+  for (size_t i = 0; i < state_->accumulators.size(); ++i) {
+    state_->accumulators[i]->del_post_hook(state_->hook_keys[i]);
+  }
+}
+
+void Reducer::set_sync(bool sync) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->sync = sync;
+}
+
+bool Reducer::sync() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->sync;
+}
+
+void Reducer::PrepareForBackward() {
+  State& s = *state_;
+  at::NoGradGuard no_grad;
+  std::lock_guard<std::mutex> lock(s.mu);
+  for (size_t i = 0; i < s.params.size(); ++i) s.PointGradAtView(i);
+  s.ready.assign(s.params.size(), false);
+  for (size_t b = 0; b < s.specs.size(); ++b) {
+    s.pending[b] = s.specs[b].params.size();
+    s.works[b].reset();
+  }
+  s.next_bucket = 0;
+  s.step_start = Clock::now();
+  s.last_ready_seconds = 0;
+  s.stats = Stats();
+}
+
+Status Reducer::FinalizeBackward() {
+  State& s = *state_;
+  at::NoGradGuard no_grad;
+  const auto t0 = Clock::now();
+  std::vector<std::shared_ptr<Work>> works;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (!s.sync) return Status::OK();
+    s.stats.backward_seconds = s.last_ready_seconds;
+    // Buckets with parameters that got no gradient: reduce their current .grad (zeros after
+    // zero_grad) so that every rank issues the same collectives in the same order.
+    while (s.next_bucket < s.specs.size()) s.LaunchBucket(s.next_bucket++);
+    works = s.works;
+  }
+  Status first_error;
+  double last_done = 0;
+  for (size_t b = 0; b < works.size(); ++b) {
+    Status st = works[b]->Wait();
+    if (!st.ok() && first_error.ok()) first_error = st.WithContext("reducer bucket " + std::to_string(b));
+    if (b < s.stats.bucket_launch_seconds.size()) {
+      last_done = std::max(last_done, s.stats.bucket_launch_seconds[b] + works[b]->seconds());
+    }
+  }
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.stats.exposed_allreduce_seconds = Since(t0);
+  if (!s.stats.bucket_launch_seconds.empty()) {
+    s.stats.allreduce_seconds = std::max(0.0, last_done - s.stats.bucket_launch_seconds[0]);
+  }
+  for (size_t i = 0; i < s.params.size(); ++i) s.ready[i] = true;  // late hooks: no-op
+  return first_error;
+}
+
+Reducer::Stats Reducer::last_stats() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->stats;
+}
+
+const std::vector<BucketSpec>& Reducer::buckets() const { return state_->specs; }
+
+}  // namespace ddp::worker
