@@ -1,0 +1,36 @@
+// Rule 2 of DESIGN.md: is a pod's end a failure (the program exited non-zero) or a disruption
+// (the platform took it away), and does a failure restart the group under the job's policy.
+#ifndef DDP_OPERATOR_PLAN_CLASSIFY_H_
+#define DDP_OPERATOR_PLAN_CLASSIFY_H_
+
+#include <string>
+
+#include "operator/api/types.h"
+#include "operator/plan/plan.h"
+
+namespace ddp::plan {
+
+enum class PodOutcome {
+  kActive,      // Pending, Running or Unknown: nothing to decide yet
+  kSucceeded,   // the worker exited 0
+  kFailure,     // the worker container exited non-zero
+  kDisruption,  // evicted, preempted, node lost, deleted by someone else
+};
+
+// REQUIRES: `pod` belongs to the current round (the planner never deletes current-round pods,
+// so a deletionTimestamp there was set by someone else).
+PodOutcome ClassifyPod(const ObservedPod& pod);
+
+// Pod status reasons the platform uses when it takes a pod away.
+bool IsDisruptionReason(const std::string& reason);
+
+// Whether a failure with `exit_code` restarts under `policy` (ignores maxRestarts).
+// Never: no. ExitCode: codes in retryableExitCodes and signals (>= 128). OnFailure: yes.
+bool IsRetryable(const api::FailurePolicy& policy, int exit_code);
+
+// "exited 75", "killed by signal 9 (exit 137)", "evicted (Evicted)", "deleted".
+std::string DescribeOutcome(const ObservedPod& pod, PodOutcome outcome);
+
+}  // namespace ddp::plan
+
+#endif  // DDP_OPERATOR_PLAN_CLASSIFY_H_

@@ -1,0 +1,35 @@
+// Condition updates; see conditions.h.
+#include "operator/plan/conditions.h"
+
+namespace ddp::plan {
+
+void SetCondition(api::DDPJobStatus* s, const std::string& type, const std::string& status,
+                  const std::string& reason, const std::string& message, api::TimePoint now,
+                  int64_t generation) {
+  for (auto& c : s->conditions) {
+    if (c.type != type) continue;
+    if (c.status != status) c.last_transition_time = now;
+    c.status = status;
+    c.reason = reason;
+    c.message = message;
+    c.observed_generation = generation;
+    return;
+  }
+  api::Condition c;
+  c.type = type;
+  c.status = status;
+  c.reason = reason;
+  c.message = message;
+  c.last_transition_time = now;
+  c.observed_generation = generation;
+  s->conditions.push_back(c);
+}
+
+void ClearCondition(api::DDPJobStatus* s, const std::string& type, const std::string& reason,
+                    const std::string& message, api::TimePoint now, int64_t generation) {
+  const api::Condition* c = s->FindCondition(type);
+  if (c == nullptr || c->status != "True") return;
+  SetCondition(s, type, "False", reason, message, now, generation);
+}
+
+}  // namespace ddp::plan

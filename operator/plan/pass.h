@@ -1,0 +1,52 @@
+// Internal to the planner: the state of one reconcile pass and the steps that share it.
+// PlanReconcile (plan.cc) decides; the steps here (pass.cc) do the bookkeeping every pass needs.
+#ifndef DDP_OPERATOR_PLAN_PASS_H_
+#define DDP_OPERATOR_PLAN_PASS_H_
+
+#include <string>
+#include <vector>
+
+#include "operator/api/types.h"
+#include "operator/plan/plan.h"
+
+namespace ddp::plan::internal {
+
+// Not thread-safe; lives for one PlanReconcile call. `seen` must outlive it.
+struct Pass {
+  api::DDPJob job;     // defaulted copy of the input
+  const Observed* seen = nullptr;
+  TimePoint now;       // truncated to seconds: status times must survive the API server
+  api::DDPJobStatus st;  // the status being built; starts as job.status
+  Plan plan;
+  int round = 0;  // the current rendezvous round
+  int size = 0;   // pods in the current round
+};
+
+Pass BeginPass(const api::DDPJob& job, const Observed& seen, TimePoint now);
+// Sets plan.status when it differs from what the job had, and returns the plan.
+Plan FinishPass(Pass* p);
+
+// spec.replicas clamped into the elastic bounds (an HPA or `kubectl scale` may overshoot).
+int DesiredSize(const api::DDPJob& job);
+
+// Pods of the current round with index in [0, size), not being deleted; by index (-> nullptr).
+std::vector<const ObservedPod*> CurrentPods(const Pass& p);
+// Any pod (any round, deleting or not) holding `name`.
+const ObservedPod* PodNamed(const Pass& p, const std::string& name);
+
+void AddEvent(Pass* p, const std::string& type, const std::string& reason,
+              const std::string& message);
+void Requeue(Pass* p, TimePoint at);
+
+// Deletes every pod not of the current round (or out of range) that is not already going.
+void DeleteStalePods(Pass* p);
+// Creates the Service when absent and each pod name of the current round that no pod holds.
+void CreateMissing(Pass* p);
+// Fills replicas, readyReplicas, worldSize, round; moves to Running once every pod has started.
+void Summarize(Pass* p);
+// What cleanPodPolicy deletes once the job has ended, and the TTL that deletes the job.
+void CleanUpFinished(Pass* p);
+
+}  // namespace ddp::plan::internal
+
+#endif  // DDP_OPERATOR_PLAN_PASS_H_

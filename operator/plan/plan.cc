@@ -1,0 +1,275 @@
+// PlanReconcile: DESIGN.md's lifecycle rules as named steps that return early. Each decision sets
+// the status, records an Event and leaves the object writes to the shared steps in pass.cc.
+#include "operator/plan/plan.h"
+
+#include <algorithm>
+
+#include "operator/api/time_format.h"
+#include "operator/api/validate.h"
+#include "operator/plan/classify.h"
+#include "operator/plan/conditions.h"
+#include "operator/plan/names.h"
+#include "operator/plan/pass.h"
+
+namespace ddp::plan {
+namespace {
+
+using internal::Pass;
+
+std::string RoundChange(int from, int to, const std::string& why) {
+  return "round " + std::to_string(from) + " -> " + std::to_string(to) + " (" + why + ")";
+}
+
+bool IsFinished(const Pass& p) {
+  return p.st.phase == api::kPhaseSucceeded || p.st.phase == api::kPhaseFailed;
+}
+
+// Rule 5 and the failure exits: the job ends; cleanPodPolicy and the TTL take over.
+Plan EndJob(Pass* p, bool succeeded, const std::string& reason, const std::string& message) {
+  const int64_t gen = p->job.generation;
+  p->st.phase = succeeded ? api::kPhaseSucceeded : api::kPhaseFailed;
+  p->st.completion_time = p->now;
+  SetCondition(&p->st, succeeded ? api::kCondSucceeded : api::kCondFailed, "True", reason, message,
+               p->now, gen);
+  ClearCondition(&p->st, api::kCondRunning, reason, message, p->now, gen);
+  ClearCondition(&p->st, api::kCondRestarting, reason, message, p->now, gen);
+  internal::AddEvent(p, succeeded ? "Normal" : "Warning", reason, message);
+  internal::CleanUpFinished(p);
+  return internal::FinishPass(p);
+}
+
+void RecordFailure(Pass* p, const ObservedPod& pod, PodOutcome outcome) {
+  api::LastFailure f;
+  f.pod = pod.name;
+  f.rank = pod.index;
+  f.exit_code = outcome == PodOutcome::kFailure ? pod.exit_code : std::nullopt;
+  f.reason = pod.reason.empty() ? (outcome == PodOutcome::kFailure ? "Error" : "Disrupted")
+                                : pod.reason;
+  f.message = pod.message;
+  f.time = p->now;
+  p->st.last_failure = f;
+}
+
+// Rules 3 and 4: a new round. Old-round pods become stale and DeleteStalePods removes them;
+// CreateMissing recreates each name once its old pod is gone.
+void StartNewRound(Pass* p, int size, const char* phase, const std::string& reason,
+                   const std::string& why, bool warning) {
+  const std::string msg = RoundChange(p->round, p->round + 1, why);
+  p->round += 1;
+  p->size = size;
+  p->st.phase = phase;
+  SetCondition(&p->st, api::kCondRestarting, "True", reason, msg, p->now, p->job.generation);
+  ClearCondition(&p->st, api::kCondRunning, reason, msg, p->now, p->job.generation);
+  internal::AddEvent(p, warning ? "Warning" : "Normal", reason, msg);
+}
+
+// A restart keeps the size, unless the spec asked for a new one at the same time.
+int RestartSize(const Pass& p) {
+  return p.job.generation != p.job.status.observed_generation ? internal::DesiredSize(p.job)
+                                                               : p.size;
+}
+
+// Step: a brand-new job (rule 1) gets round 0 at the requested size.
+void StartJob(Pass* p) {
+  p->size = internal::DesiredSize(p->job);
+  p->st.phase = api::kPhasePending;
+  p->st.start_time = p->now;
+  const std::string msg = "round " + std::to_string(p->round) + " with " +
+                          std::to_string(p->size) + " pods (world size " +
+                          std::to_string(p->size * p->job.spec.nproc_per_node) + ")";
+  SetCondition(&p->st, api::kCondCreated, "True", "JobCreated", msg, p->now, p->job.generation);
+  internal::AddEvent(p, "Normal", "JobCreated", msg);
+}
+
+// Step: spec.runPolicy.suspend deletes every pod; the round stays until resume.
+Plan Suspend(Pass* p) {
+  size_t n = 0;
+  for (const auto& pod : p->seen->pods) {
+    if (pod.deleting) continue;
+    p->plan.deletes.push_back({"Pod", pod.name, pod.uid});
+    ++n;
+  }
+  if (p->st.phase != api::kPhaseSuspended) {
+    const std::string msg = "suspended in round " + std::to_string(p->round) + ": deleting " +
+                            std::to_string(n) + " pods";
+    p->st.phase = api::kPhaseSuspended;
+    SetCondition(&p->st, api::kCondSuspended, "True", "Suspended", msg, p->now, p->job.generation);
+    ClearCondition(&p->st, api::kCondRunning, "Suspended", msg, p->now, p->job.generation);
+    ClearCondition(&p->st, api::kCondRestarting, "Suspended", msg, p->now, p->job.generation);
+    internal::AddEvent(p, "Normal", "Suspended", msg);
+  }
+  p->st.ready_replicas = 0;
+  return internal::FinishPass(p);
+}
+
+// Step: resume after suspend is a new round (workers resume from the checkpoint); like a Job,
+// the active deadline counts from the resume.
+void Resume(Pass* p) {
+  if (!p->st.start_time) {  // created suspended: this is the first start
+    StartJob(p);
+  } else {
+    const int size = RestartSize(*p);
+    StartNewRound(p, size, api::kPhasePending, "Resumed", "resumed", false);
+    p->st.start_time = p->now;
+  }
+  SetCondition(&p->st, api::kCondSuspended, "False", "Resumed", "spec.runPolicy.suspend is false",
+               p->now, p->job.generation);
+}
+
+std::optional<TimePoint> Deadline(const Pass& p) {
+  const auto& ads = p.job.spec.run_policy.active_deadline_seconds;
+  if (!ads || !p.st.start_time) return std::nullopt;
+  return *p.st.start_time + std::chrono::seconds(*ads);
+}
+
+// Rule 2, disruptions first: when a node dies its peers exit 75 too, and the root cause is the
+// disruption, which does not count against maxRestarts.
+const ObservedPod* FirstWith(const std::vector<const ObservedPod*>& pods, PodOutcome want) {
+  for (const ObservedPod* pod : pods) {
+    if (pod && ClassifyPod(*pod) == want) return pod;
+  }
+  return nullptr;
+}
+
+// A current-round pod that is being deleted was deleted by someone else: the planner never
+// deletes current-round pods. Once every pod has run, a vanished one was taken away as well.
+std::optional<ObservedPod> FindDisruption(const Pass& p) {
+  for (const auto& pod : p.seen->pods) {
+    if (pod.round == p.round && pod.deleting && pod.index >= 0 && pod.index < p.size) return pod;
+  }
+  const auto pods = internal::CurrentPods(p);
+  if (const ObservedPod* d = FirstWith(pods, PodOutcome::kDisruption)) return *d;
+  if (p.st.phase != api::kPhaseRunning) return std::nullopt;
+  for (int i = 0; i < p.size; ++i) {
+    if (pods[static_cast<size_t>(i)] == nullptr) {
+      ObservedPod gone;
+      gone.name = PodName(p.job, i);
+      gone.index = i;
+      gone.round = p.round;
+      gone.deleting = true;
+      gone.reason = "PodDeleted";
+      return gone;
+    }
+  }
+  return std::nullopt;
+}
+
+bool AllSucceeded(const Pass& p) {
+  for (const ObservedPod* pod : internal::CurrentPods(p)) {
+    if (!pod || ClassifyPod(*pod) != PodOutcome::kSucceeded) return false;
+  }
+  return true;
+}
+
+// Rule 4: resize when the spec changed (a new generation) and asks for another size.
+bool ResizeRequested(const Pass& p) {
+  return p.job.generation != p.job.status.observed_generation &&
+         internal::DesiredSize(p.job) != p.size;
+}
+
+// Rule 4, elastic: a pod unschedulable for pendingTimeoutSeconds shrinks the round to the pods
+// that can run, never below minReplicas. Arms the timer for pods still inside their timeout.
+std::optional<int> ShrinkTarget(Pass* p) {
+  if (!p->job.spec.elastic) return std::nullopt;
+  const auto timeout = std::chrono::seconds(p->job.spec.elastic->pending_timeout_seconds);
+  int can_run = 0;
+  bool expired = false;
+  for (const ObservedPod* pod : internal::CurrentPods(*p)) {
+    if (!pod) continue;
+    if (!pod->unschedulable_since || pod->phase != "Pending") {
+      ++can_run;
+    } else if (p->now >= *pod->unschedulable_since + timeout) {
+      expired = true;
+    } else {
+      internal::Requeue(p, *pod->unschedulable_since + timeout);
+    }
+  }
+  const int target = std::max(can_run, p->job.spec.elastic->min_replicas);
+  if (!expired || target >= p->size) return std::nullopt;
+  return target;
+}
+
+}  // namespace
+
+Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now) {
+  // The garbage collector removes the pods and the Service through their owner references.
+  if (job.deletion_timestamp) return Plan{};
+  Pass p = internal::BeginPass(job, seen, now);
+  if (IsFinished(p)) {
+    internal::CleanUpFinished(&p);
+    return internal::FinishPass(&p);
+  }
+  // Validate the size the planner will use, so an out-of-bounds `kubectl scale` is clamped
+  // rather than failing a running job.
+  api::DDPJob checked = p.job;
+  checked.spec.replicas = internal::DesiredSize(p.job);
+  if (std::vector<std::string> errs = api::Validate(checked); !errs.empty()) {
+    std::string msg = "invalid spec: ";
+    for (size_t i = 0; i < errs.size(); ++i) msg += (i ? "; " : "") + errs[i];
+    return EndJob(&p, false, "InvalidSpec", msg);
+  }
+  if (job.spec.run_policy.suspend) return Suspend(&p);
+  if (p.st.phase == api::kPhaseSuspended) Resume(&p);
+  if (p.st.phase.empty()) StartJob(&p);
+
+  if (auto deadline = Deadline(p)) {
+    if (p.now >= *deadline) {
+      return EndJob(&p, false, "DeadlineExceeded",
+                    "active for more than spec.runPolicy.activeDeadlineSeconds (" +
+                        std::to_string(*job.spec.run_policy.active_deadline_seconds) + "s)");
+    }
+    internal::Requeue(&p, *deadline);
+  }
+
+  const auto current = internal::CurrentPods(p);
+  if (auto d = FindDisruption(p)) {
+    RecordFailure(&p, *d, PodOutcome::kDisruption);
+    p.st.disruptions += 1;
+    StartNewRound(&p, RestartSize(p), api::kPhaseRestarting, "PodDisrupted",
+                  "rank " + std::to_string(d->index) + " " +
+                      DescribeOutcome(*d, PodOutcome::kDisruption),
+                  true);
+  } else if (const ObservedPod* f = FirstWith(current, PodOutcome::kFailure)) {
+    RecordFailure(&p, *f, PodOutcome::kFailure);
+    const std::string what = "rank " + std::to_string(f->index) + " " +
+                             DescribeOutcome(*f, PodOutcome::kFailure);
+    const auto& policy = job.spec.failure_policy;
+    if (!IsRetryable(policy, f->exit_code.value_or(1))) {
+      return EndJob(&p, false, "PodFailed",
+                    what + ": not retryable under restartPolicy " +
+                        api::RestartPolicyName(policy.restart_policy));
+    }
+    if (p.st.restarts >= policy.max_restarts) {
+      return EndJob(&p, false, "MaxRestartsExceeded",
+                    what + ": " + std::to_string(p.st.restarts) +
+                        " restarts reached spec.failurePolicy.maxRestarts (" +
+                        std::to_string(policy.max_restarts) + ")");
+    }
+    p.st.restarts += 1;
+    StartNewRound(&p, RestartSize(p), api::kPhaseRestarting, "PodFailed",
+                  what + "; restart " + std::to_string(p.st.restarts) + " of " +
+                      std::to_string(policy.max_restarts),
+                  true);
+  } else if (AllSucceeded(p)) {
+    return EndJob(&p, true, "AllPodsSucceeded",
+                  "round " + std::to_string(p.round) + ": all " + std::to_string(p.size) +
+                      " pods exited 0");
+  } else if (ResizeRequested(p)) {
+    const int to = internal::DesiredSize(p.job);
+    StartNewRound(&p, to, api::kPhaseScaling, "Resized",
+                  "resize " + std::to_string(p.size) + " -> " + std::to_string(to) + " pods",
+                  false);
+  } else if (auto target = ShrinkTarget(&p)) {
+    StartNewRound(&p, *target, api::kPhaseScaling, "PendingTimeout",
+                  "shrink " + std::to_string(p.size) + " -> " + std::to_string(*target) +
+                      " pods: unschedulable for " +
+                      std::to_string(job.spec.elastic->pending_timeout_seconds) + "s",
+                  true);
+  }
+  internal::DeleteStalePods(&p);
+  internal::CreateMissing(&p);
+  internal::Summarize(&p);
+  return internal::FinishPass(&p);
+}
+
+}  // namespace ddp::plan
