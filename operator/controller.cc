@@ -1,0 +1,205 @@
+#include "operator/controller.h"
+
+#include <map>
+
+#include "common/logging.h"
+#include "operator/api/serialize.h"
+#include "operator/api/validate.h"
+#include "operator/plan/names.h"
+#include "operator/plan/observe.h"
+
+namespace ddp::controller {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+nlohmann::json WithoutManagedFields(const nlohmann::json& obj) {
+  nlohmann::json copy = obj;
+  if (auto m = copy.find("metadata"); m != copy.end() && m->is_object()) m->erase("managedFields");
+  return copy;
+}
+
+std::string PhaseOf(const nlohmann::json& obj) {
+  auto st = obj.find("status");
+  if (st == obj.end() || !st->is_object()) return "";
+  auto ph = st->find("phase");
+  return ph != st->end() && ph->is_string() ? ph->get<std::string>() : "";
+}
+
+InformerOptions InformerFor(const Resource& r, const ControllerOptions& o, std::string selector) {
+  InformerOptions i;
+  i.resource = r;
+  i.ns = o.ns;
+  i.label_selector = std::move(selector);
+  i.resync_period = o.resync_period;
+  i.backoff_max = o.informer_backoff_max;
+  return i;
+}
+
+}  // namespace
+
+Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerOptions options)
+    : client_(client),
+      metrics_(metrics),
+      options_(std::move(options)),
+      expectations_(options_.expectations_timeout),
+      jobs_(
+          [](const nlohmann::json& obj) -> std::optional<IndexedCache<JobEntry>::Entry> {
+            std::string key = ObjectKey(obj);
+            if (key.empty()) return std::nullopt;
+            // managedFields are the bulk of a real object and the controller never reads them.
+            auto raw = std::make_shared<const nlohmann::json>(WithoutManagedFields(obj));
+            return IndexedCache<JobEntry>::Entry{key, JobEntry{raw, PhaseOf(obj)}};
+          },
+          [this](const std::string& key, const JobEntry*, const JobEntry*) { queue_.Add(key); }),
+      pods_(
+          [](const nlohmann::json& obj) -> std::optional<IndexedCache<plan::ObservedPod>::Entry> {
+            std::string job = JobKeyFromLabel(obj);
+            if (job.empty()) return std::nullopt;
+            // Only the planner's facts are kept: a few hundred bytes per pod.
+            return IndexedCache<plan::ObservedPod>::Entry{job, plan::ObservePod(obj)};
+          },
+          [this](const std::string& job, const plan::ObservedPod* old,
+                 const plan::ObservedPod* now) { OnPodChange(job, old, now); }),
+      services_(
+          [](const nlohmann::json& obj) -> std::optional<IndexedCache<std::string>::Entry> {
+            std::string job = JobKeyFromLabel(obj);
+            if (job.empty()) return std::nullopt;
+            return IndexedCache<std::string>::Entry{job, ObjectKey(obj)};
+          },
+          [this](const std::string& job, const std::string*, const std::string*) {
+            queue_.Add(job);
+          }) {
+  job_informer_ = std::make_unique<Informer>(client_, InformerFor(kDDPJobs, options_, ""), &jobs_);
+  pod_informer_ = std::make_unique<Informer>(
+      client_, InformerFor(kPods, options_, plan::kJobNameLabel), &pods_);
+  service_informer_ = std::make_unique<Informer>(
+      client_, InformerFor(kServices, options_, plan::kJobNameLabel), &services_);
+}
+
+Controller::~Controller() { Stop(); }
+
+void Controller::OnPodChange(const std::string& job, const plan::ObservedPod* old,
+                             const plan::ObservedPod* now) {
+  if (now && !old) expectations_.CreationObserved(job, now->name);
+  // A pod being deleted counts as deleted: its deletion was observed, the planner sees it as
+  // `deleting` and waits for its name to free up.
+  if (now && now->deleting && !(old && old->deleting)) expectations_.DeletionObserved(job, now->uid);
+  if (!now && old) expectations_.DeletionObserved(job, old->uid);
+  queue_.Add(job);
+}
+
+Status Controller::Start(std::chrono::milliseconds sync_timeout) {
+  job_informer_->Start();
+  pod_informer_->Start();
+  service_informer_->Start();
+  auto deadline = SteadyClock::now() + sync_timeout;
+  for (Informer* i : {job_informer_.get(), pod_informer_.get(), service_informer_.get()}) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+    if (!i->WaitForSync(std::max(left, std::chrono::milliseconds(0)))) {
+      return Status::DeadlineExceeded("informers did not sync within " +
+                                      std::to_string(sync_timeout.count()) + " ms");
+    }
+  }
+  DDP_LOG(INFO) << "controller: caches synced (" << jobs_.Size() << " jobs, " << pods_.Size()
+                << " pods); starting " << options_.workers << " workers";
+  for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { Worker(); });
+  return Status::OK();
+}
+
+void Controller::Stop() {
+  if (stopped_.exchange(true)) return;
+  queue_.ShutDown();
+  for (auto& w : workers_) w.join();
+  workers_.clear();
+  job_informer_->Stop();
+  pod_informer_->Stop();
+  service_informer_->Stop();
+}
+
+bool Controller::Synced() const {
+  return job_informer_->HasSynced() && pod_informer_->HasSynced() &&
+         service_informer_->HasSynced();
+}
+
+void Controller::UpdateGauges() {
+  metrics_->queue_depth.Get().Set(static_cast<double>(queue_.Len()));
+  std::map<std::string, int> by_phase;
+  for (const char* p : {api::kPhasePending, api::kPhaseRunning, api::kPhaseRestarting,
+                        api::kPhaseScaling, api::kPhaseSucceeded, api::kPhaseFailed,
+                        api::kPhaseSuspended}) {
+    by_phase[p] = 0;  // every phase is exported, so a rate or absence alert has a series
+  }
+  jobs_.ForEach([&](const std::string&, const JobEntry& e) {
+    by_phase[e.phase.empty() ? api::kPhasePending : e.phase]++;
+  });
+  for (const auto& [phase, n] : by_phase) metrics_->jobs.Labels({phase}).Set(n);
+}
+
+void Controller::Worker() {
+  std::string key;
+  while (queue_.Get(&key)) {
+    auto start = SteadyClock::now();
+    Status s = Reconcile(key);
+    double secs = std::chrono::duration<double>(SteadyClock::now() - start).count();
+    metrics_->reconcile_total.Get().Inc();
+    metrics_->reconcile_duration_seconds.Get().Observe(secs);
+    if (s.ok()) {
+      queue_.Forget(key);
+    } else {
+      metrics_->reconcile_errors_total.Get().Inc();
+      DDP_LOG(WARNING) << key << ": reconcile failed, will retry with backoff: " << s.ToString();
+      queue_.AddRateLimited(key);
+    }
+    queue_.Done(key);
+  }
+}
+
+plan::Observed Controller::Observe(const std::string& key) const {
+  plan::Observed seen;
+  seen.pods = pods_.ByIndex(key);
+  seen.service_exists = !services_.ByIndex(key).empty();
+  return seen;
+}
+
+Status Controller::Reconcile(const std::string& key) {
+  // A Conflict on the status write means our copy was stale: re-read, then plan again.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::optional<JobEntry> entry = jobs_.Get(key);
+    if (!entry) {
+      expectations_.Forget(key);  // deleted: its pods go by owner-reference garbage collection
+      return Status::OK();
+    }
+    SteadyClock::duration wait{};
+    if (!expectations_.Satisfied(key, SteadyClock::now(), &wait)) {
+      // The informer's events re-queue the key as soon as the cache catches up; this delayed
+      // add only covers an event that never comes.
+      DDP_LOG(DEBUG) << key << ": waiting for the cache to see our writes";
+      queue_.AddAfter(key, wait);
+      return Status::OK();
+    }
+    auto job = api::ParseDDPJobJson(*entry->raw);
+    if (!job.ok()) {
+      // Nothing to do until someone edits the object; the edit re-queues it.
+      DDP_LOG(WARNING) << key << ": cannot parse DDPJob: " << job.status().message();
+      return Status::OK();
+    }
+    api::ApplyDefaults(&*job);
+    plan::Plan p = plan::PlanReconcile(*job, Observe(key), std::chrono::system_clock::now());
+    if (p.empty()) return Status::OK();
+    DDP_LOG(DEBUG) << key << ": plan " << p.ToString();
+    Status s = Apply(key, *job, *entry->raw, p);
+    if (s.code() != StatusCode::kConflict) return s;
+    DDP_LOG(INFO) << key << ": status write conflicted; re-reading";
+    auto fresh = client_->Get(kDDPJobs, job->namespace_name, job->name);
+    if (!fresh.ok() && fresh.status().code() == StatusCode::kNotFound) {
+      jobs_.Remove(*entry->raw);
+      return Status::OK();
+    }
+    if (!fresh.ok()) return fresh.status().WithContext(key + ": re-read after conflict");
+    jobs_.Upsert(*fresh);
+  }
+  return Status::Conflict(key + ": status write kept conflicting");
+}
+
+}  // namespace ddp::controller

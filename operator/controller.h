@@ -1,0 +1,92 @@
+// The DDPJob controller: observe (informer caches) -> plan::PlanReconcile -> apply. No policy
+// lives here; every decision is the planner's. Apply rules: deletes and creates first (creates in
+// parallel, AlreadyExists / NotFound are success), then one status write (on Conflict the job is
+// re-read and re-planned), then the plan's events, then requeue_after as a delayed add.
+#ifndef DDP_OPERATOR_CONTROLLER_H_
+#define DDP_OPERATOR_CONTROLLER_H_
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "operator/api/types.h"
+#include "operator/kube/cache.h"
+#include "operator/kube/client.h"
+#include "operator/kube/expectations.h"
+#include "operator/kube/informer.h"
+#include "operator/kube/operator_metrics.h"
+#include "operator/kube/workqueue.h"
+#include "operator/plan/plan.h"
+
+namespace ddp::controller {
+
+struct ControllerOptions {
+  std::string ns;  // "" = every namespace
+  int workers = 4;
+  std::chrono::milliseconds resync_period{std::chrono::minutes(10)};
+  std::chrono::milliseconds expectations_timeout{std::chrono::minutes(5)};
+  std::chrono::milliseconds informer_backoff_max{std::chrono::seconds(30)};
+  std::string instance = "ddp-operator";  // reportingInstance of events (hostname)
+};
+
+// Thread-safe. Lifecycle: Start() once, Stop() once (the destructor stops too).
+// REQUIRES: client and metrics outlive the controller.
+class Controller {
+ public:
+  Controller(KubeClient* client, OperatorMetrics* metrics, ControllerOptions options);
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  // Starts the informers, waits up to `sync_timeout` for their first list (DeadlineExceeded
+  // otherwise: the caller decides; informers keep trying), then starts the workers.
+  Status Start(std::chrono::milliseconds sync_timeout);
+  // Workers finish their current pass and exit; then the informers stop. Idempotent.
+  void Stop();
+  // One pass for "namespace/name". OK when the job is gone or the pass must wait for the cache.
+  Status Reconcile(const std::string& key);
+  bool Synced() const;
+  // Refreshes the gauges derived from state (queue depth, jobs by phase); call before Render.
+  void UpdateGauges();
+
+ private:
+  struct JobEntry {
+    std::shared_ptr<const nlohmann::json> raw;  // the object minus managedFields
+    std::string phase;
+  };
+  void Worker();
+  void OnPodChange(const std::string& job, const plan::ObservedPod* old,
+                   const plan::ObservedPod* now);
+  plan::Observed Observe(const std::string& key) const;
+  // Applies `p` for `job`. Returns Conflict when the status write lost a race.
+  Status Apply(const std::string& key, const api::DDPJob& job, const nlohmann::json& raw,
+               const plan::Plan& p);
+  Status ApplyCreates(const std::string& key, const api::DDPJob& job,
+                      const std::vector<nlohmann::json>& creates);
+  Status ApplyDeletes(const std::string& key, const api::DDPJob& job,
+                      const std::vector<plan::Delete>& deletes);
+  void EmitEvents(const api::DDPJob& job, const std::vector<plan::Event>& events);
+  void CountRestarts(const api::DDPJob& job, const api::DDPJobStatus& next);
+
+  KubeClient* client_;
+  OperatorMetrics* metrics_;
+  const ControllerOptions options_;
+  WorkQueue queue_;
+  Expectations expectations_;
+  IndexedCache<JobEntry> jobs_;
+  IndexedCache<plan::ObservedPod> pods_;
+  IndexedCache<std::string> services_;
+  std::unique_ptr<Informer> job_informer_, pod_informer_, service_informer_;
+  std::vector<std::thread> workers_;
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace ddp::controller
+
+#endif  // DDP_OPERATOR_CONTROLLER_H_

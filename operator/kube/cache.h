@@ -1,0 +1,148 @@
+// An in-memory copy of one resource type, keyed "namespace/name" and indexed by the owning job's
+// key, filled by an Informer. Each cache stores only what the controller needs (a transform turns
+// the API object into T), so memory grows with the operator's own objects, not with their size.
+#ifndef DDP_OPERATOR_KUBE_CACHE_H_
+#define DDP_OPERATOR_KUBE_CACHE_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ddp::controller {
+
+// "namespace/name" of an API object ("name" for cluster-scoped ones).
+std::string ObjectKey(const nlohmann::json& obj);
+// The value of the ddp.dev/job-name label as a job key "namespace/<label>", or "" when absent.
+std::string JobKeyFromLabel(const nlohmann::json& obj);
+
+// What an informer feeds its cache. Implementations are thread-safe.
+class InformerSink {
+ public:
+  virtual ~InformerSink() = default;
+  // An object from a list page or an ADDED/MODIFIED watch event.
+  virtual void Upsert(const nlohmann::json& obj) = 0;
+  // A DELETED watch event (obj is the last state).
+  virtual void Remove(const nlohmann::json& obj) = 0;
+  // After a full re-list: drops every entry whose key is not in `listed` (deleted while the
+  // watch was down). Returns how many were dropped.
+  virtual size_t Prune(const std::unordered_set<std::string>& listed) = 0;
+};
+
+// Thread-safe cache of T, indexed by an index value (the job key).
+// `transform` returns nullopt to skip an object (it does not belong to the cache).
+// `on_change(index, old, now)` runs after every change, outside the lock; old/now are nullptr
+// for an add/remove.
+template <typename T>
+class IndexedCache : public InformerSink {
+ public:
+  struct Entry {
+    std::string index;
+    T value;
+  };
+  using Transform = std::function<std::optional<Entry>(const nlohmann::json&)>;
+  using OnChange = std::function<void(const std::string& index, const T* old, const T* now)>;
+
+  IndexedCache(Transform transform, OnChange on_change)
+      : transform_(std::move(transform)), on_change_(std::move(on_change)) {}
+
+  void Upsert(const nlohmann::json& obj) override {
+    std::optional<Entry> e = transform_(obj);
+    if (!e) return Remove(obj);  // e.g. its label was removed: it left our view
+    std::string key = ObjectKey(obj);
+    std::optional<Entry> old;
+    {
+      std::unique_lock<std::shared_mutex> l(mu_);
+      auto it = items_.find(key);
+      if (it != items_.end()) {
+        old = std::move(it->second);
+        if (old->index != e->index) UnindexLocked(old->index, key);
+        it->second = *e;
+      } else {
+        items_.emplace(key, *e);
+      }
+      index_[e->index].insert(key);
+    }
+    if (on_change_) {
+      if (old && old->index != e->index) on_change_(old->index, &old->value, nullptr);
+      on_change_(e->index, old && old->index == e->index ? &old->value : nullptr, &e->value);
+    }
+  }
+
+  void Remove(const nlohmann::json& obj) override { RemoveKey(ObjectKey(obj)); }
+
+  size_t Prune(const std::unordered_set<std::string>& listed) override {
+    std::vector<std::string> gone;
+    {
+      std::shared_lock<std::shared_mutex> l(mu_);
+      for (const auto& [key, e] : items_) if (!listed.count(key)) gone.push_back(key);
+    }
+    for (const auto& key : gone) RemoveKey(key);
+    return gone.size();
+  }
+
+  // Every value indexed under `index` (a copy: callers work without holding the lock).
+  std::vector<T> ByIndex(const std::string& index) const {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    std::vector<T> out;
+    auto it = index_.find(index);
+    if (it == index_.end()) return out;
+    for (const auto& key : it->second) out.push_back(items_.at(key).value);
+    return out;
+  }
+  std::optional<T> Get(const std::string& key) const {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    auto it = items_.find(key);
+    if (it == items_.end()) return std::nullopt;
+    return it->second.value;
+  }
+  // Calls fn(key, value) for every entry under the lock. fn must not call back into the cache.
+  void ForEach(const std::function<void(const std::string&, const T&)>& fn) const {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    for (const auto& [key, e] : items_) fn(key, e.value);
+  }
+  size_t Size() const {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    return items_.size();
+  }
+
+ private:
+  void RemoveKey(const std::string& key) {
+    std::optional<Entry> old;
+    {
+      std::unique_lock<std::shared_mutex> l(mu_);
+      auto it = items_.find(key);
+      if (it == items_.end()) return;
+      old = std::move(it->second);
+      items_.erase(it);
+      UnindexLocked(old->index, key);
+    }
+    if (on_change_) on_change_(old->index, &old->value, nullptr);
+  }
+  void UnindexLocked(const std::string& index, const std::string& key) {
+    auto it = index_.find(index);
+    if (it == index_.end()) return;
+    it->second.erase(key);
+    if (it->second.empty()) index_.erase(it);
+  }
+
+  const Transform transform_;
+  const OnChange on_change_;
+  mutable std::shared_mutex mu_;
+  std::unordered_map<std::string, Entry> items_;
+  std::unordered_map<std::string, std::set<std::string>> index_;
+};
+
+}  // namespace ddp::controller
+
+#endif  // DDP_OPERATOR_KUBE_CACHE_H_

@@ -1,0 +1,148 @@
+#include "operator/kube/informer.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "common/logging.h"
+
+namespace ddp::controller {
+namespace {
+
+std::string Describe(const InformerOptions& o) {
+  std::string s = o.resource.Display() + " " + (o.ns.empty() ? "(all namespaces)" : o.ns);
+  if (!o.label_selector.empty()) s += " [" + o.label_selector + "]";
+  return s;
+}
+
+std::string ResourceVersionOf(const nlohmann::json& obj) {
+  auto m = obj.find("metadata");
+  if (m == obj.end() || !m->is_object()) return "";
+  return m->value("resourceVersion", "");
+}
+
+}  // namespace
+
+Informer::Informer(KubeClient* client, InformerOptions options, InformerSink* sink)
+    : client_(client), options_(std::move(options)), sink_(sink), what_(Describe(options_)) {}
+
+Informer::~Informer() { Stop(); }
+
+void Informer::Start() { thread_ = std::thread([this] { Run(); }); }
+
+void Informer::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stopped_ = true;
+  }
+  cv_.notify_all();
+  cancel_->Cancel();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Informer::WaitForSync(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait_for(l, timeout, [&] { return synced_.load() || stopped_; });
+  return synced_.load();
+}
+
+bool Informer::SleepFor(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait_for(l, d, [&] { return stopped_; });
+  return !stopped_;
+}
+
+Status Informer::ListIntoSink(std::string* rv) {
+  ListOptions opts;
+  opts.label_selector = options_.label_selector;
+  opts.limit = options_.page_size;
+  std::unordered_set<std::string> listed;
+  bool first = true;
+  do {
+    auto page = client_->List(options_.resource, options_.ns, opts);
+    if (!page.ok()) return page.status();
+    const nlohmann::json& meta = (*page)["metadata"];
+    if (first) *rv = meta.value("resourceVersion", "");  // the snapshot every page belongs to
+    first = false;
+    opts.continue_token = meta.value("continue", "");
+    for (const auto& item : (*page)["items"]) {
+      listed.insert(ObjectKey(item));
+      sink_->Upsert(item);
+    }
+  } while (!opts.continue_token.empty());
+  size_t pruned = sink_->Prune(listed);
+  lists_++;
+  DDP_LOG(DEBUG) << "informer " << what_ << ": listed " << listed.size() << " at rv " << *rv
+                 << (pruned ? ", dropped " + std::to_string(pruned) + " deleted meanwhile" : "");
+  return Status::OK();
+}
+
+Status Informer::WatchUntil(std::string* rv, std::chrono::steady_clock::time_point resync_at) {
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::seconds>(
+        resync_at - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return Status::OK();
+    WatchOptions w;
+    w.label_selector = options_.label_selector;
+    w.resource_version = *rv;
+    w.allow_bookmarks = true;
+    w.timeout_seconds = static_cast<int>(std::min<int64_t>(left.count(), options_.watch_timeout_seconds));
+    w.cancel = cancel_;
+    Status s = client_->Watch(options_.resource, options_.ns, w, [&](const WatchEvent& ev) {
+      std::string ev_rv = ResourceVersionOf(ev.object);
+      switch (ev.type) {
+        case WatchEventType::kAdded:
+        case WatchEventType::kModified: sink_->Upsert(ev.object); break;
+        case WatchEventType::kDeleted: sink_->Remove(ev.object); break;
+        case WatchEventType::kBookmark: break;
+        case WatchEventType::kError: return true;  // Watch turns it into its Status
+      }
+      if (!ev_rv.empty()) *rv = ev_rv;
+      return true;
+    });
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (stopped_) return Status::OK();
+    }
+    if (!s.ok()) return s;
+    // The stream ended cleanly (server timeout or a dropped connection): resume from *rv.
+  }
+}
+
+void Informer::Run() {
+  auto backoff = options_.backoff_initial;
+  while (true) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (stopped_) return;
+    }
+    std::string rv;
+    Status s = ListIntoSink(&rv);
+    if (s.ok()) {
+      if (!synced_.exchange(true)) {
+        DDP_LOG(INFO) << "informer " << what_ << ": synced";
+        cv_.notify_all();
+      }
+      backoff = options_.backoff_initial;
+      s = WatchUntil(&rv, std::chrono::steady_clock::now() + options_.resync_period);
+      if (s.ok()) continue;  // resync (or stopped: checked at the loop's top)
+    }
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (stopped_) return;
+    }
+    if (s.code() == StatusCode::kGone) {
+      // The watch cache moved past rv: a fresh list is the only way back. A short pause keeps a
+      // server that answers 410 to every watch from turning this into a busy loop.
+      DDP_LOG(INFO) << "informer " << what_ << ": " << s.message() << "; re-listing";
+      if (!SleepFor(options_.backoff_initial)) return;
+      continue;
+    }
+    DDP_LOG(WARNING) << "informer " << what_ << ": " << s.ToString() << "; re-listing in "
+                     << backoff.count() << " ms";
+    if (!SleepFor(backoff)) return;
+    backoff = std::min(backoff * 2, options_.backoff_max);
+  }
+}
+
+}  // namespace ddp::controller
+

@@ -1,0 +1,34 @@
+#include "operator/kube/operator_metrics.h"
+
+namespace ddp::controller {
+
+std::vector<double> OperatorMetrics::ReconcileBuckets() {
+  return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+}
+
+OperatorMetrics::OperatorMetrics()
+    : reconcile_total(registry.AddCounter("ddp_operator_reconcile_total",
+                                          "Reconcile passes, successful or not.")),
+      reconcile_errors_total(registry.AddCounter("ddp_operator_reconcile_errors_total",
+                                                 "Reconcile passes that returned an error.")),
+      reconcile_duration_seconds(registry.AddHistogram(
+          "ddp_operator_reconcile_duration_seconds", "Wall time of one reconcile pass.",
+          ReconcileBuckets())),
+      queue_depth(registry.AddGauge("ddp_operator_queue_depth",
+                                    "Job keys ready in the work queue, waiting for a worker.")),
+      jobs(registry.AddGauge("ddp_operator_jobs", "DDPJobs in the cache by status.phase.",
+                             {"phase"})),
+      pods_created_total(registry.AddCounter("ddp_operator_pods_created_total",
+                                             "Worker pods created.")),
+      pods_deleted_total(registry.AddCounter("ddp_operator_pods_deleted_total",
+                                             "Worker pods deleted.")),
+      job_restarts_total(registry.AddCounter("ddp_operator_job_restarts_total",
+                                             "Group restarts, by cause.", {"kind"})),
+      api_requests_total(registry.AddCounter("ddp_operator_api_requests_total",
+                                             "Kubernetes API requests by verb and HTTP code.",
+                                             {"verb", "code"})),
+      leader(registry.AddGauge("ddp_operator_leader",
+                               "1 while this replica holds the leader lease (or runs without "
+                               "leader election), else 0.")) {}
+
+}  // namespace ddp::controller

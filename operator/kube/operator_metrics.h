@@ -1,0 +1,33 @@
+// The operator's Prometheus metrics (names agreed in the team brief). One instance per process,
+// owned by `ddp-operator run` and shared by reference with the controller, queue and client.
+// Thread-safe (the metric types are).
+#ifndef DDP_OPERATOR_KUBE_OPERATOR_METRICS_H_
+#define DDP_OPERATOR_KUBE_OPERATOR_METRICS_H_
+
+#include <string>
+
+#include "common/prometheus.h"
+
+namespace ddp::controller {
+
+struct OperatorMetrics {
+  OperatorMetrics();
+  // Reconcile latency buckets (seconds): fine below 100 ms, where a healthy pass lands.
+  static std::vector<double> ReconcileBuckets();
+
+  metrics::Registry registry;
+  metrics::CounterFamily& reconcile_total;
+  metrics::CounterFamily& reconcile_errors_total;
+  metrics::HistogramFamily& reconcile_duration_seconds;
+  metrics::GaugeFamily& queue_depth;
+  metrics::GaugeFamily& jobs;  // {phase}
+  metrics::CounterFamily& pods_created_total;
+  metrics::CounterFamily& pods_deleted_total;
+  metrics::CounterFamily& job_restarts_total;  // {kind="failure|disruption"}
+  metrics::CounterFamily& api_requests_total;  // {verb,code}
+  metrics::GaugeFamily& leader;
+};
+
+}  // namespace ddp::controller
+
+#endif  // DDP_OPERATOR_KUBE_OPERATOR_METRICS_H_

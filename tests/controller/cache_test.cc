@@ -1,0 +1,100 @@
+// IndexedCache: keys, the job index, change notifications and pruning after a re-list.
+#include "operator/kube/cache.h"
+
+#include <gtest/gtest.h>
+
+namespace ddp::controller {
+namespace {
+
+using nlohmann::json;
+
+json Pod(const std::string& ns, const std::string& name, const std::string& job,
+         const std::string& phase = "Pending") {
+  json p = {{"metadata", {{"name", name}, {"namespace", ns}}}, {"status", {{"phase", phase}}}};
+  if (!job.empty()) p["metadata"]["labels"] = {{"ddp.dev/job-name", job}};
+  return p;
+}
+
+struct Change {
+  std::string index, old_phase, new_phase;  // "" = absent
+  bool operator==(const Change& o) const {
+    return index == o.index && old_phase == o.old_phase && new_phase == o.new_phase;
+  }
+};
+
+class CacheTest : public ::testing::Test {
+ protected:
+  IndexedCache<std::string> cache_{
+      [](const json& obj) -> std::optional<IndexedCache<std::string>::Entry> {
+        std::string job = JobKeyFromLabel(obj);
+        if (job.empty()) return std::nullopt;
+        return IndexedCache<std::string>::Entry{job, obj["status"]["phase"].get<std::string>()};
+      },
+      [this](const std::string& index, const std::string* old, const std::string* now) {
+        changes_.push_back({index, old ? *old : "", now ? *now : ""});
+      }};
+  std::vector<Change> changes_;
+};
+
+TEST(ObjectKeyTest, NamespacedAndClusterScoped) {
+  EXPECT_EQ(ObjectKey(Pod("ml", "a", "")), "ml/a");
+  EXPECT_EQ(ObjectKey(json{{"metadata", {{"name", "n"}}}}), "n");
+  EXPECT_EQ(ObjectKey(json::object()), "");
+}
+
+TEST(JobKeyFromLabelTest, UsesTheObjectsNamespace) {
+  EXPECT_EQ(JobKeyFromLabel(Pod("ml", "x-worker-0", "x")), "ml/x");
+  EXPECT_EQ(JobKeyFromLabel(Pod("ml", "x-worker-0", "")), "");
+  json bad = Pod("ml", "p", "");
+  bad["metadata"]["labels"] = {{"ddp.dev/job-name", 3}};
+  EXPECT_EQ(JobKeyFromLabel(bad), "");
+}
+
+TEST_F(CacheTest, IndexesByJobAndNotifiesAddUpdateRemove) {
+  cache_.Upsert(Pod("ml", "a-worker-0", "a"));
+  cache_.Upsert(Pod("ml", "a-worker-1", "a"));
+  cache_.Upsert(Pod("ml", "b-worker-0", "b"));
+  cache_.Upsert(Pod("other", "a-worker-0", "a"));  // same job name, other namespace
+  EXPECT_EQ(cache_.ByIndex("ml/a").size(), 2u);
+  EXPECT_EQ(cache_.ByIndex("ml/b").size(), 1u);
+  EXPECT_EQ(cache_.ByIndex("other/a").size(), 1u);
+  EXPECT_TRUE(cache_.ByIndex("ml/zzz").empty());
+
+  changes_.clear();
+  cache_.Upsert(Pod("ml", "a-worker-0", "a", "Running"));
+  cache_.Remove(Pod("ml", "a-worker-1", "a"));
+  cache_.Remove(Pod("ml", "never-seen", "a"));  // no change, no notification
+  EXPECT_EQ(changes_, (std::vector<Change>{{"ml/a", "Pending", "Running"}, {"ml/a", "Pending", ""}}));
+  EXPECT_EQ(cache_.Get("ml/a-worker-0"), "Running");
+  EXPECT_EQ(cache_.ByIndex("ml/a"), std::vector<std::string>{"Running"});
+}
+
+TEST_F(CacheTest, ObjectThatLosesItsLabelLeavesTheCache) {
+  cache_.Upsert(Pod("ml", "a-worker-0", "a"));
+  changes_.clear();
+  cache_.Upsert(Pod("ml", "a-worker-0", ""));
+  EXPECT_EQ(cache_.Size(), 0u);
+  EXPECT_EQ(changes_, (std::vector<Change>{{"ml/a", "Pending", ""}}));
+}
+
+TEST_F(CacheTest, RelabelMovesBetweenIndexesAndNotifiesBoth) {
+  cache_.Upsert(Pod("ml", "p", "a"));
+  changes_.clear();
+  cache_.Upsert(Pod("ml", "p", "b"));
+  EXPECT_TRUE(cache_.ByIndex("ml/a").empty());
+  EXPECT_EQ(cache_.ByIndex("ml/b").size(), 1u);
+  EXPECT_EQ(changes_, (std::vector<Change>{{"ml/a", "Pending", ""}, {"ml/b", "", "Pending"}}));
+}
+
+TEST_F(CacheTest, PruneDropsWhatTheRelistDidNotReturn) {
+  cache_.Upsert(Pod("ml", "a-worker-0", "a"));
+  cache_.Upsert(Pod("ml", "a-worker-1", "a"));
+  changes_.clear();
+  EXPECT_EQ(cache_.Prune({"ml/a-worker-0"}), 1u);
+  EXPECT_EQ(cache_.Size(), 1u);
+  EXPECT_EQ(changes_, (std::vector<Change>{{"ml/a", "Pending", ""}}));
+  EXPECT_EQ(cache_.Prune({"ml/a-worker-0"}), 0u);
+}
+
+}  // namespace
+}  // namespace ddp::controller
