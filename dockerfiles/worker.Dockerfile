@@ -1,0 +1,46 @@
+# ddp-worker: the LibTorch DDP trainer, with NCCL for GPUs (Gloo on CPU).
+# Build from the repository root:
+#   docker build -f dockerfiles/worker.Dockerfile -t ddp-worker:0.1.0 .
+# Match CUDA_VERSION and TORCH_INDEX to each other and to your driver (CUDA 12.6 needs a driver
+# >= 560, or >= 525 with CUDA forward compatibility).
+ARG CUDA_VERSION=12.6.3
+ARG TORCH_VERSION=2.7.1
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cu126
+
+FROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu22.04 AS build
+ARG TORCH_VERSION
+ARG TORCH_INDEX
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      cmake ninja-build g++ pkg-config python3 python3-pip libyaml-cpp-dev \
+ && rm -rf /var/lib/apt/lists/*
+# LibTorch for CUDA comes from the PyTorch wheel (its CMake package and shared libraries).
+# Wheels from 2.7 on use the C++11 string ABI, like the distribution's yaml-cpp.
+RUN pip3 install --no-cache-dir "torch==${TORCH_VERSION}" --index-url "${TORCH_INDEX}"
+WORKDIR /src
+COPY CMakeLists.txt ./
+COPY common/ common/
+COPY worker/ worker/
+# NCCL (nccl.h, libnccl.so) comes from the CUDA devel image; CMake reports "NCCL found".
+RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DDDP_BUILD_OPERATOR=OFF -DDDP_BUILD_BENCH=OFF -DBUILD_TESTING=OFF \
+      -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')" \
+ && cmake --build build --target ddp-worker
+
+FROM nvidia/cuda:${CUDA_VERSION}-cudnn-runtime-ubuntu22.04
+ARG TORCH_VERSION
+ARG TORCH_INDEX
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      python3 python3-pip libyaml-cpp0.7 ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+# The same wheel as the build stage: ddp-worker's RUNPATH points into its torch/lib, and the
+# wheel brings the CUDA libraries LibTorch was built against. libnccl.so.2 is the image's.
+RUN pip3 install --no-cache-dir "torch==${TORCH_VERSION}" --index-url "${TORCH_INDEX}"
+COPY --from=build /src/build/worker/ddp-worker /usr/local/bin/ddp-worker
+# Non-root; give checkpoint volumes a matching fsGroup (see examples/mingpt-4x8-gpu.yaml).
+USER 65532:65532
+WORKDIR /tmp
+# 9400: /metrics and /healthz (when DDP_METRICS_PORT is set); 29500: rendezvous on rank 0.
+EXPOSE 9400 29500
+ENTRYPOINT ["ddp-worker"]
