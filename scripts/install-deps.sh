@@ -7,6 +7,7 @@ set -euo pipefail
 APT_PACKAGES=(
   cmake ninja-build g++ make pkg-config
   libtorch-dev            # LibTorch (CPU) with c10d TCPStore and ProcessGroupGloo
+  libgloo-dev             # headers that c10d/ProcessGroupGloo.hpp includes
   libopenblas0-pthread    # without it LibTorch uses reference BLAS and trains ~15x slower
   libcpprest-dev libssl-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev
