@@ -52,14 +52,14 @@ int WorkerContainerIndex(const json& pod_spec) {
 
 json BuildService(const api::DDPJob& job) {
   const int port = job.spec.rendezvous.port;
+  json meta = {{"name", ServiceName(job)},
+               {"namespace", job.namespace_name},
+               {"labels", {{kJobNameLabel, job.name}}}};
+  if (!job.uid.empty()) meta["ownerReferences"] = json::array({OwnerReference(job)});
   return {
       {"apiVersion", "v1"},
       {"kind", "Service"},
-      {"metadata",
-       {{"name", ServiceName(job)},
-        {"namespace", job.namespace_name},
-        {"labels", {{kJobNameLabel, job.name}}},
-        {"ownerReferences", json::array({OwnerReference(job)})}}},
+      {"metadata", meta},
       {"spec",
        {{"clusterIP", "None"},
         // Rank 0 must be resolvable before it is Ready: readiness needs the group to form.
@@ -85,7 +85,8 @@ json BuildWorkerPod(const api::DDPJob& job, int index, int round, int replicas,
   labels[kReplicaIndexLabel] = std::to_string(index);
   labels[kRoundLabel] = std::to_string(round);
   meta["labels"] = labels;
-  meta["ownerReferences"] = json::array({OwnerReference(job)});
+  // A job that was never stored (render's dry run) has no uid to point at.
+  if (!job.uid.empty()) meta["ownerReferences"] = json::array({OwnerReference(job)});
 
   json spec = ObjectAt(tmpl, "spec");
   spec["hostname"] = PodName(job, index);

@@ -20,11 +20,12 @@ struct PodOverrides {
 };
 
 // Headless Service "<job>": clusterIP None, publishNotReadyAddresses, selector on the job label,
-// the rendezvous port; owned (controller reference) by the job.
+// the rendezvous port; owned (controller reference) by the job when the job has a uid.
 nlohmann::json BuildService(const api::DDPJob& job);
 
 // Pod "<job>-worker-<index>" of `round`, one of `replicas`: the template's metadata and spec with
-// name, namespace, labels (job, index, round), owner reference, hostname, subdomain,
+// name, namespace, labels (job, index, round), owner reference (when job.uid is set), hostname,
+// subdomain,
 // restartPolicy Never, and the worker container's env (RendezvousEnv, operator values first,
 // then the user's own env) and ports. REQUIRES: job defaulted and valid; 0 <= index < replicas.
 nlohmann::json BuildWorkerPod(const api::DDPJob& job, int index, int round, int replicas,

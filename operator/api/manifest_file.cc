@@ -1,0 +1,58 @@
+// Manifest input for `validate` and `render`.
+#include "operator/api/manifest_file.h"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "operator/api/serialize.h"
+#include "operator/api/validate.h"
+#include "operator/api/yaml_json.h"
+
+namespace ddp::api {
+
+StatusOr<std::string> ReadManifestText(const std::string& path) {
+  std::ostringstream buf;
+  if (path == "-") {
+    buf << std::cin.rdbuf();
+    return buf.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound("cannot open " + path);
+  buf << in.rdbuf();
+  if (in.bad()) return Status::DataLoss("cannot read " + path);
+  return buf.str();
+}
+
+StatusOr<std::vector<ManifestDocument>> ParseManifestDocuments(const std::string& text) {
+  StatusOr<std::vector<nlohmann::json>> docs = ParseYamlDocuments(text);
+  if (!docs.ok()) return docs.status();
+  std::vector<ManifestDocument> out;
+  for (size_t i = 0; i < docs->size(); ++i) {
+    const nlohmann::json& doc = (*docs)[i];
+    ManifestDocument m;
+    m.index = static_cast<int>(i + 1);
+    m.label = "document " + std::to_string(m.index);
+    if (doc.is_object() && doc.contains("metadata") && doc["metadata"].is_object() &&
+        doc["metadata"].value("name", nlohmann::json()).is_string()) {
+      m.label += " (" + doc["metadata"]["name"].get<std::string>() + ")";
+    }
+    if (!doc.is_object() || !doc.contains("kind")) {
+      m.parse_status = Status::InvalidArgument("kind is required (expected \"DDPJob\")");
+    } else if (doc["kind"] != kKind) {
+      m.other_kind = doc["kind"].is_string() ? doc["kind"].get<std::string>() : doc["kind"].dump();
+    } else {
+      StatusOr<DDPJob> job = ParseDDPJobJson(doc);
+      if (job.ok()) {
+        m.job = std::move(job).value();
+        ApplyDefaults(&m.job);
+      } else {
+        m.parse_status = job.status();
+      }
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace ddp::api

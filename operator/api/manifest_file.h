@@ -1,0 +1,34 @@
+// Reading DDPJob manifests from a file or standard input, for the user commands.
+#ifndef DDP_OPERATOR_API_MANIFEST_FILE_H_
+#define DDP_OPERATOR_API_MANIFEST_FILE_H_
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "operator/api/types.h"
+
+namespace ddp::api {
+
+// The whole content of `path`, or of standard input when path is "-".
+// NotFound names the path when it cannot be opened.
+StatusOr<std::string> ReadManifestText(const std::string& path);
+
+// One YAML document of a manifest file, parsed and defaulted, or the reason it is not a DDPJob.
+struct ManifestDocument {
+  int index = 0;           // 1-based position in the stream
+  std::string label;       // "document 2 (mingpt)" for messages
+  Status parse_status;     // not OK when the document is not a readable DDPJob
+  std::string other_kind;  // set (and the document ignored) when its kind is not DDPJob
+  DDPJob job;              // defaulted; meaningful only when parse_status is OK
+};
+
+// Every document of `text`. Documents of other kinds (a PVC next to the job) are reported with
+// other_kind set so commands can skip them. A YAML syntax error fails the whole stream.
+StatusOr<std::vector<ManifestDocument>> ParseManifestDocuments(const std::string& text);
+
+}  // namespace ddp::api
+
+#endif  // DDP_OPERATOR_API_MANIFEST_FILE_H_

@@ -1,0 +1,108 @@
+// `ddp-operator render -f FILE|- [--round N] [-o yaml|json]`: the dry run. Prints the Service and
+// Pods the operator would create for each DDPJob document, as YAML documents or a JSON List.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "operator/api/manifest_file.h"
+#include "operator/api/validate.h"
+#include "operator/api/yaml_json.h"
+#include "operator/command.h"
+#include "operator/plan/builders.h"
+
+namespace ddp::controller {
+namespace {
+
+const char kUsage[] =
+    "usage: ddp-operator render -f FILE|- [--round N] [-o yaml|json]\n"
+    "Prints the Service and worker Pods the operator would create for each DDPJob in FILE.\n"
+    "  --round N   the rendezvous round to render (default 0)\n"
+    "  -o FORMAT   yaml (default: one document per object) or json (a v1 List)\n"
+    "Exit status: 0 rendered, 1 invalid manifest, 2 usage error.\n";
+
+bool ParseRound(const std::string& s, int* out) {
+  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  *out = std::atoi(s.c_str());
+  return true;
+}
+
+int RenderMain(int argc, char** argv) {
+  std::string file, format = "yaml";
+  int round = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if ((arg == "-f" || arg == "--filename") && has_value) {
+      file = argv[++i];
+    } else if ((arg == "-o" || arg == "--output") && has_value) {
+      format = argv[++i];
+    } else if (arg == "--round" && has_value) {
+      if (!ParseRound(argv[++i], &round)) {
+        std::fprintf(stderr, "render: --round (\"%s\") must be a non-negative integer\n", argv[i]);
+        return 2;
+      }
+    } else {
+      std::fprintf(stderr, "render: unexpected argument \"%s\"\n%s", arg.c_str(), kUsage);
+      return 2;
+    }
+  }
+  if (file.empty() || (format != "yaml" && format != "json")) {
+    std::fprintf(stderr, "render: %s\n%s",
+                 file.empty() ? "-f FILE is required" : "-o must be yaml or json", kUsage);
+    return 2;
+  }
+  StatusOr<std::string> text = api::ReadManifestText(file);
+  if (!text.ok()) {
+    std::fprintf(stderr, "render: %s\n", text.status().message().c_str());
+    return 1;
+  }
+  StatusOr<std::vector<api::ManifestDocument>> docs = api::ParseManifestDocuments(*text);
+  if (!docs.ok()) {
+    std::fprintf(stderr, "%s: %s\n", file.c_str(), docs.status().message().c_str());
+    return 1;
+  }
+  nlohmann::json objects = nlohmann::json::array();
+  int problems = 0;
+  for (const auto& doc : *docs) {
+    if (!doc.other_kind.empty()) continue;  // render shows what the operator creates, nothing else
+    std::vector<std::string> errs;
+    if (!doc.parse_status.ok()) {
+      errs.push_back(doc.parse_status.message());
+    } else {
+      errs = api::Validate(doc.job);
+    }
+    for (const auto& e : errs) std::fprintf(stderr, "%s: %s\n", doc.label.c_str(), e.c_str());
+    problems += static_cast<int>(errs.size());
+    if (!errs.empty()) continue;
+    objects.push_back(plan::BuildService(doc.job));
+    for (int i = 0; i < doc.job.spec.replicas; ++i) {
+      objects.push_back(plan::BuildWorkerPod(doc.job, i, round, doc.job.spec.replicas));
+    }
+  }
+  if (problems > 0) return 1;
+  if (objects.empty()) {
+    std::fprintf(stderr, "%s: no DDPJob documents\n", file.c_str());
+    return 1;
+  }
+  if (format == "json") {
+    nlohmann::json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", objects}};
+    std::printf("%s\n", list.dump(2).c_str());
+    return 0;
+  }
+  for (const auto& obj : objects) std::printf("---\n%s", api::JsonToYaml(obj).c_str());
+  return 0;
+}
+
+const bool kRegistered = RegisterCommand(
+    {"render", "print the Service and Pods a DDPJob becomes (-f FILE|- [--round N] [-o yaml|json])",
+     &RenderMain});
+
+}  // namespace
+}  // namespace ddp::controller

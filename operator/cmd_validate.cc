@@ -1,0 +1,83 @@
+// `ddp-operator validate -f FILE|-`: checks DDPJob manifests. Exit 0 when every document is a
+// valid DDPJob; 1 with one problem per line otherwise; 2 on a usage error.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "operator/api/manifest_file.h"
+#include "operator/api/validate.h"
+#include "operator/command.h"
+
+namespace ddp::controller {
+namespace {
+
+const char kUsage[] =
+    "usage: ddp-operator validate -f FILE|-\n"
+    "Checks every DDPJob document in FILE (or standard input with -).\n"
+    "Exit status: 0 valid, 1 problems (one per line), 2 usage error.\n";
+
+int ValidateMain(int argc, char** argv) {
+  std::string file;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if ((arg == "-f" || arg == "--filename") && i + 1 < argc) {
+      file = argv[++i];
+    } else {
+      std::fprintf(stderr, "validate: unexpected argument \"%s\"\n%s", arg.c_str(), kUsage);
+      return 2;
+    }
+  }
+  if (file.empty()) {
+    std::fprintf(stderr, "validate: -f FILE is required\n%s", kUsage);
+    return 2;
+  }
+  StatusOr<std::string> text = api::ReadManifestText(file);
+  if (!text.ok()) {
+    std::fprintf(stderr, "validate: %s\n", text.status().message().c_str());
+    return 1;
+  }
+  StatusOr<std::vector<api::ManifestDocument>> docs = api::ParseManifestDocuments(*text);
+  if (!docs.ok()) {
+    std::fprintf(stderr, "%s: %s\n", file.c_str(), docs.status().message().c_str());
+    return 1;
+  }
+  if (docs->empty()) {
+    std::fprintf(stderr, "%s: no documents\n", file.c_str());
+    return 1;
+  }
+  int problems = 0;
+  size_t jobs = 0;
+  for (const auto& doc : *docs) {
+    if (!doc.other_kind.empty()) {
+      std::fprintf(stderr, "%s: kind %s is not a DDPJob; skipped\n", doc.label.c_str(),
+                   doc.other_kind.c_str());
+      continue;
+    }
+    ++jobs;
+    if (!doc.parse_status.ok()) {
+      std::printf("%s: %s\n", doc.label.c_str(), doc.parse_status.message().c_str());
+      ++problems;
+      continue;
+    }
+    for (const std::string& p : api::Validate(doc.job)) {
+      std::printf("%s: %s\n", doc.label.c_str(), p.c_str());
+      ++problems;
+    }
+  }
+  if (problems > 0) return 1;
+  if (jobs == 0) {
+    std::fprintf(stderr, "%s: no DDPJob documents\n", file.c_str());
+    return 1;
+  }
+  std::printf("%s: %zu DDPJob document%s valid\n", file.c_str(), jobs, jobs == 1 ? "" : "s");
+  return 0;
+}
+
+const bool kRegistered =
+    RegisterCommand({"validate", "check DDPJob manifests (-f FILE|-)", &ValidateMain});
+
+}  // namespace
+}  // namespace ddp::controller
