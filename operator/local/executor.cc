@@ -1,0 +1,254 @@
+// Plans applied to local processes. See executor.h for the contract.
+#include "operator/local/executor.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "common/logging.h"
+#include "operator/local/pod_process.h"
+#include "operator/local/process.h"
+#include "operator/plan/names.h"
+
+namespace ddp::controller::local {
+namespace {
+
+using Json = nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+
+int LabelInt(const Json& pod, const char* key) {
+  const Json& labels = pod.value("metadata", Json::object()).value("labels", Json::object());
+  if (!labels.contains(key) || !labels[key].is_string()) return -1;
+  try {
+    size_t used = 0;
+    const std::string s = labels[key].get<std::string>();
+    int v = std::stoi(s, &used);
+    return used == s.size() ? v : -1;
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+}  // namespace
+
+LocalExecutor::~LocalExecutor() { StopAll(std::chrono::seconds(5)); }
+
+StatusOr<int> LocalExecutor::FreshPort() {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    StatusOr<int> port = PickFreePort();
+    if (!port.ok()) return port;
+    if (used_ports_.insert(port.value()).second) return port;
+  }
+  return Status::Unavailable("no free port found in 20 attempts");
+}
+
+std::vector<std::string> LocalExecutor::Apply(const plan::Plan& plan, plan::TimePoint now) {
+  std::vector<std::string> messages;
+  for (const Json& object : plan.creates) {
+    const std::string kind = object.value("kind", "");
+    const std::string name = object.value("metadata", Json::object()).value("name", "");
+    if (kind == "Service") {
+      service_exists_ = true;  // nothing to run: rank 0 is 127.0.0.1
+      continue;
+    }
+    if (kind != "Pod" || pods_.count(name)) continue;  // AlreadyExists is success
+    LocalPod pod;
+    pod.object = object;
+    pod.name = name;
+    pod.uid = "local-" + std::to_string(next_uid_++);
+    pod.index = LabelInt(object, plan::kReplicaIndexLabel);
+    pod.round = LabelInt(object, plan::kRoundLabel);
+    pod.created = now;
+    pod.log_path = options_.log_dir + "/" + name + ".round" + std::to_string(pod.round) + ".log";
+    Status s = Start(&pod, &messages);
+    if (!s.ok()) {
+      // The kubelet's answer to a container that cannot start: a failed pod, exit 128 in
+      // containerd; 127 here, the shell's "command not found".
+      pod.exit = PodExit{127, "Failed", "StartError", s.message(), false};
+      messages.push_back(name + ": " + s.message());
+    }
+    pods_.emplace(name, std::move(pod));
+  }
+  const auto steady_now = SteadyClock::now();
+  for (const plan::Delete& d : plan.deletes) {
+    if (d.kind == "Service") {
+      service_exists_ = false;
+      continue;
+    }
+    if (d.kind != "Pod") continue;
+    auto it = pods_.find(d.name);
+    if (it == pods_.end() || (!d.uid.empty() && d.uid != it->second.uid)) continue;  // NotFound
+    if (!it->second.alive) {
+      pods_.erase(it);  // a finished pod's record goes at once
+    } else {
+      StartDelete(&it->second, steady_now);
+    }
+  }
+  return messages;
+}
+
+Status LocalExecutor::Start(LocalPod* pod, std::vector<std::string>* messages) {
+  if (!master_ports_.count(pod->round)) {
+    // One rendezvous port per round: the old round's rank 0 may leave its port in TIME_WAIT.
+    StatusOr<int> port = FreshPort();
+    if (!port.ok()) return port.status();
+    master_ports_[pod->round] = port.value();
+  }
+  StatusOr<int> metrics_port = FreshPort();
+  if (!metrics_port.ok()) return metrics_port.status();
+  pod->metrics_port = metrics_port.value();
+  HostOverrides host;
+  host.master_port = master_ports_[pod->round];
+  host.metrics_port = pod->metrics_port;
+  StatusOr<ProcessSpec> spec = ProcessSpecFromPod(pod->object, host);
+  if (!spec.ok()) return spec.status();
+  for (const std::string& w : spec.value().warnings) messages->push_back(pod->name + ": " + w);
+  pod->grace_seconds = options_.grace_seconds.value_or(spec.value().grace_seconds);
+  StatusOr<std::string> path = ResolveCommand(spec.value().argv[0], options_.command_dirs);
+  if (!path.ok()) return path.status();
+  SpawnRequest req{path.value(), spec.value().argv, spec.value().env, pod->log_path};
+  // A wrapper script in the template (sh -c '... exec ddp-worker') finds the same binaries the
+  // command lookup does: the command dirs go in front of the inherited PATH.
+  bool sets_path = false;
+  for (const auto& [name, value] : req.env) sets_path = sets_path || name == "PATH";
+  if (!sets_path && !options_.command_dirs.empty()) {
+    std::string path_env;
+    for (const std::string& d : options_.command_dirs) path_env += d + ":";
+    const char* inherited = std::getenv("PATH");
+    req.env.emplace_back("PATH", path_env + (inherited ? inherited : "/usr/bin:/bin"));
+  }
+  StatusOr<pid_t> pid = SpawnProcessGroup(req);
+  if (!pid.ok()) return pid.status();
+  pod->pid = pid.value();
+  pod->alive = true;
+  DDP_LOG(DEBUG) << pod->name << ": started pid " << pod->pid << " (" << path.value() << ")";
+  return Status::OK();
+}
+
+void LocalExecutor::StartDelete(LocalPod* pod, SteadyClock::time_point now) {
+  if (pod->deleting) return;
+  pod->deleting = true;
+  pod->signalled = true;
+  pod->kill_at = now + std::chrono::seconds(pod->grace_seconds);
+  SignalGroup(pod->pid, pod->grace_seconds > 0 ? SIGTERM : SIGKILL);
+}
+
+std::vector<std::string> LocalExecutor::Reap() {
+  std::vector<std::string> changed;
+  for (auto it = pods_.begin(); it != pods_.end();) {
+    LocalPod& pod = it->second;
+    int status = 0;
+    if (!pod.alive || waitpid(pod.pid, &status, WNOHANG) != pod.pid) {
+      ++it;
+      continue;
+    }
+    pod.alive = false;
+    // The container is gone when its main process is: whatever it left in its group goes too,
+    // as the kubelet tears down a container's cgroup.
+    SignalGroup(pod.pid, SIGKILL);
+    changed.push_back(pod.name);
+    if (pod.deleting) {
+      it = pods_.erase(it);  // deleted and reaped: the pod is gone, its name free again
+      continue;
+    }
+    pod.exit = ClassifyExit(status, pod.signalled);
+    ++it;
+  }
+  return changed;
+}
+
+void LocalExecutor::EnforceGracePeriods(SteadyClock::time_point now) {
+  for (auto& [name, pod] : pods_) {
+    if (pod.alive && pod.deleting && now >= pod.kill_at) {
+      SignalGroup(pod.pid, SIGKILL);
+      pod.kill_at = SteadyClock::time_point::max();  // once is enough; Reap() finishes it
+    }
+  }
+}
+
+std::optional<SteadyClock::time_point> LocalExecutor::NextKillDeadline() const {
+  std::optional<SteadyClock::time_point> next;
+  for (const auto& [name, pod] : pods_) {
+    if (pod.alive && pod.deleting && pod.kill_at != SteadyClock::time_point::max() &&
+        (!next || pod.kill_at < *next)) {
+      next = pod.kill_at;
+    }
+  }
+  return next;
+}
+
+plan::Observed LocalExecutor::Observe() const {
+  plan::Observed seen;
+  seen.service_exists = service_exists_;
+  for (const auto& [name, pod] : pods_) {
+    plan::ObservedPod o;
+    o.name = name;
+    o.index = pod.index;
+    o.round = pod.round;
+    o.uid = pod.uid;
+    o.created = pod.created;
+    o.deleting = pod.deleting;
+    if (pod.alive) {
+      o.phase = "Running";
+      o.ready = true;  // no readiness probes locally: a running process is ready
+    } else if (pod.exit) {
+      o.phase = pod.exit->phase;
+      o.exit_code = pod.exit->exit_code;
+      o.reason = pod.exit->reason;
+      o.message = pod.exit->message;
+      o.disruption_condition = pod.exit->disruption;
+    }
+    seen.pods.push_back(std::move(o));
+  }
+  return seen;
+}
+
+int LocalExecutor::AliveCount(int round) const {
+  int n = 0;
+  for (const auto& [name, pod] : pods_) n += pod.alive && pod.round == round ? 1 : 0;
+  return n;
+}
+
+const LocalPod* LocalExecutor::AliveRank0(int round) const {
+  for (const auto& [name, pod] : pods_) {
+    if (pod.alive && pod.round == round && pod.index == 0) return &pod;
+  }
+  return nullptr;
+}
+
+int LocalExecutor::MasterPort(int round) const {
+  auto it = master_ports_.find(round);
+  return it == master_ports_.end() ? 0 : it->second;
+}
+
+void LocalExecutor::StopAll(std::chrono::milliseconds grace) {
+  const auto now = SteadyClock::now();
+  for (auto& [name, pod] : pods_) {
+    if (!pod.alive) continue;
+    pod.deleting = true;
+    pod.signalled = true;
+    pod.kill_at = now + grace;
+    SignalGroup(pod.pid, grace.count() > 0 ? SIGTERM : SIGKILL);
+  }
+  bool killed = false;
+  while (true) {
+    Reap();
+    bool any = false;
+    for (const auto& [name, pod] : pods_) any = any || pod.alive;
+    if (!any) break;
+    if (!killed && SteadyClock::now() >= now + grace) {
+      for (auto& [name, pod] : pods_) {
+        if (pod.alive) SignalGroup(pod.pid, SIGKILL);
+      }
+      killed = true;
+    }
+    // Shutdown path only: a short poll keeps this free of signal plumbing.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace ddp::controller::local

@@ -1,0 +1,333 @@
+// The local run loop (see runner.h for the steps).
+#include "operator/local/runner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+
+#include "common/http_server.h"
+#include "operator/api/serialize.h"
+#include "operator/local/executor.h"
+#include "operator/local/manifest.h"
+#include "operator/local/pod_process.h"
+#include "operator/local/process.h"
+#include "operator/local/signals.h"
+#include "operator/local/status_line.h"
+#include "operator/local/terminal.h"
+#include "operator/plan/builders.h"
+#include "operator/plan/plan.h"
+
+namespace ddp::controller::local {
+namespace {
+
+namespace fs = std::filesystem;
+using SteadyClock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Caps the wait for processes to stop after Ctrl-C: a user pressing it wants the prompt back.
+constexpr std::chrono::seconds kInterruptGrace(5);
+
+std::string Timestamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+bool IsTerminal(const std::string& phase) {
+  return phase == api::kPhaseSucceeded || phase == api::kPhaseFailed;
+}
+
+std::vector<std::string> TailLines(const std::string& path, size_t n) {
+  std::ifstream in(path);
+  std::deque<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(line);
+    if (lines.size() > n) lines.pop_front();
+  }
+  return {lines.begin(), lines.end()};
+}
+
+// Writes status.json in the run dir by write-temp + rename, so a reader never sees half a file.
+void WriteStatusFile(const std::string& run_dir, const api::DDPJob& job) {
+  nlohmann::json doc = {{"name", job.name},
+                        {"generation", job.generation},
+                        {"status", api::StatusToJson(job.status)}};
+  const std::string tmp = run_dir + "/.status.json.tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << doc.dump(2) << "\n";
+  }
+  std::error_code ec;
+  fs::rename(tmp, run_dir + "/status.json", ec);
+}
+
+class LocalRun {
+ public:
+  LocalRun(const RunOptions& options, FILE* out, FILE* err)
+      : options_(options),
+        err_(err),
+        terminal_(out, options.live && isatty(fileno(out))),
+        watcher_(options.manifest_path) {}
+
+  int Run();
+
+ private:
+  int Init();
+  void Reconcile();
+  void ApplyEdit(const std::string& text);
+  void RefreshStatusLine();
+  int Finish(int code);
+  std::string Elapsed() const;
+  std::string LogPath(const std::string& pod) const;
+
+  RunOptions options_;
+  FILE* err_;
+  Terminal terminal_;
+  ManifestWatcher watcher_;
+  api::DDPJob job_;
+  nlohmann::json user_spec_;  // the spec as the user wrote it, for diffs of edits
+  std::string checkpoint_dir_;
+  std::string run_dir_;
+  std::unique_ptr<LocalExecutor> executor_;
+  SteadyClock::time_point started_ = SteadyClock::now();
+  std::optional<SteadyClock::time_point> requeue_at_;
+  SteadyClock::time_point next_scrape_{};
+  SteadyClock::time_point next_watch_{};
+  WorkerProgress progress_;
+  EtaEstimator eta_;
+  bool finished_ = false;
+};
+
+std::string LocalRun::Elapsed() const {
+  return "[" + FormatDuration(std::chrono::duration<double>(SteadyClock::now() - started_).count()) +
+         "]";
+}
+
+int LocalRun::Init() {
+  StatusOr<std::string> text = watcher_.ReadInitial();
+  if (!text.ok()) {
+    std::fprintf(err_, "ddp-operator local: %s\n", text.status().message().c_str());
+    return kExitUsage;
+  }
+  StatusOr<api::DDPJob> job = ParseLocalManifest(text.value(), options_.manifest_path);
+  if (!job.ok()) {
+    std::fprintf(err_, "ddp-operator local: %s\n", job.status().message().c_str());
+    return kExitUsage;
+  }
+  job_ = std::move(job.value());
+  user_spec_ = api::SpecToJson(job_.spec);
+  run_dir_ = options_.run_dir.empty() ? "runs/" + job_.name + "-" + Timestamp() : options_.run_dir;
+  std::error_code ec;
+  fs::create_directories(run_dir_, ec);
+  run_dir_ = fs::absolute(run_dir_).lexically_normal().string();
+  // The manifest's checkpoint.path is used as written (validation makes it absolute); without
+  // one, checkpoints live in the run directory so a run is self-contained.
+  checkpoint_dir_ = job_.spec.checkpoint.path.value_or(run_dir_ + "/checkpoints");
+  fs::create_directories(checkpoint_dir_, ec);
+  if (ec || !fs::is_directory(checkpoint_dir_) || !fs::is_directory(run_dir_)) {
+    std::fprintf(err_,
+                 "ddp-operator local: cannot create %s or %s: %s\nHINT: pass --run-dir, or drop "
+                 "spec.checkpoint.path (a container path) to keep checkpoints in the run dir\n",
+                 run_dir_.c_str(), checkpoint_dir_.c_str(), ec.message().c_str());
+    return kExitUsage;
+  }
+  job_.spec.checkpoint.path = checkpoint_dir_;
+  job_.uid = "local-" + std::to_string(getpid());
+  job_.generation = 1;
+  // Fail early and clearly when the command cannot run at all, rather than as restarts.
+  nlohmann::json pod0 = plan::BuildWorkerPod(job_, 0, 0, job_.spec.replicas);
+  StatusOr<ProcessSpec> spec = ProcessSpecFromPod(pod0, {});
+  StatusOr<std::string> path =
+      spec.ok() ? ResolveCommand(spec.value().argv[0], options_.command_dirs) : spec.status();
+  if (!path.ok()) {
+    std::fprintf(err_, "ddp-operator local: %s: %s\n", options_.manifest_path.c_str(),
+                 path.status().message().c_str());
+    return kExitUsage;
+  }
+  executor_ = std::make_unique<LocalExecutor>(
+      ExecutorOptions{run_dir_, options_.command_dirs, options_.grace_seconds});
+  terminal_.Line("ddp-operator local: job " + job_.name + ", " +
+                 std::to_string(job_.spec.replicas) + " pod(s) x " +
+                 std::to_string(job_.spec.nproc_per_node) + " process(es), command " +
+                 path.value());
+  terminal_.Line("  run dir " + run_dir_ + " (pod logs, status.json), checkpoints " +
+                 checkpoint_dir_);
+  terminal_.Line("  edit " + options_.manifest_path +
+                 " to apply changes (replicas, suspend); Ctrl-C stops everything");
+  return -1;
+}
+
+void LocalRun::ApplyEdit(const std::string& text) {
+  StatusOr<api::DDPJob> edited = ParseLocalManifest(text, options_.manifest_path);
+  if (!edited.ok()) {
+    terminal_.Line(Elapsed() + " edit ignored, the job keeps its spec: " +
+                   edited.status().message());
+    return;
+  }
+  if (edited.value().name != job_.name) {
+    terminal_.Line(Elapsed() + " edit ignored: metadata.name changed (" + job_.name + " -> " +
+                   edited.value().name + "); local mode runs one job, restart it to run another");
+    return;
+  }
+  nlohmann::json spec = api::SpecToJson(edited.value().spec);
+  std::vector<std::string> diff = DiffJson(user_spec_, spec);
+  if (diff.empty()) return;
+  if (edited.value().spec.checkpoint.path.value_or(checkpoint_dir_) != checkpoint_dir_) {
+    terminal_.Line(Elapsed() + " note: spec.checkpoint.path changes apply on the next run only");
+  }
+  user_spec_ = spec;
+  job_.spec = edited.value().spec;
+  job_.spec.checkpoint.path = checkpoint_dir_;
+  job_.labels = edited.value().labels;
+  ++job_.generation;
+  std::string what;
+  for (const std::string& d : diff) what += (what.empty() ? "" : ", ") + d;
+  terminal_.Line(Elapsed() + " applied edit (generation " + std::to_string(job_.generation) +
+                 "): " + what);
+}
+
+void LocalRun::Reconcile() {
+  plan::Plan plan = plan::PlanReconcile(job_, executor_->Observe(), std::chrono::system_clock::now());
+  if (plan.status) {
+    job_.status = *plan.status;
+    WriteStatusFile(run_dir_, job_);
+  }
+  for (const std::string& m : executor_->Apply(plan, std::chrono::system_clock::now())) {
+    terminal_.Line(Elapsed() + " " + m);
+  }
+  for (const plan::Event& e : plan.events) {
+    terminal_.Line(Elapsed() + (e.type == "Warning" ? " ! " : " ") + e.message);
+  }
+  requeue_at_.reset();
+  if (plan.requeue_after) requeue_at_ = SteadyClock::now() + *plan.requeue_after;
+  if (plan.delete_job) {
+    terminal_.Line(Elapsed() + " ttlSecondsAfterFinished elapsed: job deleted");
+    finished_ = true;
+    return;
+  }
+  if (IsTerminal(job_.status.phase) && !job_.spec.run_policy.ttl_seconds_after_finished &&
+      plan.deletes.empty()) {
+    bool deleting = false;
+    for (const auto& [name, pod] : executor_->pods()) deleting = deleting || pod.deleting;
+    finished_ = !deleting;
+  }
+}
+
+void LocalRun::RefreshStatusLine() {
+  const auto now = SteadyClock::now();
+  if (now >= next_scrape_) {
+    next_scrape_ = now + options_.scrape_interval;
+    if (const LocalPod* rank0 = executor_->AliveRank0(job_.status.round)) {
+      StatusOr<std::string> page = HttpGet("127.0.0.1", rank0->metrics_port, "/metrics", 300);
+      if (page.ok()) {
+        WorkerProgress p = ParseWorkerProgress(page.value());
+        if (p.steps) {
+          progress_ = p;
+          eta_.Add(std::chrono::duration<double>(now - started_).count(), *p.steps);
+        }
+      }
+    }
+  }
+  StatusLineInput in;
+  in.phase = job_.status.phase;
+  in.round = job_.status.round;
+  in.running = executor_->AliveCount(job_.status.round);
+  in.total = job_.status.replicas > 0 ? job_.status.replicas : job_.spec.replicas;
+  in.restarts = job_.status.restarts;
+  in.disruptions = job_.status.disruptions;
+  in.progress = progress_;
+  if (progress_.total_steps) in.eta_seconds = eta_.EtaSeconds(*progress_.total_steps);
+  std::string key = in.phase + "/" + std::to_string(in.round) + "/" + std::to_string(in.running);
+  terminal_.Status((terminal_.live() ? "" : Elapsed() + " ") +
+                       FormatStatusLine(in, terminal_.live() ? terminal_.Width() - 1 : 0),
+                   key);
+}
+
+std::string LocalRun::LogPath(const std::string& pod) const {
+  for (int r = job_.status.round; r >= 0; --r) {
+    std::string p = run_dir_ + "/" + pod + ".round" + std::to_string(r) + ".log";
+    if (fs::exists(p)) return p;
+  }
+  return "";
+}
+
+int LocalRun::Finish(int code) {
+  terminal_.ClearStatus();
+  executor_->StopAll(std::min<std::chrono::seconds>(
+      std::chrono::seconds(options_.grace_seconds.value_or(kDefaultGraceSeconds)),
+      kInterruptGrace));
+  SummaryInput s;
+  s.job = job_.Key();
+  s.phase = code > kExitUsage ? "Interrupted (" + job_.status.phase + ")" : job_.status.phase;
+  for (const char* type : {api::kCondFailed, api::kCondSucceeded}) {
+    const api::Condition* c = job_.status.FindCondition(type);
+    if (c && c->status == "True" && IsTerminal(job_.status.phase)) {
+      s.reason = c->reason;
+      s.message = c->message;
+    }
+  }
+  s.rounds = job_.status.round + 1;
+  s.restarts = job_.status.restarts;
+  s.disruptions = job_.status.disruptions;
+  s.duration_seconds = std::chrono::duration<double>(SteadyClock::now() - started_).count();
+  s.run_dir = run_dir_;
+  if (job_.status.phase == api::kPhaseFailed && job_.status.last_failure) {
+    s.failed_pod = job_.status.last_failure->pod;
+    std::string log = LogPath(s.failed_pod);
+    if (!log.empty()) {
+      s.failed_pod += " (" + log + ")";
+      s.log_tail = TailLines(log, 10);
+    }
+  }
+  terminal_.Line(FormatSummary(s));
+  return code;
+}
+
+int LocalRun::Run() {
+  if (int code = Init(); code >= 0) return code;
+  SignalPipe signals;
+  while (true) {
+    if (signals.stop_signal() != 0) {
+      terminal_.ClearStatus();
+      terminal_.Line(Elapsed() + " stopping: signal " + std::to_string(signals.stop_signal()) +
+                     ", terminating every process of the job");
+      return Finish(128 + signals.stop_signal());
+    }
+    executor_->Reap();
+    executor_->EnforceGracePeriods(SteadyClock::now());
+    const auto now = SteadyClock::now();
+    if (now >= next_watch_) {
+      next_watch_ = now + options_.watch_interval;
+      if (std::optional<std::string> text = watcher_.Poll()) ApplyEdit(*text);
+    }
+    Reconcile();
+    if (finished_) {
+      return Finish(job_.status.phase == api::kPhaseSucceeded ? kExitSucceeded : kExitFailed);
+    }
+    RefreshStatusLine();
+    auto wake = std::min(next_watch_, next_scrape_);
+    if (requeue_at_) wake = std::min(wake, *requeue_at_);
+    if (auto kill_at = executor_->NextKillDeadline()) wake = std::min(wake, *kill_at);
+    auto wait = std::chrono::duration_cast<milliseconds>(wake - SteadyClock::now());
+    signals.Wait(std::max(wait, milliseconds(1)));
+  }
+}
+
+}  // namespace
+
+int RunLocal(const RunOptions& options, FILE* out, FILE* err) {
+  RunOptions o = options;
+  if (o.command_dirs.empty()) o.command_dirs = DefaultCommandDirs();
+  LocalRun run(o, out, err);
+  return run.Run();
+}
+
+}  // namespace ddp::controller::local
