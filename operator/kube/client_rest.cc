@@ -178,7 +178,7 @@ bool UseClientCert(SSL_CTX* ctx, const std::string& cert_pem, const std::string&
   BIO* kb = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
   EVP_PKEY* key = PEM_read_bio_PrivateKey(kb, nullptr, nullptr, nullptr);
   BIO_free(kb);
-  bool ok = cert != nullptr && key != nullptr;
+  bool ok = cert != nullptr && key != nullptr && X509_check_private_key(cert, key) == 1;
   if (ok && ctx != nullptr) {
     ok = SSL_CTX_use_certificate(ctx, cert) == 1 && SSL_CTX_use_PrivateKey(ctx, key) == 1 &&
          SSL_CTX_check_private_key(ctx) == 1;

@@ -87,6 +87,7 @@ class FakeApiServer {
   bool Mutate(const std::string& path, const std::function<void(nlohmann::json&)>& fn);
   bool RemoveObject(const std::string& path);  // gone now, with cascade
   int64_t resource_version() { return store_.resource_version(); }
+  size_t watch_count() { return store_.watch_count(); }  // open watch streams
 
   // --- The test's kubelet (pods; false when the pod does not exist).
   bool SetPodPhase(const std::string& ns, const std::string& name, const std::string& phase);

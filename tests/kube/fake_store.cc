@@ -385,6 +385,11 @@ StoreResult FakeStore::RemoveLocked(const std::string& collection, const std::st
   return StoreResult{200, obj};
 }
 
+size_t FakeStore::watch_count() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return watchers_.size();
+}
+
 std::shared_ptr<Watcher> FakeStore::Watch(const TypeInfo& t, const std::string& ns,
                                           const std::string& label_selector,
                                           const std::string& resource_version, bool bookmarks,

@@ -107,6 +107,7 @@ class FakeStore {
   // Copies of stored objects of one collection ("" ns: all namespaces), sorted by ns/name.
   std::vector<nlohmann::json> Objects(const std::string& collection, const std::string& ns);
   int64_t resource_version();
+  size_t watch_count();  // registered watch streams
 
  private:
   struct Event {
