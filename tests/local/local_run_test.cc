@@ -1,0 +1,198 @@
+// `ddp-operator local` end to end: real processes, the real planner, scripted workers.
+// Shell-script workers stand in for ddp-worker wherever training itself is not the point.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include "e2e_util.h"
+#include "operator/local/process.h"
+
+namespace ddp::testing_local {
+namespace {
+
+using std::chrono::seconds;
+using controller::local::GroupExists;
+
+class LocalRunTest : public ::testing::Test {
+ protected:
+  std::string Manifest() const { return dir_.path() + "/job.yaml"; }
+  std::string RunDir() const { return dir_.path() + "/run"; }
+  std::string Dir() const { return dir_.path(); }
+  std::unique_ptr<OperatorProcess> Start(const std::string& yaml) {
+    WriteFileAtomic(Manifest(), yaml);
+    return std::make_unique<OperatorProcess>(
+        std::vector<std::string>{DDP_OPERATOR_BIN, "local", "-f", Manifest(), "--run-dir",
+                                 RunDir(), "--plain"},
+        dir_.path() + "/out.txt");
+  }
+  nlohmann::json Status() const { return ReadStatus(RunDir()); }
+  std::string StatusField(const char* key) const {
+    nlohmann::json s = Status();
+    return s.is_object() && s.contains(key) ? s[key].dump() : "";
+  }
+  bool WaitStatus(const char* key, const std::string& value, seconds timeout = seconds(30)) {
+    return WaitFor([&] { return StatusField(key) == value; }, timeout);
+  }
+  // The pid a worker script wrote to pid-<round>-<rank>, 0 while absent.
+  pid_t WorkerPid(int round, int rank) const {
+    std::string text = ReadFile(Dir() + "/pid-" + std::to_string(round) + "-" +
+                                std::to_string(rank));
+    return text.empty() ? 0 : std::atoi(text.c_str());
+  }
+  bool WaitWorker(int round, int rank) {
+    return WaitFor([&] { return WorkerPid(round, rank) > 0; }, seconds(30));
+  }
+  // Workers that record their pid and run until the test creates the file "finish".
+  std::string UntilFinish() const {
+    return "echo $$$$ > " + Dir() + "/pid-$DDP_ROUND-$RANK; while [ ! -f " + Dir() +
+           "/finish ]; do sleep 0.05; done; exit 0";
+  }
+  void Finish() { WriteFileAtomic(Dir() + "/finish", "1"); }
+
+  TempDir dir_;
+};
+
+TEST_F(LocalRunTest, RetryableExitRestartsOnceThenSucceeds) {
+  auto op = Start(ShellJob("once", 2,
+                           "if [ $DDP_ROUND = 0 ] && [ $RANK = 1 ]; then exit 75; fi; "
+                           "sleep 0.2; exit 0"));
+  ASSERT_EQ(op->Wait(seconds(60)), 0) << op->Output();
+  nlohmann::json s = Status();
+  EXPECT_EQ(s["phase"], "Succeeded");
+  EXPECT_EQ(s["round"], 1);
+  EXPECT_EQ(s["restarts"], 1);
+  EXPECT_EQ(s["disruptions"], 0);
+  EXPECT_NE(op->Output().find("round 0 -> 1"), std::string::npos) << op->Output();
+}
+
+TEST_F(LocalRunTest, ExitCodePolicyFailsOnAPermanentCode) {
+  auto op = Start(ShellJob("perm", 2,
+                           "if [ $RANK = 1 ]; then echo 'invalid config: lr'; exit 2; fi; "
+                           "exec sleep 60",
+                           "  failurePolicy: {restartPolicy: ExitCode}\n"));
+  ASSERT_EQ(op->Wait(seconds(60)), 1) << op->Output();
+  nlohmann::json s = Status();
+  EXPECT_EQ(s["phase"], "Failed");
+  EXPECT_EQ(s["restarts"], 0);
+  EXPECT_EQ(s["lastFailure"]["pod"], "perm-worker-1");
+  EXPECT_EQ(s["lastFailure"]["exitCode"], 2);
+  // The summary shows the failed pod's log.
+  EXPECT_NE(op->Output().find("| invalid config: lr"), std::string::npos) << op->Output();
+}
+
+TEST_F(LocalRunTest, MaxRestartsExhaustedFails) {
+  auto op = Start(ShellJob("flaky", 1, "exit 75", "  failurePolicy: {maxRestarts: 2}\n"));
+  ASSERT_EQ(op->Wait(seconds(60)), 1) << op->Output();
+  nlohmann::json s = Status();
+  EXPECT_EQ(s["phase"], "Failed");
+  EXPECT_EQ(s["restarts"], 2);
+  EXPECT_EQ(s["round"], 2);
+}
+
+TEST_F(LocalRunTest, UserKillIsADisruption) {
+  auto op = Start(ShellJob("killed", 2,
+                           "echo $$$$ > " + Dir() + "/pid-$DDP_ROUND-$RANK; "
+                           "if [ $DDP_ROUND = 0 ]; then exec sleep 60; fi; exit 0"));
+  ASSERT_TRUE(WaitWorker(0, 1)) << op->Output();
+  ASSERT_TRUE(WaitStatus("phase", "\"Running\"")) << op->Output();
+  ASSERT_EQ(kill(WorkerPid(0, 1), SIGKILL), 0);
+  ASSERT_EQ(op->Wait(seconds(60)), 0) << op->Output();
+  nlohmann::json s = Status();
+  EXPECT_EQ(s["phase"], "Succeeded");
+  EXPECT_EQ(s["disruptions"], 1);
+  EXPECT_EQ(s["restarts"], 0);
+  EXPECT_EQ(s["round"], 1);
+}
+
+TEST_F(LocalRunTest, SuspendAndResumeByEditing) {
+  const std::string script = UntilFinish();
+  auto op = Start(ShellJob("susp", 2, script));
+  ASSERT_TRUE(WaitWorker(0, 0) && WaitWorker(0, 1)) << op->Output();
+  ASSERT_TRUE(WaitStatus("phase", "\"Running\"")) << op->Output();
+  WriteFileAtomic(Manifest(), ShellJob("susp", 2, script, "  runPolicy: {suspend: true}\n"));
+  ASSERT_TRUE(WaitStatus("phase", "\"Suspended\"")) << op->Output();
+  ASSERT_TRUE(WaitFor([&] { return !GroupExists(WorkerPid(0, 0)) && !GroupExists(WorkerPid(0, 1)); },
+                      seconds(10)));
+  WriteFileAtomic(Manifest(), ShellJob("susp", 2, script, "  runPolicy: {suspend: false}\n"));
+  ASSERT_TRUE(WaitStatus("phase", "\"Running\"")) << op->Output();
+  Finish();
+  ASSERT_EQ(op->Wait(seconds(60)), 0) << op->Output();
+  EXPECT_EQ(Status()["restarts"], 0);
+  EXPECT_NE(op->Output().find("applied edit"), std::string::npos);
+}
+
+TEST_F(LocalRunTest, ActiveDeadlineFailsTheJob) {
+  auto op = Start(ShellJob("late", 2, "exec sleep 60",
+                           "  runPolicy: {activeDeadlineSeconds: 2}\n"));
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(op->Wait(seconds(60)), 1) << op->Output();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(20));
+  nlohmann::json s = Status();
+  EXPECT_EQ(s["phase"], "Failed");
+  bool deadline = false;
+  for (const auto& c : s["conditions"]) {
+    deadline = deadline || (c["type"] == "Failed" && c["reason"] == "DeadlineExceeded");
+  }
+  EXPECT_TRUE(deadline) << s.dump();
+}
+
+TEST_F(LocalRunTest, ResizeTwoToThreeByEditing) {
+  const std::string script = UntilFinish();
+  auto op = Start(ShellJob("grow", 2, script));
+  ASSERT_TRUE(WaitStatus("phase", "\"Running\"")) << op->Output();
+  WriteFileAtomic(Manifest(), ShellJob("grow", 3, script));
+  ASSERT_TRUE(WaitStatus("replicas", "3")) << op->Output();
+  ASSERT_TRUE(WaitStatus("phase", "\"Running\"")) << op->Output();
+  const int round = Status()["round"];
+  EXPECT_GE(round, 1);
+  ASSERT_TRUE(WaitWorker(round, 2)) << op->Output();
+  EXPECT_EQ(Status()["worldSize"], 3);
+  Finish();
+  ASSERT_EQ(op->Wait(seconds(60)), 0) << op->Output();
+  EXPECT_EQ(Status()["restarts"], 0);
+}
+
+TEST_F(LocalRunTest, InvalidEditIsIgnored) {
+  const std::string script = UntilFinish();
+  auto op = Start(ShellJob("keep", 1, script));
+  ASSERT_TRUE(WaitWorker(0, 0)) << op->Output();
+  WriteFileAtomic(Manifest(), ShellJob("keep", 0, script));
+  ASSERT_TRUE(WaitFor([&] { return op->Output().find("edit ignored") != std::string::npos; },
+                      seconds(10)))
+      << op->Output();
+  EXPECT_NE(op->Output().find("spec.replicas"), std::string::npos);
+  Finish();
+  ASSERT_EQ(op->Wait(seconds(60)), 0) << op->Output();
+  EXPECT_EQ(Status()["round"], 0);
+}
+
+TEST_F(LocalRunTest, CtrlCLeavesNoProcessBehind) {
+  auto op = Start(ShellJob("intr", 2,
+                           "echo $$$$ > " + Dir() + "/pid-$DDP_ROUND-$RANK; "
+                           "trap '' TERM; sleep 60 & sleep 60; wait"));
+  ASSERT_TRUE(WaitWorker(0, 0) && WaitWorker(0, 1)) << op->Output();
+  ASSERT_EQ(kill(op->pid(), SIGINT), 0);
+  // The workers ignore SIGTERM: they end only by the SIGKILL after the grace period.
+  EXPECT_EQ(op->Wait(seconds(30)), 128 + SIGINT) << op->Output();
+  // A killed grandchild is a zombie for a moment, until init reaps it.
+  EXPECT_TRUE(WaitFor([&] { return !GroupExists(WorkerPid(0, 0)); }, seconds(5)));
+  EXPECT_TRUE(WaitFor([&] { return !GroupExists(WorkerPid(0, 1)); }, seconds(5)));
+}
+
+TEST_F(LocalRunTest, InvalidManifestIsAUsageError) {
+  auto op = Start(ShellJob("Bad_Name", 0, "true"));
+  ASSERT_EQ(op->Wait(seconds(20)), 2);
+  EXPECT_NE(op->Output().find("metadata.name"), std::string::npos) << op->Output();
+  EXPECT_NE(op->Output().find("spec.replicas"), std::string::npos) << op->Output();
+}
+
+TEST_F(LocalRunTest, MissingCommandIsAUsageError) {
+  std::string yaml = ShellJob("nocmd", 1, "true");
+  yaml.replace(yaml.find("[sh, -c,"), 8, "[no-such-command-xyz,");
+  auto op = Start(yaml);
+  ASSERT_EQ(op->Wait(seconds(20)), 2);
+  EXPECT_NE(op->Output().find("no-such-command-xyz"), std::string::npos) << op->Output();
+}
+
+}  // namespace
+}  // namespace ddp::testing_local
