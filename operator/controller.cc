@@ -4,7 +4,6 @@
 
 #include "common/logging.h"
 #include "operator/api/serialize.h"
-#include "operator/api/validate.h"
 #include "operator/plan/names.h"
 #include "operator/plan/observe.h"
 
@@ -89,17 +88,22 @@ void Controller::OnPodChange(const std::string& job, const plan::ObservedPod* ol
   queue_.Add(job);
 }
 
-Status Controller::Start(std::chrono::milliseconds sync_timeout) {
+Status Controller::Start(std::chrono::milliseconds sync_timeout,
+                         const std::atomic<bool>* cancel) {
   job_informer_->Start();
   pod_informer_->Start();
   service_informer_->Start();
   auto deadline = SteadyClock::now() + sync_timeout;
-  for (Informer* i : {job_informer_.get(), pod_informer_.get(), service_informer_.get()}) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
-    if (!i->WaitForSync(std::max(left, std::chrono::milliseconds(0)))) {
+  // Short slices, so a shutdown request is noticed while a cache is still filling.
+  while (!Synced()) {
+    if (cancel && cancel->load()) return Status::Unavailable("stopped before the caches synced");
+    if (SteadyClock::now() >= deadline) {
       return Status::DeadlineExceeded("informers did not sync within " +
                                       std::to_string(sync_timeout.count()) + " ms");
     }
+    job_informer_->WaitForSync(std::chrono::milliseconds(50));
+    pod_informer_->WaitForSync(std::chrono::milliseconds(50));
+    service_informer_->WaitForSync(std::chrono::milliseconds(50));
   }
   DDP_LOG(INFO) << "controller: caches synced (" << jobs_.Size() << " jobs, " << pods_.Size()
                 << " pods); starting " << options_.workers << " workers";
@@ -184,7 +188,6 @@ Status Controller::Reconcile(const std::string& key) {
       DDP_LOG(WARNING) << key << ": cannot parse DDPJob: " << job.status().message();
       return Status::OK();
     }
-    api::ApplyDefaults(&*job);
     plan::Plan p = plan::PlanReconcile(*job, Observe(key), std::chrono::system_clock::now());
     if (p.empty()) return Status::OK();
     DDP_LOG(DEBUG) << key << ": plan " << p.ToString();

@@ -45,8 +45,9 @@ class Controller {
   Controller& operator=(const Controller&) = delete;
 
   // Starts the informers, waits up to `sync_timeout` for their first list (DeadlineExceeded
-  // otherwise: the caller decides; informers keep trying), then starts the workers.
-  Status Start(std::chrono::milliseconds sync_timeout);
+  // otherwise: the caller decides; informers keep trying), then starts the workers. Returns
+  // Unavailable early when *cancel becomes true (may be null).
+  Status Start(std::chrono::milliseconds sync_timeout, const std::atomic<bool>* cancel = nullptr);
   // Workers finish their current pass and exit; then the informers stop. Idempotent.
   void Stop();
   // One pass for "namespace/name". OK when the job is gone or the pass must wait for the cache.

@@ -1,0 +1,129 @@
+#include "operator/controller_flags.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+namespace ddp::controller {
+namespace {
+
+bool ParseInt(const std::string& s, int* out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  long v = std::strtol(s.c_str(), &end, 10);
+  if (*end != '\0' || v < -1000000000L || v > 1000000000L) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+bool ParseDouble(const std::string& s, double* out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  *out = std::strtod(s.c_str(), &end);
+  return *end == '\0';
+}
+
+}  // namespace
+
+bool ParseDuration(const std::string& text, std::chrono::milliseconds* out) {
+  if (text.empty()) return false;
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  double n = 0;
+  if (!ParseDouble(text.substr(0, i), &n) || n < 0) return false;
+  std::string unit = text.substr(i);
+  double ms;
+  if (unit == "ms") ms = n;
+  else if (unit == "s" || unit.empty()) ms = n * 1000;
+  else if (unit == "m") ms = n * 60000;
+  else if (unit == "h") ms = n * 3600000;
+  else return false;
+  *out = std::chrono::milliseconds(static_cast<int64_t>(ms));
+  return true;
+}
+
+Status ParseRunFlags(int argc, char** argv, RunFlags* f) {
+  using Setter = std::function<bool(const std::string&)>;
+  auto str = [](std::string* p) { return Setter([p](const std::string& v) { *p = v; return true; }); };
+  auto dur = [](std::chrono::milliseconds* p) {
+    return Setter([p](const std::string& v) { return ParseDuration(v, p); });
+  };
+  const std::map<std::string, Setter> valued = {
+      {"kubeconfig", str(&f->kubeconfig)},
+      {"namespace", str(&f->ns)},
+      {"workers", [f](const std::string& v) { return ParseInt(v, &f->workers) && f->workers >= 1; }},
+      {"leader-election-namespace", str(&f->leader_election_namespace)},
+      {"leader-election-id", str(&f->leader_election_id)},
+      {"identity", str(&f->identity)},
+      {"leader-election-lease-duration", dur(&f->lease_duration)},
+      {"leader-election-renew-deadline", dur(&f->renew_deadline)},
+      {"leader-election-retry-period", dur(&f->retry_period)},
+      {"metrics-bind-address", str(&f->metrics_addr)},
+      {"health-probe-bind-address", str(&f->health_addr)},
+      {"qps", [f](const std::string& v) { return ParseDouble(v, &f->qps); }},
+      {"burst", [f](const std::string& v) { return ParseInt(v, &f->burst) && f->burst >= 1; }},
+      {"log-level", [f](const std::string& v) { return ParseLogLevel(v, &f->log_level); }},
+      {"resync-period", dur(&f->resync_period)},
+      {"cache-sync-timeout", dur(&f->sync_timeout)},
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      f->help = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0) return Status::InvalidArgument("unexpected argument \"" + arg + "\"");
+    std::string name = arg.substr(2), value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    if (name == "leader-elect") {
+      if (!has_value || value == "true") f->leader_elect = true;
+      else if (value == "false") f->leader_elect = false;
+      else return Status::InvalidArgument("--leader-elect: expected true or false, got \"" + value + "\"");
+      continue;
+    }
+    auto it = valued.find(name);
+    if (it == valued.end()) return Status::InvalidArgument("unknown flag --" + name);
+    if (!has_value) {
+      if (i + 1 >= argc) return Status::InvalidArgument("--" + name + ": missing value");
+      value = argv[++i];
+    }
+    if (!it->second(value)) {
+      return Status::InvalidArgument("--" + name + ": invalid value \"" + value + "\"");
+    }
+  }
+  if (f->renew_deadline >= f->lease_duration) {
+    return Status::InvalidArgument("--leader-election-renew-deadline must be shorter than "
+                                   "--leader-election-lease-duration");
+  }
+  if (f->retry_period >= f->renew_deadline) {
+    return Status::InvalidArgument("--leader-election-retry-period must be shorter than "
+                                   "--leader-election-renew-deadline");
+  }
+  return Status::OK();
+}
+
+const char* RunUsage() {
+  return "usage: ddp-operator run [flags]\n"
+         "  --kubeconfig PATH                 kubeconfig file (default: $KUBECONFIG, in-cluster)\n"
+         "  --namespace NS                    watch one namespace (default: all)\n"
+         "  --workers N                       concurrent reconciles (default 4)\n"
+         "  --leader-elect[=true|false]       hold a Lease before acting (default false)\n"
+         "  --leader-election-namespace NS    the Lease's namespace\n"
+         "  --leader-election-id NAME         the Lease's name (default ddp-operator)\n"
+         "  --leader-election-lease-duration D, --leader-election-renew-deadline D,\n"
+         "  --leader-election-retry-period D  (defaults 15s, 10s, 2s)\n"
+         "  --metrics-bind-address ADDR       /metrics (default :8080; 0 disables)\n"
+         "  --health-probe-bind-address ADDR  /healthz, /readyz (default :8081; 0 disables)\n"
+         "  --qps Q --burst B                 client-side API rate limit (default 50, 100)\n"
+         "  --log-level LEVEL                 debug|info|warning|error (default info)\n"
+         "  --resync-period D                 full re-list interval (default 10m)\n"
+         "  --cache-sync-timeout D            (default 2m)\n";
+}
+
+}  // namespace ddp::controller

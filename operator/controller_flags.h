@@ -1,0 +1,43 @@
+// Flags of `ddp-operator run`, parsed into a struct (pure: no I/O), so the command's wiring stays
+// short and the parsing is unit-tested. Accepts `--flag value` and `--flag=value`.
+#ifndef DDP_OPERATOR_CONTROLLER_FLAGS_H_
+#define DDP_OPERATOR_CONTROLLER_FLAGS_H_
+
+#include <chrono>
+#include <string>
+
+#include "common/logging.h"
+#include "common/status.h"
+
+namespace ddp::controller {
+
+struct RunFlags {
+  std::string kubeconfig;                 // --kubeconfig ("" = KUBECONFIG / in-cluster)
+  std::string ns;                         // --namespace ("" = all namespaces)
+  int workers = 4;                        // --workers
+  bool leader_elect = false;              // --leader-elect[=true|false]
+  std::string leader_election_namespace;  // "" = --namespace, else the config's namespace
+  std::string leader_election_id = "ddp-operator";  // the Lease name
+  std::string identity;                   // --identity ("" = hostname_pid)
+  std::chrono::milliseconds lease_duration{15000};  // --leader-election-lease-duration
+  std::chrono::milliseconds renew_deadline{10000};  // --leader-election-renew-deadline
+  std::chrono::milliseconds retry_period{2000};     // --leader-election-retry-period
+  std::string metrics_addr = ":8080";     // --metrics-bind-address ("0" disables)
+  std::string health_addr = ":8081";      // --health-probe-bind-address ("0" disables)
+  double qps = 50;                        // --qps (<= 0: unlimited)
+  int burst = 100;                        // --burst
+  LogLevel log_level = LogLevel::kInfo;   // --log-level
+  std::chrono::milliseconds resync_period{std::chrono::minutes(10)};  // --resync-period
+  std::chrono::milliseconds sync_timeout{std::chrono::minutes(2)};    // --cache-sync-timeout
+  bool help = false;
+};
+
+// argv[0] is "run". Errors: InvalidArgument naming the flag and the bad value.
+Status ParseRunFlags(int argc, char** argv, RunFlags* flags);
+// "15s", "500ms", "2m", "1h", or a bare number of seconds. False on anything else or < 0.
+bool ParseDuration(const std::string& text, std::chrono::milliseconds* out);
+const char* RunUsage();
+
+}  // namespace ddp::controller
+
+#endif  // DDP_OPERATOR_CONTROLLER_FLAGS_H_

@@ -1,0 +1,198 @@
+// `ddp-operator run` against the fake API server; the test plays the kubelet. No fixed sleeps:
+// every wait polls a condition with a deadline.
+#include <signal.h>
+
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "common/http_server.h"
+#include "tests/controller/e2e_harness.h"
+
+namespace ddp::e2e {
+namespace {
+
+using std::chrono::seconds;
+constexpr milliseconds kWait{20000};
+
+std::map<std::string, std::string> EnvOf(const json& pod) {
+  std::map<std::string, std::string> env;
+  for (const auto& c : pod["spec"]["containers"]) {
+    if (c.value("name", "") != "worker") continue;
+    for (const auto& e : c.value("env", json::array())) env[e["name"]] = e.value("value", "");
+  }
+  return env;
+}
+
+int StatusInt(const json& st, const char* field) { return st.value(field, 0); }
+
+class OperatorE2eTest : public ::testing::Test {
+ protected:
+  World w_;
+};
+
+TEST_F(OperatorE2eTest, NewJobGetsServicePodsWithRendezvousEnvThenRuns) {
+  auto op = w_.StartOperator("op");
+  w_.CreateJob(World::Job("mingpt", 2));
+  ASSERT_TRUE(w_.RunRound("mingpt", 0, 2, kWait)) << op->Log();
+
+  auto svc = w_.client().Get(controller::kServices, World::kNs, "mingpt");
+  ASSERT_TRUE(svc.ok()) << svc.status().ToString();
+  EXPECT_EQ((*svc)["spec"]["clusterIP"], "None");
+  EXPECT_EQ((*svc)["spec"]["publishNotReadyAddresses"], true);
+
+  for (int i = 0; i < 2; ++i) {
+    auto pod = w_.GetPod("mingpt-worker-" + std::to_string(i));
+    ASSERT_TRUE(pod);
+    auto env = EnvOf(*pod);
+    EXPECT_EQ(env["MASTER_ADDR"], "mingpt-worker-0.mingpt.ml.svc");
+    EXPECT_EQ(env["MASTER_PORT"], "29500");
+    EXPECT_EQ(env["WORLD_SIZE"], "2");
+    EXPECT_EQ(env["RANK"], std::to_string(i));
+    EXPECT_EQ(env["NODE_RANK"], std::to_string(i));
+    EXPECT_EQ(env["DDP_ROUND"], "0");
+    EXPECT_EQ((*pod)["spec"]["restartPolicy"], "Never");
+    EXPECT_EQ((*pod)["spec"]["hostname"], "mingpt-worker-" + std::to_string(i));
+    EXPECT_EQ((*pod)["spec"]["subdomain"], "mingpt");
+    EXPECT_EQ((*pod)["metadata"]["ownerReferences"][0]["kind"], "DDPJob");
+  }
+  ASSERT_TRUE(WaitFor([&] { return w_.JobStatus("mingpt").value("phase", "") == "Running"; }, kWait))
+      << w_.JobStatus("mingpt").dump() << op->Log();
+  auto job = w_.GetJob("mingpt");
+  EXPECT_EQ((*job)["spec"]["userNote"], "kept verbatim") << "unknown spec fields survive";
+  EXPECT_EQ((*job)["metadata"]["annotations"]["team"], "vision");
+  EXPECT_EQ((*job)["status"]["worldSize"], 2);
+
+  // Events name the job; the metrics endpoint serves the agreed names.
+  auto events = w_.server().Objects("/api/v1/namespaces/ml/events");
+  ASSERT_FALSE(events.empty());
+  for (const auto& e : events) EXPECT_EQ(e["involvedObject"]["name"], "mingpt");
+  ASSERT_TRUE(WaitFor([&] { return op->MetricsPort() > 0; }, kWait));
+  auto text = HttpGet("127.0.0.1", op->MetricsPort(), "/metrics");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  for (const char* name : {"ddp_operator_reconcile_total", "ddp_operator_reconcile_errors_total",
+                           "ddp_operator_reconcile_duration_seconds_bucket",
+                           "ddp_operator_queue_depth", "ddp_operator_jobs{phase=\"Running\"} 1",
+                           "ddp_operator_pods_created_total 2", "ddp_operator_api_requests_total{",
+                           "ddp_operator_leader 1"}) {
+    EXPECT_NE(text->find(name), std::string::npos) << name << "\n" << *text;
+  }
+  EXPECT_EQ(op->Signal(SIGTERM, kWait), 0) << op->Log();
+}
+
+TEST_F(OperatorE2eTest, RetryableExitStartsNewRoundAfterEveryOldPodIsGone) {
+  PodRecorder rec(&w_.client(), World::kNs);
+  auto op = w_.StartOperator("op");
+  w_.CreateJob(World::Job("j", 3));
+  ASSERT_TRUE(w_.RunRound("j", 0, 3, kWait)) << op->Log();
+  ASSERT_TRUE(WaitFor([&] { return w_.JobStatus("j").value("phase", "") == "Running"; }, kWait));
+  ASSERT_TRUE(w_.server().TerminatePod(World::kNs, "j-worker-1", 75));
+  ASSERT_TRUE(w_.RunRound("j", 1, 3, kWait)) << op->Log();
+  ASSERT_TRUE(WaitFor([&] { return w_.JobStatus("j").value("phase", "") == "Running"; }, kWait));
+  json st = w_.JobStatus("j");
+  EXPECT_EQ(StatusInt(st, "round"), 1);
+  EXPECT_EQ(StatusInt(st, "restarts"), 1);
+  EXPECT_EQ(st["lastFailure"]["exitCode"], 75);
+
+  // From the watch history: no round-1 pod was added while a round-0 pod still existed.
+  std::set<std::string> live_round0;
+  bool saw_round1 = false;
+  for (const auto& e : rec.Events()) {
+    if (e.round == 0 && e.type == "ADDED") live_round0.insert(e.uid);
+    if (e.round == 0 && e.type == "DELETED") live_round0.erase(e.uid);
+    if (e.round == 1 && e.type == "ADDED") {
+      saw_round1 = true;
+      EXPECT_TRUE(live_round0.empty()) << e.name << " added while round 0 pods remain";
+    }
+  }
+  EXPECT_TRUE(saw_round1);
+}
+
+TEST_F(OperatorE2eTest, ExitCodePolicyPermanentExitFailsJobWithLastFailure) {
+  auto op = w_.StartOperator("op");
+  w_.CreateJob(World::Job("j", 2, {{"failurePolicy", {{"restartPolicy", "ExitCode"}}}}));
+  ASSERT_TRUE(w_.RunRound("j", 0, 2, kWait)) << op->Log();
+  ASSERT_TRUE(w_.server().TerminatePod(World::kNs, "j-worker-0", 2));
+  ASSERT_TRUE(WaitFor([&] { return w_.JobStatus("j").value("phase", "") == "Failed"; }, kWait))
+      << w_.JobStatus("j").dump() << op->Log();
+  json lf = w_.JobStatus("j")["lastFailure"];
+  EXPECT_EQ(lf["exitCode"], 2);
+  EXPECT_EQ(lf["pod"], "j-worker-0");
+  EXPECT_EQ(lf["rank"], 0);
+  EXPECT_EQ(StatusInt(w_.JobStatus("j"), "restarts"), 0);
+}
+
+TEST_F(OperatorE2eTest, EvictionIsCountedAsDisruptionNotRestart) {
+  auto op = w_.StartOperator("op");
+  w_.CreateJob(World::Job("j", 2, {{"failurePolicy", {{"restartPolicy", "Never"}}}}));
+  ASSERT_TRUE(w_.RunRound("j", 0, 2, kWait)) << op->Log();
+  ASSERT_TRUE(w_.server().EvictPod(World::kNs, "j-worker-1"));
+  ASSERT_TRUE(w_.RunRound("j", 1, 2, kWait)) << w_.JobStatus("j").dump() << op->Log();
+  ASSERT_TRUE(WaitFor([&] { return StatusInt(w_.JobStatus("j"), "disruptions") == 1; }, kWait));
+  EXPECT_EQ(StatusInt(w_.JobStatus("j"), "restarts"), 0);
+  EXPECT_EQ(StatusInt(w_.JobStatus("j"), "round"), 1);
+}
+
+TEST_F(OperatorE2eTest, ReplicasChangeStartsResizeRound) {
+  auto op = w_.StartOperator("op");
+  w_.CreateJob(World::Job("j", 2));
+  ASSERT_TRUE(w_.RunRound("j", 0, 2, kWait)) << op->Log();
+  auto patched = w_.client().MergePatch(controller::kDDPJobs, World::kNs, "j",
+                                        {{"spec", {{"replicas", 3}}}});
+  ASSERT_TRUE(patched.ok()) << patched.status().ToString();
+  ASSERT_TRUE(w_.RunRound("j", 1, 3, kWait)) << w_.JobStatus("j").dump() << op->Log();
+  ASSERT_TRUE(WaitFor([&] { return StatusInt(w_.JobStatus("j"), "worldSize") == 3; }, kWait));
+  EXPECT_EQ(StatusInt(w_.JobStatus("j"), "restarts"), 0);
+  EXPECT_EQ(EnvOf(*w_.GetPod("j-worker-2"))["WORLD_SIZE"], "3");
+}
+
+TEST_F(OperatorE2eTest, ActiveDeadlineFiresOnTimeWithoutAnyOtherEvent) {
+  auto op = w_.StartOperator("op");
+  w_.CreateJob(World::Job("j", 1, {{"runPolicy", {{"activeDeadlineSeconds", 3}}}}));
+  ASSERT_TRUE(w_.RunRound("j", 0, 1, kWait)) << op->Log();
+  ASSERT_TRUE(WaitFor([&] { return w_.JobStatus("j").contains("startTime"); }, kWait));
+  auto start = std::chrono::steady_clock::now();
+  // Nothing else happens from here: only the operator's own timer can fail the job.
+  ASSERT_TRUE(WaitFor([&] { return w_.JobStatus("j").value("phase", "") == "Failed"; }, kWait))
+      << w_.JobStatus("j").dump() << op->Log();
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_LE(took, seconds(5)) << "the deadline must fire by requeue, not by the 10 min resync";
+  bool deadline_reason = false;
+  const json st = w_.JobStatus("j");
+  for (const auto& c : st["conditions"]) {
+    if (c["type"] == "Failed") deadline_reason = c["reason"] == "DeadlineExceeded";
+  }
+  EXPECT_TRUE(deadline_reason) << st.dump();
+}
+
+TEST_F(OperatorE2eTest, RecoversFromServerErrorsAndDroppedWatchesWithoutDuplicatesOrOrphans) {
+  auto op = w_.StartOperator("op", {"--resync-period", "5s"});
+  w_.CreateJob(World::Job("a", 2));
+  ASSERT_TRUE(w_.RunRound("a", 0, 2, kWait)) << op->Log();
+  // A bad minute, compressed: every request fails, watches are cut, the watch cache is lost.
+  w_.server().FailFor(milliseconds(2000));
+  w_.server().DropWatches(/*cut=*/true);
+  std::string err;
+  ASSERT_TRUE(w_.server().CreateObject("/apis/ddp.dev/v1alpha1/namespaces/ml/ddpjobs",
+                                       World::Job("b", 3), &err)) << err;
+  w_.server().TerminatePod(World::kNs, "a-worker-0", 75);
+  w_.server().Restart();
+  ASSERT_TRUE(w_.RunRound("b", 0, 3, milliseconds(40000))) << op->Log();
+  ASSERT_TRUE(w_.RunRound("a", 1, 2, milliseconds(40000))) << w_.JobStatus("a").dump() << op->Log();
+  ASSERT_TRUE(WaitFor([&] { return w_.JobStatus("b").value("phase", "") == "Running"; }, kWait));
+
+  std::map<std::string, int> names;
+  for (const auto& p : w_.Pods()) {
+    names[p["metadata"]["name"]]++;
+    std::string job = p["metadata"]["labels"].value("ddp.dev/job-name", "");
+    EXPECT_TRUE(job == "a" || job == "b") << "orphan " << p["metadata"]["name"];
+  }
+  EXPECT_EQ(names.size(), 5u);
+  EXPECT_EQ(w_.PodsOfRound("a", 0).size(), 0u) << "round 0 of a is gone";
+  EXPECT_EQ(StatusInt(w_.JobStatus("a"), "restarts"), 1) << "the failure was counted once";
+  EXPECT_EQ(op->Signal(SIGTERM, kWait), 0) << op->Log();
+}
+
+}  // namespace
+}  // namespace ddp::e2e
