@@ -1,0 +1,230 @@
+// Operator benchmark: starts the fake API server in this process, runs the real
+// `ddp-operator run` as a child, creates N DDPJobs of P pods each, and reports how long until
+// every pod exists, reconcile latency, API requests per job, the operator's peak RSS, and CPU
+// time on each side of the API (operator vs this process, which is the API server).
+//   operator_bench [--jobs 1000] [--pods 8] [--workers 4] [--qps 0]
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/http_server.h"
+#include "tests/kube/fake_apiserver.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double Secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+long StatusKb(pid_t pid, const std::string& field) {
+  std::string s = ReadFile("/proc/" + std::to_string(pid) + "/status");
+  std::smatch m;
+  std::regex re(field + ":\\s+([0-9]+) kB");
+  return std::regex_search(s, m, re) ? std::stol(m[1]) : -1;
+}
+
+double ProcessCpuSeconds(pid_t pid) {
+  std::string s = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  auto close = s.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream in(s.substr(close + 2));
+  std::string f;
+  std::vector<std::string> fields;
+  while (in >> f) fields.push_back(f);
+  // After "pid (comm) ": state is field 3, utime 14, stime 15 -> indexes 11 and 12 here.
+  double ticks = std::stod(fields[11]) + std::stod(fields[12]);
+  return ticks / sysconf(_SC_CLK_TCK);
+}
+
+double SelfCpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+// histogram_quantile over the cumulative buckets of one histogram in the exposition text.
+double Quantile(const std::string& text, const std::string& name, double q) {
+  std::vector<std::pair<double, double>> buckets;  // (le, cumulative count)
+  std::regex re(name + "_bucket\\{le=\"([^\"]+)\"\\} ([0-9.e+]+)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it) {
+    std::string le = (*it)[1];
+    buckets.push_back({le == "+Inf" ? INFINITY : std::stod(le), std::stod((*it)[2])});
+  }
+  if (buckets.empty() || buckets.back().second == 0) return NAN;
+  double rank = q * buckets.back().second;
+  double prev_le = 0, prev_count = 0;
+  for (const auto& [le, count] : buckets) {
+    if (count >= rank) {
+      if (std::isinf(le)) return prev_le;
+      return prev_le + (le - prev_le) * (rank - prev_count) / std::max(count - prev_count, 1.0);
+    }
+    prev_le = le;
+    prev_count = count;
+  }
+  return prev_le;
+}
+
+json Job(const std::string& name, int pods) {
+  return {{"apiVersion", "ddp.dev/v1alpha1"},
+          {"kind", "DDPJob"},
+          {"metadata", {{"name", name}, {"namespace", "bench"}}},
+          {"spec",
+           {{"replicas", pods},
+            {"template",
+             {{"spec",
+               {{"containers",
+                 json::array({{{"name", "worker"}, {"image", "ddp-worker:bench"},
+                               {"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}}}}}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int jobs = 1000, pods = 8, workers = 4;
+  std::string qps = "0";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--jobs") jobs = std::atoi(argv[i + 1]);
+    else if (a == "--pods") pods = std::atoi(argv[i + 1]);
+    else if (a == "--workers") workers = std::atoi(argv[i + 1]);
+    else if (a == "--qps") qps = argv[i + 1];
+    else { std::fprintf(stderr, "unknown flag %s\n", a.c_str()); return 2; }
+  }
+  const int want_pods = jobs * pods;
+
+  ddp::fake::FakeApiServerOptions opts;
+  opts.history_limit = 200000;  // keep watches from old RVs valid for the whole run
+  ddp::fake::FakeApiServer server(opts);
+  std::atomic<int> pod_creates{0};
+  std::mutex mu;
+  Clock::time_point all_pods_at{};
+  server.SetRequestHook([&](const std::string& verb, const std::string& path) {
+    if (verb == "create" && path.size() > 5 && path.compare(path.size() - 5, 5, "/pods") == 0) {
+      if (++pod_creates == want_pods) {
+        std::lock_guard<std::mutex> l(mu);
+        all_pods_at = Clock::now();
+      }
+    }
+  });
+  std::string err;
+  if (!server.Start(0, &err)) { std::fprintf(stderr, "fake apiserver: %s\n", err.c_str()); return 1; }
+
+  char dir_tmpl[] = "/tmp/ddp-opbench-XXXXXX";
+  std::string dir = mkdtemp(dir_tmpl);
+  std::string kubeconfig = dir + "/kubeconfig", log = dir + "/operator.log";
+  std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\nclusters:\n- name: b\n  cluster:\n"
+                            << "    server: " << server.url() << "\nusers:\n- name: u\n  user: {}\n"
+                            << "contexts:\n- name: b\n  context: {cluster: b, user: u}\n"
+                            << "current-context: b\n";
+  std::vector<std::string> args = {DDP_OPERATOR_BIN, "run", "--kubeconfig", kubeconfig,
+                                   "--metrics-bind-address", "127.0.0.1:0",
+                                   "--health-probe-bind-address", "0", "--workers",
+                                   std::to_string(workers), "--qps", qps, "--burst", "1000",
+                                   "--log-level", "info"};
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    std::vector<char*> av;
+    for (auto& a : args) av.push_back(const_cast<char*>(a.c_str()));
+    av.push_back(nullptr);
+    execv(av[0], av.data());
+    _exit(127);
+  }
+  int metrics_port = 0;
+  for (int i = 0; i < 500 && !metrics_port; ++i) {
+    std::smatch m;
+    std::string text = ReadFile(log);
+    if (std::regex_search(text, m, std::regex("metrics endpoint on port ([0-9]+)"))) metrics_port = std::stoi(m[1]);
+    else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (int i = 0; i < 500 && ReadFile(log).find("caches synced") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  long idle_rss = StatusKb(pid, "VmRSS");
+  server.ResetCounters();
+  double op_cpu0 = ProcessCpuSeconds(pid), self_cpu0 = SelfCpuSeconds();
+
+  auto t0 = Clock::now();
+  for (int j = 0; j < jobs; ++j) {
+    if (!server.CreateObject("/apis/ddp.dev/v1alpha1/namespaces/bench/ddpjobs",
+                             Job("job-" + std::to_string(j), pods), &err)) {
+      std::fprintf(stderr, "create job %d: %s\n", j, err.c_str());
+      return 1;
+    }
+  }
+  auto created_at = Clock::now();
+  auto deadline = t0 + std::chrono::minutes(10);
+  while (pod_creates.load() < want_pods && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  bool done = pod_creates.load() >= want_pods;
+  Clock::time_point done_at;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    done_at = done ? all_pods_at : Clock::now();
+  }
+  double op_cpu = ProcessCpuSeconds(pid) - op_cpu0, self_cpu = SelfCpuSeconds() - self_cpu0;
+  double wall = Secs(done_at - t0);
+  // Let the queue drain (status writes, events) so requests per job are complete.
+  std::string metrics_text;
+  for (int i = 0; i < 300; ++i) {
+    auto m = ddp::HttpGet("127.0.0.1", metrics_port, "/metrics");
+    if (m.ok()) metrics_text = *m;
+    if (m.ok() && m->find("ddp_operator_queue_depth 0") != std::string::npos &&
+        Secs(Clock::now() - done_at) > 1.0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  size_t stored_pods = server.Objects("/api/v1/namespaces/bench/pods").size();
+  long hwm = StatusKb(pid, "VmHWM"), rss = StatusKb(pid, "VmRSS");
+  kill(pid, SIGTERM);
+  int st = 0;
+  waitpid(pid, &st, 0);
+
+  std::printf("operator bench: %d DDPJobs x %d pods, --workers %d, --qps %s (0 = unlimited)\n",
+              jobs, pods, workers, qps.c_str());
+  std::printf("  all %d pods exist after     %.2f s (jobs submitted in %.2f s; %zu pods stored)\n",
+              want_pods, wall, Secs(created_at - t0), stored_pods);
+  std::printf("  pods created per second     %.0f\n", want_pods / wall);
+  std::printf("  reconcile latency p50/p99   %.2f ms / %.2f ms (from ddp_operator_reconcile_duration_seconds)\n",
+              1000 * Quantile(metrics_text, "ddp_operator_reconcile_duration_seconds", 0.5),
+              1000 * Quantile(metrics_text, "ddp_operator_reconcile_duration_seconds", 0.99));
+  std::printf("  API requests per job        %.2f (", server.RequestCount("") / double(jobs));
+  for (const char* v : {"create", "update", "get", "list", "watch", "delete", "patch"}) {
+    std::printf("%s %.2f ", v, server.RequestCount(v) / double(jobs));
+  }
+  std::printf(")\n");
+  std::printf("  operator peak RSS (VmHWM)   %.1f MiB (idle after sync %.1f MiB, at end %.1f MiB)\n",
+              hwm / 1024.0, idle_rss / 1024.0, rss / 1024.0);
+  std::printf("  CPU during the run          operator %.2f s (%.0f%% of one core), API server %.2f s (%.0f%%), wall %.2f s\n",
+              op_cpu, 100 * op_cpu / wall, self_cpu, 100 * self_cpu / wall, wall);
+  std::printf("  operator exit on SIGTERM    %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+  std::string rm = "rm -rf '" + dir + "'";
+  if (std::system(rm.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", dir.c_str());
+  return done ? 0 : 1;
+}

@@ -1,0 +1,81 @@
+// `ddp-operator run` flag parsing, including the error messages for bad input.
+#include "operator/controller_flags.h"
+
+#include <gtest/gtest.h>
+
+namespace ddp::controller {
+namespace {
+
+using std::chrono::milliseconds;
+
+Status Parse(std::vector<std::string> args, RunFlags* f) {
+  args.insert(args.begin(), "run");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return ParseRunFlags(static_cast<int>(argv.size()), argv.data(), f);
+}
+
+TEST(ParseDurationTest, Units) {
+  struct Row { const char* text; int64_t ms; } rows[] = {
+      {"15s", 15000}, {"500ms", 500}, {"2m", 120000}, {"1h", 3600000}, {"3", 3000}, {"1.5s", 1500}};
+  for (const auto& r : rows) {
+    milliseconds d{};
+    EXPECT_TRUE(ParseDuration(r.text, &d)) << r.text;
+    EXPECT_EQ(d.count(), r.ms) << r.text;
+  }
+  for (const char* bad : {"", "s", "10x", "-1s", "ten"}) {
+    milliseconds d{};
+    EXPECT_FALSE(ParseDuration(bad, &d)) << bad;
+  }
+}
+
+TEST(ParseRunFlagsTest, DefaultsMatchTheIssue) {
+  RunFlags f;
+  ASSERT_TRUE(Parse({}, &f).ok());
+  EXPECT_EQ(f.workers, 4);
+  EXPECT_FALSE(f.leader_elect);
+  EXPECT_EQ(f.metrics_addr, ":8080");
+  EXPECT_EQ(f.health_addr, ":8081");
+  EXPECT_EQ(f.lease_duration, milliseconds(15000));
+  EXPECT_EQ(f.renew_deadline, milliseconds(10000));
+  EXPECT_EQ(f.retry_period, milliseconds(2000));
+  EXPECT_EQ(f.ns, "");
+}
+
+TEST(ParseRunFlagsTest, BothFormsAndBooleans) {
+  RunFlags f;
+  ASSERT_TRUE(Parse({"--namespace", "ml", "--workers=8", "--leader-elect", "--qps=100",
+                     "--burst", "200", "--log-level", "debug", "--kubeconfig=/k"}, &f).ok());
+  EXPECT_EQ(f.ns, "ml");
+  EXPECT_EQ(f.workers, 8);
+  EXPECT_TRUE(f.leader_elect);
+  EXPECT_EQ(f.qps, 100);
+  EXPECT_EQ(f.burst, 200);
+  EXPECT_EQ(f.log_level, LogLevel::kDebug);
+  EXPECT_EQ(f.kubeconfig, "/k");
+  ASSERT_TRUE(Parse({"--leader-elect=false"}, &f).ok());
+  EXPECT_FALSE(f.leader_elect);
+}
+
+TEST(ParseRunFlagsTest, ErrorsNameTheFlag) {
+  struct Row { std::vector<std::string> args; const char* want; } rows[] = {
+      {{"--workers", "0"}, "--workers: invalid value \"0\""},
+      {{"--workers", "many"}, "--workers: invalid value"},
+      {{"--log-level", "loud"}, "--log-level: invalid value \"loud\""},
+      {{"--frobnicate"}, "unknown flag --frobnicate"},
+      {{"--namespace"}, "--namespace: missing value"},
+      {{"--leader-elect=maybe"}, "--leader-elect: expected true or false"},
+      {{"--leader-election-renew-deadline", "20s"}, "renew-deadline must be shorter"},
+      {{"--leader-election-retry-period", "10s"}, "retry-period must be shorter"},
+      {{"stray"}, "unexpected argument \"stray\""},
+  };
+  for (const auto& r : rows) {
+    RunFlags f;
+    Status s = Parse(r.args, &f);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << r.want;
+    EXPECT_NE(s.message().find(r.want), std::string::npos) << s.message();
+  }
+}
+
+}  // namespace
+}  // namespace ddp::controller
