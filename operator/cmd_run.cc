@@ -2,6 +2,7 @@
 // health endpoints, optional leader election, the controller, and a clean SIGTERM.
 // Shutdown protocol: 1. SIGTERM/SIGINT stops the queue; 2. in-flight reconciles finish;
 // 3. informers stop; 4. the lease is released; 5. exit 0. Losing the lease exits 1 at once.
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -49,6 +50,10 @@ int RunMain(int argc, char** argv) {
     return 0;
   }
   SetLogLevel(f.log_level);
+  // glibc gives each thread that allocates its own arena; with a thread per parallel create and
+  // the client's pool, freed memory then sits in many arenas. Two arenas keep the resident set
+  // close to the live data (the 30 MiB budget at 1,000 jobs) at no measurable CPU cost.
+  mallopt(M_ARENA_MAX, 2);
 
   // Signals are taken by one thread with sigwait, so no handler races the rest of the program.
   sigset_t sigs;
