@@ -248,9 +248,9 @@ Reply RestClient::Send(http::client::http_client& client, const http::method& me
                        const std::string& path_query, const std::string& body,
                        const std::string& content_type) {
   Reply reply;
-  http::http_request req = NewRequest(method, path_query, Token(), cfg_.user_agent);
-  if (!body.empty()) req.set_body(body, content_type);
   try {
+    http::http_request req = NewRequest(method, path_query, Token(), cfg_.user_agent);
+    if (!body.empty()) req.set_body(body, content_type);
     http::http_response resp = client.request(req, stop_source_.get_token()).get();
     reply.code = resp.status_code();
     reply.body = resp.extract_utf8string(true).get();

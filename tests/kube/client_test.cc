@@ -119,6 +119,22 @@ TEST_F(ClientTest, ConnectionRefusedIsUnavailable) {
   EXPECT_NE(s.message().find("get pods ml/x"), std::string::npos);
 }
 
+TEST_F(ClientTest, SlowServerHitsTheRequestTimeout) {
+  ClientConfig cfg;
+  cfg.server = server_->url();
+  cfg.qps = 0;
+  cfg.request_timeout = std::chrono::milliseconds(300);
+  auto c = NewRestClient(cfg);
+  ASSERT_TRUE(c.ok());
+  server_->SetLatency(std::chrono::seconds(2));
+  auto start = std::chrono::steady_clock::now();
+  Status s = (*c)->Create(kPods, "ml", PodObject("slow")).status();
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+  EXPECT_NE(s.message().find("create pods ml/slow"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
+  server_->SetLatency(std::chrono::milliseconds(0));
+}
+
 TEST_F(ClientTest, ListWithSelectorsAndPagination) {
   for (int i = 0; i < 7; ++i) {
     json labels = {{"job", i < 5 ? "a" : "b"}, {"round", std::to_string(i % 2)}};
