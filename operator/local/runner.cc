@@ -243,9 +243,12 @@ void LocalRun::RefreshStatusLine() {
   in.total = job_.status.replicas > 0 ? job_.status.replicas : job_.spec.replicas;
   in.restarts = job_.status.restarts;
   in.disruptions = job_.status.disruptions;
-  in.progress = progress_;
-  if (progress_.total_steps) in.eta_seconds = eta_.EtaSeconds(*progress_.total_steps);
-  std::string key = in.phase + "/" + std::to_string(in.round) + "/" + std::to_string(in.running);
+  // Once the job has ended the last scrape is stale; the summary says how it ended.
+  if (!IsTerminal(in.phase)) {
+    in.progress = progress_;
+    if (progress_.total_steps) in.eta_seconds = eta_.EtaSeconds(*progress_.total_steps);
+  }
+  std::string key = in.phase + "/" + std::to_string(in.round);
   terminal_.Status((terminal_.live() ? "" : Elapsed() + " ") +
                        FormatStatusLine(in, terminal_.live() ? terminal_.Width() - 1 : 0),
                    key);
@@ -261,9 +264,11 @@ std::string LocalRun::LogPath(const std::string& pod) const {
 
 int LocalRun::Finish(int code) {
   terminal_.ClearStatus();
-  executor_->StopAll(std::min<std::chrono::seconds>(
-      std::chrono::seconds(options_.grace_seconds.value_or(kDefaultGraceSeconds)),
-      kInterruptGrace));
+  int grace = 0;
+  for (const auto& [name, pod] : executor_->pods()) {
+    if (pod.alive) grace = std::max(grace, pod.grace_seconds);
+  }
+  executor_->StopAll(std::min<std::chrono::seconds>(std::chrono::seconds(grace), kInterruptGrace));
   SummaryInput s;
   s.job = job_.Key();
   s.phase = code > kExitUsage ? "Interrupted (" + job_.status.phase + ")" : job_.status.phase;
