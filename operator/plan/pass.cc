@@ -45,6 +45,12 @@ Pass BeginPass(const api::DDPJob& job, const Observed& seen, TimePoint now) {
   for (const auto& pod : seen.pods) {
     if (!pod.deleting && pod.round > p.round) p.round = pod.round;
   }
+  if (p.round != job.status.round) {
+    AddEvent(&p, "Warning", "RoundAdopted",
+             "round " + std::to_string(job.status.round) + " -> " + std::to_string(p.round) +
+                 " (found pods of round " + std::to_string(p.round) +
+                 ": a status write was lost; continuing that round)");
+  }
   p.size = job.status.replicas > 0 ? job.status.replicas : DesiredSize(p.job);
   return p;
 }

@@ -1,0 +1,209 @@
+// BuildWorkerPod / BuildService / RendezvousEnv. Expected env values are written from DESIGN.md's
+// table by hand, not from program output.
+#include <gtest/gtest.h>
+
+#include "operator/plan/builders.h"
+#include "operator/plan/env.h"
+#include "operator/plan/names.h"
+#include "tests/operator/planner_fixture.h"
+
+namespace ddp::plan::testing {
+namespace {
+
+using nlohmann::json;
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+Env WorkerEnv(const json& pod) {
+  Env out;
+  const int w = WorkerContainerIndex(pod["spec"]);
+  for (const auto& e : pod["spec"]["containers"][w]["env"]) {
+    out.emplace_back(e["name"].get<std::string>(), e.value("value", std::string("<from>")));
+  }
+  return out;
+}
+
+api::DDPJob JobWithCheckpoint(int replicas, int nproc) {
+  api::DDPJob j = Job(replicas);
+  j.spec.nproc_per_node = nproc;
+  j.spec.checkpoint.path = "/ckpt";
+  return j;
+}
+
+const char kMaster[] = "mingpt-worker-0.mingpt.ml.svc";
+
+TEST(RendezvousEnv, Rank0WithOneProcessPerPod) {
+  const json pod = BuildWorkerPod(JobWithCheckpoint(4, 1), 0, 2, 4);
+  const Env want = {
+      {"MASTER_ADDR", kMaster}, {"MASTER_PORT", "29500"}, {"WORLD_SIZE", "4"},
+      {"NNODES", "4"}, {"NODE_RANK", "0"}, {"NPROC_PER_NODE", "1"},
+      {"RANK", "0"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"},
+      {"PET_NNODES", "4"}, {"PET_NODE_RANK", "0"}, {"PET_NPROC_PER_NODE", "1"},
+      {"PET_MASTER_ADDR", kMaster}, {"PET_MASTER_PORT", "29500"},
+      {"DDP_JOB_NAME", "mingpt"}, {"DDP_ROUND", "2"}, {"DDP_RENDEZVOUS_TIMEOUT", "600"},
+      {"DDP_CHECKPOINT_DIR", "/ckpt"}, {"DDP_METRICS_PORT", "9400"},
+      {"TORCHELASTIC_RESTART_COUNT", "2"}};
+  EXPECT_EQ(WorkerEnv(pod), want);
+}
+
+TEST(RendezvousEnv, LastRankWithOneProcessPerPod) {
+  const json pod = BuildWorkerPod(JobWithCheckpoint(4, 1), 3, 0, 4);
+  const Env want = {
+      {"MASTER_ADDR", kMaster}, {"MASTER_PORT", "29500"}, {"WORLD_SIZE", "4"},
+      {"NNODES", "4"}, {"NODE_RANK", "3"}, {"NPROC_PER_NODE", "1"},
+      {"RANK", "3"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"},
+      {"PET_NNODES", "4"}, {"PET_NODE_RANK", "3"}, {"PET_NPROC_PER_NODE", "1"},
+      {"PET_MASTER_ADDR", kMaster}, {"PET_MASTER_PORT", "29500"},
+      {"DDP_JOB_NAME", "mingpt"}, {"DDP_ROUND", "0"}, {"DDP_RENDEZVOUS_TIMEOUT", "600"},
+      {"DDP_CHECKPOINT_DIR", "/ckpt"}, {"DDP_METRICS_PORT", "9400"},
+      {"TORCHELASTIC_RESTART_COUNT", "0"}};
+  EXPECT_EQ(WorkerEnv(pod), want);
+}
+
+// With 8 processes per pod the launcher sets RANK/LOCAL_RANK/LOCAL_WORLD_SIZE per process.
+TEST(RendezvousEnv, Rank0WithEightProcessesPerPod) {
+  const json pod = BuildWorkerPod(JobWithCheckpoint(2, 8), 0, 1, 2);
+  const Env want = {
+      {"MASTER_ADDR", kMaster}, {"MASTER_PORT", "29500"}, {"WORLD_SIZE", "16"},
+      {"NNODES", "2"}, {"NODE_RANK", "0"}, {"NPROC_PER_NODE", "8"},
+      {"PET_NNODES", "2"}, {"PET_NODE_RANK", "0"}, {"PET_NPROC_PER_NODE", "8"},
+      {"PET_MASTER_ADDR", kMaster}, {"PET_MASTER_PORT", "29500"},
+      {"DDP_JOB_NAME", "mingpt"}, {"DDP_ROUND", "1"}, {"DDP_RENDEZVOUS_TIMEOUT", "600"},
+      {"DDP_CHECKPOINT_DIR", "/ckpt"}, {"DDP_METRICS_PORT", "9400"},
+      {"TORCHELASTIC_RESTART_COUNT", "1"}};
+  EXPECT_EQ(WorkerEnv(pod), want);
+}
+
+TEST(RendezvousEnv, LastRankWithEightProcessesPerPod) {
+  api::DDPJob job = Job(3);
+  job.spec.nproc_per_node = 8;
+  job.spec.rendezvous = {29600, 120};
+  job.spec.metrics.port = 9500;
+  const json pod = BuildWorkerPod(job, 2, 5, 3);
+  const Env want = {
+      {"MASTER_ADDR", kMaster}, {"MASTER_PORT", "29600"}, {"WORLD_SIZE", "24"},
+      {"NNODES", "3"}, {"NODE_RANK", "2"}, {"NPROC_PER_NODE", "8"},
+      {"PET_NNODES", "3"}, {"PET_NODE_RANK", "2"}, {"PET_NPROC_PER_NODE", "8"},
+      {"PET_MASTER_ADDR", kMaster}, {"PET_MASTER_PORT", "29600"},
+      {"DDP_JOB_NAME", "mingpt"}, {"DDP_ROUND", "5"}, {"DDP_RENDEZVOUS_TIMEOUT", "120"},
+      {"DDP_METRICS_PORT", "9500"}, {"TORCHELASTIC_RESTART_COUNT", "5"}};
+  EXPECT_EQ(WorkerEnv(pod), want);
+}
+
+TEST(RendezvousEnv, LocalModeOverridesMasterAndPorts) {
+  api::DDPJob job = Job(2);
+  PodOverrides o;
+  o.master_addr = "127.0.0.1";
+  o.master_port = 40001;
+  o.metrics_port = 40100;
+  const Env env = WorkerEnv(BuildWorkerPod(job, 1, 0, 2, o));
+  auto value = [&](const std::string& k) {
+    for (const auto& [n, v] : env) if (n == k) return v;
+    return std::string("<unset>");
+  };
+  EXPECT_EQ(value("MASTER_ADDR"), "127.0.0.1");
+  EXPECT_EQ(value("PET_MASTER_ADDR"), "127.0.0.1");
+  EXPECT_EQ(value("MASTER_PORT"), "40001");
+  EXPECT_EQ(value("PET_MASTER_PORT"), "40001");
+  EXPECT_EQ(value("DDP_METRICS_PORT"), "40100");
+  const auto direct = RendezvousEnv(job, 1, 0, 2, "127.0.0.1", 40001);
+  EXPECT_EQ(direct[0], (std::pair<std::string, std::string>{"MASTER_ADDR", "127.0.0.1"}));
+}
+
+TEST(BuildWorkerPod, MergesIntoTheTemplateWithoutDroppingUserFields) {
+  api::DDPJob job = Job(2);
+  job.spec.pod_template = json::parse(R"({
+    "metadata": {"labels": {"team": "nlp", "ddp.dev/round": "spoofed"},
+                 "annotations": {"sidecar.istio.io/inject": "false"}},
+    "spec": {
+      "nodeSelector": {"gpu": "h100"},
+      "tolerations": [{"key": "gpu", "operator": "Exists"}],
+      "affinity": {"podAntiAffinity": {}},
+      "volumes": [{"name": "data", "emptyDir": {}}],
+      "restartPolicy": "Always",
+      "futureField": {"x": 1},
+      "containers": [
+        {"name": "log-shipper", "image": "busybox", "env": [{"name": "RANK", "value": "x"}]},
+        {"name": "worker", "image": "ddp-worker:1", "resources": {"limits": {"cpu": "2"}},
+         "env": [{"name": "OMP_NUM_THREADS", "value": "4"},
+                 {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+         "ports": [{"name": "metrics", "containerPort": 9400}],
+         "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}})");
+  const json pod = BuildWorkerPod(job, 1, 3, 2);
+  const json& meta = pod["metadata"];
+  EXPECT_EQ(meta["name"], "mingpt-worker-1");
+  EXPECT_EQ(meta["namespace"], "ml");
+  EXPECT_EQ(meta["labels"]["team"], "nlp");
+  EXPECT_EQ(meta["labels"][kJobNameLabel], "mingpt");
+  EXPECT_EQ(meta["labels"][kReplicaIndexLabel], "1");
+  EXPECT_EQ(meta["labels"][kRoundLabel], "3");  // ours win over a user's copy
+  EXPECT_EQ(meta["annotations"]["sidecar.istio.io/inject"], "false");
+  ASSERT_EQ(meta["ownerReferences"].size(), 1u);
+  EXPECT_EQ(meta["ownerReferences"][0]["uid"], "uid-1");
+  EXPECT_EQ(meta["ownerReferences"][0]["controller"], true);
+  EXPECT_EQ(meta["ownerReferences"][0]["kind"], "DDPJob");
+
+  const json& spec = pod["spec"];
+  EXPECT_EQ(spec["restartPolicy"], "Never");
+  EXPECT_EQ(spec["hostname"], "mingpt-worker-1");
+  EXPECT_EQ(spec["subdomain"], "mingpt");
+  EXPECT_EQ(spec["nodeSelector"]["gpu"], "h100");
+  EXPECT_EQ(spec["tolerations"].size(), 1u);
+  EXPECT_TRUE(spec.contains("affinity"));
+  EXPECT_EQ(spec["volumes"][0]["name"], "data");
+  EXPECT_EQ(spec["futureField"]["x"], 1);
+  ASSERT_EQ(spec["containers"].size(), 2u);
+  // The sidecar is untouched: not our env, and its own RANK is its business.
+  EXPECT_EQ(spec["containers"][0], job.spec.pod_template["spec"]["containers"][0]);
+  const json& worker = spec["containers"][1];
+  EXPECT_EQ(worker["resources"]["limits"]["cpu"], "2");
+  EXPECT_EQ(worker["volumeMounts"][0]["mountPath"], "/data");
+  const json& env = worker["env"];
+  // Ours first (19 with nprocPerNode 1 and no checkpoint path), then the user's.
+  ASSERT_EQ(env.size(), 19u + 2u);
+  EXPECT_EQ(env[0]["name"], "MASTER_ADDR");
+  EXPECT_EQ(env[19]["name"], "OMP_NUM_THREADS");
+  EXPECT_EQ(env[20]["valueFrom"]["fieldRef"]["fieldPath"], "status.podIP");
+  // The user's metrics port entry is kept and not duplicated; the rendezvous port is added.
+  ASSERT_EQ(worker["ports"].size(), 2u);
+  EXPECT_EQ(worker["ports"][0]["name"], "metrics");
+  EXPECT_EQ(worker["ports"][1]["name"], "rendezvous");
+  EXPECT_EQ(worker["ports"][1]["containerPort"], 29500);
+}
+
+TEST(BuildWorkerPod, FirstContainerGetsEnvWhenNoneIsNamedWorker) {
+  api::DDPJob job = Job(1);
+  job.spec.pod_template = {{"spec", {{"containers", {{{"name", "trainer"}}, {{"name", "b"}}}}}}};
+  const json pod = BuildWorkerPod(job, 0, 0, 1);
+  EXPECT_TRUE(pod["spec"]["containers"][0].contains("env"));
+  EXPECT_FALSE(pod["spec"]["containers"][1].contains("env"));
+}
+
+TEST(BuildService, IsHeadlessPublishesNotReadyAndSelectsTheJob) {
+  const json svc = BuildService(Job(3));
+  EXPECT_EQ(svc["kind"], "Service");
+  EXPECT_EQ(svc["metadata"]["name"], "mingpt");
+  EXPECT_EQ(svc["metadata"]["namespace"], "ml");
+  EXPECT_EQ(svc["metadata"]["ownerReferences"][0]["name"], "mingpt");
+  EXPECT_EQ(svc["spec"]["clusterIP"], "None");
+  EXPECT_EQ(svc["spec"]["publishNotReadyAddresses"], true);
+  EXPECT_EQ(svc["spec"]["selector"], (json{{"ddp.dev/job-name", "mingpt"}}));
+  EXPECT_EQ(svc["spec"]["ports"][0]["port"], 29500);
+}
+
+TEST(BuildService, DryRunJobWithoutUidHasNoOwnerReference) {
+  api::DDPJob job = Job(1);
+  job.uid.clear();
+  EXPECT_FALSE(BuildService(job)["metadata"].contains("ownerReferences"));
+  EXPECT_FALSE(BuildWorkerPod(job, 0, 0, 1)["metadata"].contains("ownerReferences"));
+}
+
+TEST(Names, FollowDesign) {
+  const api::DDPJob job = Job(1);
+  EXPECT_EQ(PodName(job, 7), "mingpt-worker-7");
+  EXPECT_EQ(ServiceName(job), "mingpt");
+  EXPECT_EQ(Selector(job), "ddp.dev/job-name=mingpt");
+  EXPECT_EQ(MasterAddr(job), "mingpt-worker-0.mingpt.ml.svc");
+}
+
+}  // namespace
+}  // namespace ddp::plan::testing

@@ -1,0 +1,144 @@
+// `ddp-operator validate` and `render` as a user runs them: the real binary, real files, stdin.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+std::string Quote(const std::string& s) { return "'" + s + "'"; }
+
+// Runs the binary through the shell; `stdin_text` (if any) is fed from a temporary file.
+Result RunOperator(const std::string& args, const std::string& stdin_text = "") {
+  std::string cmd = Quote(DDP_OPERATOR_BIN) + " " + args + " 2>&1";
+  std::string tmp;
+  if (!stdin_text.empty()) {
+    tmp = ::testing::TempDir() + "ddp_cli_stdin_" + std::to_string(::getpid()) + ".yaml";
+    std::ofstream(tmp) << stdin_text;
+    cmd += " < " + Quote(tmp);
+  }
+  Result r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (!tmp.empty()) std::remove(tmp.c_str());
+  return r;
+}
+
+const std::string kExample = std::string(DDP_EXAMPLES_DIR) + "/mingpt-cpu.yaml";
+
+const char kTwoJobs[] = R"(apiVersion: ddp.dev/v1alpha1
+kind: DDPJob
+metadata: {name: alpha}
+spec:
+  replicas: 2
+  template: {spec: {containers: [{name: worker, image: w}]}}
+---
+apiVersion: ddp.dev/v1alpha1
+kind: DDPJob
+metadata: {name: beta, namespace: ml}
+spec:
+  replicas: 3
+  nprocPerNode: 8
+  template: {spec: {containers: [{name: worker, image: w}]}}
+)";
+
+TEST(ValidateCommand, ExampleIsValid) {
+  const Result r = RunOperator("validate -f " + Quote(kExample));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("1 DDPJob document valid"), std::string::npos) << r.out;
+}
+
+TEST(ValidateCommand, EachProblemOnItsOwnLinePrefixedWithTheDocument) {
+  const std::string bad = std::string(kTwoJobs) +
+                          "---\napiVersion: ddp.dev/v1alpha1\nkind: DDPJob\n"
+                          "metadata: {name: Gamma}\nspec: {replicas: 0, template: {spec: "
+                          "{containers: [{name: worker}]}}}\n";
+  const Result r = RunOperator("validate -f -", bad);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("document 3 (Gamma): metadata.name (\"Gamma\") must be a DNS-1035 label"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\ndocument 3 (Gamma): spec.replicas (0) must be >= 1\n"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("document 1"), std::string::npos) << r.out;
+}
+
+TEST(ValidateCommand, ParseErrorNamesTheField) {
+  const Result r = RunOperator("validate -f -", "apiVersion: ddp.dev/v1alpha1\nkind: DDPJob\n"
+                                         "metadata: {name: a}\nspec: {replicas: many}\n");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("document 1 (a): spec.replicas: expected an integer, got \"many\""),
+            std::string::npos) << r.out;
+}
+
+TEST(ValidateCommand, MissingFileAndUsageErrors) {
+  Result r = RunOperator("validate -f /nonexistent/job.yaml");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("cannot open /nonexistent/job.yaml"), std::string::npos) << r.out;
+  r = RunOperator("validate");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("-f FILE is required"), std::string::npos) << r.out;
+  r = RunOperator("validate --bogus");
+  EXPECT_EQ(r.code, 2);
+}
+
+TEST(RenderCommand, JsonListHasServiceAndPodsOfEveryDocument) {
+  const Result r = RunOperator("render -f - -o json --round 2", kTwoJobs);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto list = nlohmann::json::parse(r.out);
+  ASSERT_EQ(list["kind"], "List");
+  const auto& items = list["items"];
+  ASSERT_EQ(items.size(), 1u + 2u + 1u + 3u);
+  EXPECT_EQ(items[0]["kind"], "Service");
+  EXPECT_EQ(items[0]["metadata"]["name"], "alpha");
+  EXPECT_EQ(items[3]["kind"], "Service");  // alpha: Service + 2 pods, then beta
+  const auto& last = items[6];
+  EXPECT_EQ(last["metadata"]["name"], "beta-worker-2");
+  EXPECT_EQ(last["metadata"]["namespace"], "ml");
+  EXPECT_EQ(last["metadata"]["labels"]["ddp.dev/round"], "2");
+  std::map<std::string, std::string> env;
+  for (const auto& e : last["spec"]["containers"][0]["env"]) env[e["name"]] = e["value"];
+  EXPECT_EQ(env["MASTER_ADDR"], "beta-worker-0.beta.ml.svc");
+  EXPECT_EQ(env["WORLD_SIZE"], "24");
+  EXPECT_EQ(env["NODE_RANK"], "2");
+  EXPECT_EQ(env["DDP_ROUND"], "2");
+  EXPECT_EQ(env.count("RANK"), 0u);  // nprocPerNode 8: the launcher sets it
+}
+
+TEST(RenderCommand, YamlOfTheExampleMatchesDesignEnv) {
+  const Result r = RunOperator("render -f " + Quote(kExample));
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* want :
+       {"kind: Service", "clusterIP: None", "publishNotReadyAddresses: true",
+        "name: mingpt-cpu-worker-1", "restartPolicy: Never", "subdomain: mingpt-cpu",
+        "value: mingpt-cpu-worker-0.mingpt-cpu.default.svc", "name: DDP_CHECKPOINT_DIR"}) {
+    EXPECT_NE(r.out.find(want), std::string::npos) << want;
+  }
+}
+
+TEST(RenderCommand, InvalidManifestAndBadFlags) {
+  Result r = RunOperator("render -f -", "apiVersion: ddp.dev/v1alpha1\nkind: DDPJob\nmetadata: {name: a}\n"
+                                "spec: {replicas: 1}\n");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("at least one container is required"), std::string::npos) << r.out;
+  r = RunOperator("render -f - -o xml", kTwoJobs);
+  EXPECT_EQ(r.code, 2);
+  r = RunOperator("render -f - --round -1", kTwoJobs);
+  EXPECT_EQ(r.code, 2);
+}
+
+}  // namespace

@@ -1,0 +1,166 @@
+// Planner test builders; see planner_fixture.h.
+#include "tests/operator/planner_fixture.h"
+
+#include "operator/plan/names.h"
+
+namespace ddp::plan::testing {
+
+api::DDPJob Job(int replicas) {
+  api::DDPJob j;
+  j.name = "mingpt";
+  j.namespace_name = "ml";
+  j.uid = "uid-1";
+  j.generation = 1;
+  j.spec.replicas = replicas;
+  j.spec.pod_template = {
+      {"spec", {{"containers", {{{"name", "worker"}, {"image", "ddp-worker:test"}}}}}}};
+  return j;
+}
+
+api::DDPJob Elastic(api::DDPJob j, int min, int max, int pending_timeout_seconds) {
+  j.spec.elastic = api::ElasticPolicy{min, max, pending_timeout_seconds};
+  return j;
+}
+
+api::DDPJob Policy(api::DDPJob j, api::RestartPolicy p, int max_restarts) {
+  j.spec.failure_policy.restart_policy = p;
+  j.spec.failure_policy.max_restarts = max_restarts;
+  return j;
+}
+
+api::DDPJob InPhase(api::DDPJob j, const std::string& phase, int round, int size, int restarts) {
+  j.status.phase = phase;
+  j.status.round = round;
+  j.status.replicas = size;
+  j.status.world_size = size * j.spec.nproc_per_node;
+  j.status.restarts = restarts;
+  j.status.observed_generation = j.generation;
+  j.status.selector = "ddp.dev/job-name=mingpt";
+  j.status.start_time = At(0);
+  return j;
+}
+
+api::DDPJob Scaled(api::DDPJob j, int replicas) {
+  j.spec.replicas = replicas;
+  j.generation += 1;
+  return j;
+}
+
+ObservedPod Pod(int index, int round, const std::string& phase) {
+  ObservedPod p;
+  p.name = "mingpt-worker-" + std::to_string(index);
+  p.index = index;
+  p.round = round;
+  p.phase = phase;
+  p.ready = phase == "Running";
+  p.uid = p.name + "-r" + std::to_string(round);
+  p.created = At(0);
+  if (phase == "Succeeded") p.exit_code = 0;
+  return p;
+}
+
+ObservedPod Exited(int index, int round, int code) {
+  ObservedPod p = Pod(index, round, code == 0 ? "Succeeded" : "Failed");
+  p.exit_code = code;
+  p.reason = code == 0 ? "Completed" : "Error";
+  return p;
+}
+
+ObservedPod Evicted(int index, int round) {
+  ObservedPod p = Pod(index, round, "Failed");
+  p.reason = "Evicted";
+  p.message = "The node was low on resource: memory.";
+  return p;
+}
+
+ObservedPod Deleting(ObservedPod p) {
+  p.deleting = true;
+  return p;
+}
+
+ObservedPod Unschedulable(int index, int round, TimePoint since) {
+  ObservedPod p = Pod(index, round, "Pending");
+  p.unschedulable_since = since;
+  return p;
+}
+
+std::vector<ObservedPod> Pods(int n, int round, const std::string& phase) {
+  std::vector<ObservedPod> out;
+  for (int i = 0; i < n; ++i) out.push_back(Pod(i, round, phase));
+  return out;
+}
+
+Observed World(std::vector<ObservedPod> pods, bool service) {
+  Observed w;
+  w.pods = std::move(pods);
+  w.service_exists = service;
+  return w;
+}
+
+Observed With(Observed w, ObservedPod p) {
+  for (auto& existing : w.pods) {
+    if (existing.name == p.name) {
+      existing = p;
+      return w;
+    }
+  }
+  w.pods.push_back(p);
+  return w;
+}
+
+void Apply(const Plan& plan, api::DDPJob* job, Observed* world, TimePoint now) {
+  for (const auto& d : plan.deletes) {
+    if (d.kind == "Service") world->service_exists = false;
+    for (auto& p : world->pods) {
+      if (d.kind == "Pod" && p.name == d.name) p.deleting = true;
+    }
+  }
+  for (const auto& obj : plan.creates) {
+    if (obj["kind"] == "Service") {
+      world->service_exists = true;
+      continue;
+    }
+    nlohmann::json pod = obj;
+    pod["metadata"]["uid"] = obj["metadata"]["name"].get<std::string>() + "-new";
+    pod["metadata"]["creationTimestamp"] = api::FormatTime(now);
+    pod["status"] = {{"phase", "Pending"}};
+    world->pods.push_back(ObservePod(pod));
+  }
+  if (plan.status) job->status = *plan.status;
+  if (plan.delete_job) job->deletion_timestamp = now;
+}
+
+void ReapDeleting(Observed* world) {
+  std::vector<ObservedPod> kept;
+  for (auto& p : world->pods) {
+    if (!p.deleting) kept.push_back(p);
+  }
+  world->pods = kept;
+}
+
+std::vector<std::string> DescribeCreates(const Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& obj : plan.creates) {
+    std::string s = obj["kind"].get<std::string>() + " " +
+                    obj["metadata"]["name"].get<std::string>();
+    if (obj["kind"] == "Pod") {
+      s += " r" + obj["metadata"]["labels"][kRoundLabel].get<std::string>();
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<std::string> DescribeDeletes(const Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& d : plan.deletes) out.push_back(d.kind + " " + d.name);
+  return out;
+}
+
+std::vector<std::string> EventReasons(const Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& e : plan.events) out.push_back(e.reason);
+  return out;
+}
+
+}  // namespace ddp::plan::testing

@@ -1,0 +1,55 @@
+// Small builders for planner tests: jobs, observed pods, and a pure "apply" that plays a Plan
+// against the observed world the way the API server would.
+#ifndef DDP_TESTS_OPERATOR_PLANNER_FIXTURE_H_
+#define DDP_TESTS_OPERATOR_PLANNER_FIXTURE_H_
+
+#include <string>
+#include <vector>
+
+#include "operator/api/time_format.h"
+#include "operator/api/types.h"
+#include "operator/plan/observe.h"
+#include "operator/plan/plan.h"
+
+namespace ddp::plan::testing {
+
+inline TimePoint T0() { return *api::ParseTime("2026-01-01T00:00:00Z"); }
+inline TimePoint At(int seconds) { return T0() + std::chrono::seconds(seconds); }
+
+// A valid job "ml/mingpt" with `replicas` pods and one "worker" container.
+api::DDPJob Job(int replicas);
+
+// Job modifiers, each returning the job so rows stay one expression.
+api::DDPJob Elastic(api::DDPJob j, int min, int max, int pending_timeout_seconds);
+api::DDPJob Policy(api::DDPJob j, api::RestartPolicy p, int max_restarts);
+// status as the planner would have left it: phase, round, size, restarts, started at At(0).
+api::DDPJob InPhase(api::DDPJob j, const std::string& phase, int round, int size,
+                    int restarts = 0);
+// A spec change: generation + 1 (status.observedGeneration stays behind).
+api::DDPJob Scaled(api::DDPJob j, int replicas);
+
+ObservedPod Pod(int index, int round, const std::string& phase);
+ObservedPod Exited(int index, int round, int code);          // Failed with an exit code
+ObservedPod Evicted(int index, int round);                    // Failed, reason Evicted, no code
+ObservedPod Deleting(ObservedPod p);
+ObservedPod Unschedulable(int index, int round, TimePoint since);
+// `n` pods 0..n-1 of `round` in `phase` (Running ones are also ready).
+std::vector<ObservedPod> Pods(int n, int round, const std::string& phase);
+Observed World(std::vector<ObservedPod> pods, bool service = true);
+Observed With(Observed w, ObservedPod p);  // replaces the pod with the same name, else appends
+
+// Plays `plan` on the world: creates appear (pods Pending, via ObservePod on the built object),
+// deletes mark pods deleting (they linger, as with a grace period), the Service delete removes
+// it, status replaces job.status, delete_job sets the job's deletionTimestamp.
+void Apply(const Plan& plan, api::DDPJob* job, Observed* world, TimePoint now);
+// Pods being deleted finish going away.
+void ReapDeleting(Observed* world);
+
+// "Pod mingpt-worker-0 r1" / "Service mingpt" for compact expectations.
+std::vector<std::string> DescribeCreates(const Plan& plan);
+std::vector<std::string> DescribeDeletes(const Plan& plan);
+std::vector<std::string> EventReasons(const Plan& plan);
+
+}  // namespace ddp::plan::testing
+
+#endif  // DDP_TESTS_OPERATOR_PLANNER_FIXTURE_H_

@@ -1,0 +1,173 @@
+// Validation: one bad manifest per rule, each asserting the exact message (field and value).
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "operator/api/serialize.h"
+#include "operator/api/validate.h"
+#include "operator/api/yaml_json.h"
+
+namespace ddp::api {
+namespace {
+
+using nlohmann::json;
+
+json GoodManifest() {
+  auto docs = ParseYamlDocuments(R"(
+apiVersion: ddp.dev/v1alpha1
+kind: DDPJob
+metadata: {name: mingpt, namespace: ml}
+spec:
+  replicas: 4
+  template:
+    spec:
+      containers:
+        - name: worker
+          image: ddp-worker:1
+          env: [{name: OMP_NUM_THREADS, value: "2"}]
+)");
+  return docs->front();
+}
+
+std::vector<std::string> Problems(const json& manifest) {
+  auto job = ParseDDPJobJson(manifest);
+  EXPECT_TRUE(job.ok()) << job.status().ToString();
+  DDPJob j = *job;
+  ApplyDefaults(&j);
+  return Validate(j);
+}
+
+struct Case {
+  const char* rule;
+  std::function<void(json&)> edit;
+  std::string want;
+};
+
+TEST(Validate, GoodManifestHasNoProblems) {
+  EXPECT_TRUE(Problems(GoodManifest()).empty());
+  auto job = ParseDDPJobJson(GoodManifest());
+  EXPECT_TRUE(ValidateStatus(*job).ok());
+}
+
+TEST(Validate, OneBadManifestPerRule) {
+  const std::string long_name(55, 'a');
+  const Case cases[] = {
+      {"name required", [](json& m) { m["metadata"].erase("name"); }, "metadata.name is required"},
+      {"name is DNS-1035", [](json& m) { m["metadata"]["name"] = "MinGPT"; },
+       "metadata.name (\"MinGPT\") must be a DNS-1035 label: at most 63 lowercase letters, digits "
+       "or '-', starting with a letter and ending with a letter or digit"},
+      {"name starts with a letter", [](json& m) { m["metadata"]["name"] = "1gpt"; },
+       "metadata.name (\"1gpt\") must be a DNS-1035 label: at most 63 lowercase letters, digits "
+       "or '-', starting with a letter and ending with a letter or digit"},
+      {"largest pod name fits 63",
+       [&](json& m) { m["metadata"]["name"] = long_name; },
+       "metadata.name (\"" + long_name + "\") is too long: pod name \"" + long_name +
+           "-worker-3\" has 64 characters, the limit is 63"},
+      {"largest pod name counts elastic max",
+       [](json& m) {
+         m["metadata"]["name"] = std::string(54, 'b');
+         m["spec"]["elastic"] = {{"minReplicas", 1}, {"maxReplicas", 12}};
+       },
+       "metadata.name (\"" + std::string(54, 'b') + "\") is too long: pod name \"" +
+           std::string(54, 'b') + "-worker-11\" has 64 characters, the limit is 63"},
+      {"namespace is DNS-1123", [](json& m) { m["metadata"]["namespace"] = "ML_team"; },
+       "metadata.namespace (\"ML_team\") must be a DNS-1123 label"},
+      {"replicas >= 1", [](json& m) { m["spec"]["replicas"] = 0; }, "spec.replicas (0) must be >= 1"},
+      {"nprocPerNode >= 1", [](json& m) { m["spec"]["nprocPerNode"] = 0; },
+       "spec.nprocPerNode (0) must be >= 1"},
+      {"elastic min <= max",
+       [](json& m) { m["spec"]["elastic"] = {{"minReplicas", 5}, {"maxReplicas", 3}}; },
+       "spec.elastic.minReplicas (5) > spec.elastic.maxReplicas (3)"},
+      {"replicas inside elastic bounds",
+       [](json& m) {
+         m["spec"]["replicas"] = 10;
+         m["spec"]["elastic"] = {{"minReplicas", 2}, {"maxReplicas", 8}};
+       },
+       "spec.replicas (10) is outside [spec.elastic.minReplicas (2), spec.elastic.maxReplicas (8)]"},
+      {"elastic min >= 1", [](json& m) { m["spec"]["elastic"] = {{"minReplicas", -1}}; },
+       "spec.elastic.minReplicas (-1) must be >= 1"},
+      {"pending timeout not negative",
+       [](json& m) { m["spec"]["elastic"] = {{"pendingTimeoutSeconds", -5}}; },
+       "spec.elastic.pendingTimeoutSeconds (-5) must be >= 0"},
+      {"rendezvous port range", [](json& m) { m["spec"]["rendezvous"] = {{"port", 0}}; },
+       "spec.rendezvous.port (0) must be in 1..65535"},
+      {"metrics port range", [](json& m) { m["spec"]["metrics"] = {{"port", 70000}}; },
+       "spec.metrics.port (70000) must be in 1..65535"},
+      {"ports differ", [](json& m) { m["spec"]["metrics"] = {{"port", 29500}}; },
+       "spec.metrics.port (29500) must differ from spec.rendezvous.port: rank 0 listens on both"},
+      {"rendezvous timeout positive",
+       [](json& m) { m["spec"]["rendezvous"] = {{"timeoutSeconds", 0}}; },
+       "spec.rendezvous.timeoutSeconds (0) must be >= 1"},
+      {"maxRestarts not negative",
+       [](json& m) { m["spec"]["failurePolicy"] = {{"maxRestarts", -1}}; },
+       "spec.failurePolicy.maxRestarts (-1) must be >= 0"},
+      {"retryable exit codes are exit codes",
+       [](json& m) { m["spec"]["failurePolicy"] = {{"retryableExitCodes", {75, 300}}}; },
+       "spec.failurePolicy.retryableExitCodes[1] (300) must be in 1..255"},
+      {"active deadline positive",
+       [](json& m) { m["spec"]["runPolicy"] = {{"activeDeadlineSeconds", -10}}; },
+       "spec.runPolicy.activeDeadlineSeconds (-10) must be >= 1"},
+      {"ttl not negative",
+       [](json& m) { m["spec"]["runPolicy"] = {{"ttlSecondsAfterFinished", -1}}; },
+       "spec.runPolicy.ttlSecondsAfterFinished (-1) must be >= 0"},
+      {"checkpoint path absolute", [](json& m) { m["spec"]["checkpoint"] = {{"path", "ckpt"}}; },
+       "spec.checkpoint.path (\"ckpt\") must be an absolute path"},
+      {"template has a container",
+       [](json& m) { m["spec"]["template"]["spec"]["containers"] = json::array(); },
+       "spec.template.spec.containers: at least one container is required"},
+      {"template present", [](json& m) { m["spec"].erase("template"); },
+       "spec.template.spec.containers: at least one container is required"},
+      {"containers are named",
+       [](json& m) { m["spec"]["template"]["spec"]["containers"][0].erase("name"); },
+       "spec.template.spec.containers[0].name is required"},
+      {"reserved env rejected",
+       [](json& m) {
+         m["spec"]["template"]["spec"]["containers"][0]["env"].push_back(
+             {{"name", "RANK"}, {"value", "0"}});
+       },
+       "spec.template.spec.containers[0].env[1].name (\"RANK\") is reserved: the operator sets "
+       "it for rendezvous"},
+      {"reserved env checked on the worker container",
+       [](json& m) {
+         auto& cs = m["spec"]["template"]["spec"]["containers"];
+         cs.insert(cs.begin(), json{{"name", "sidecar"}, {"image", "x"}});
+         cs[1]["env"].push_back({{"name", "MASTER_ADDR"}, {"value", "x"}});
+       },
+       "spec.template.spec.containers[1].env[1].name (\"MASTER_ADDR\") is reserved: the operator "
+       "sets it for rendezvous"},
+  };
+  for (const Case& c : cases) {
+    json m = GoodManifest();
+    c.edit(m);
+    const auto problems = Problems(m);
+    ASSERT_EQ(problems.size(), 1u) << c.rule << ": " << ::testing::PrintToString(problems);
+    EXPECT_EQ(problems[0], c.want) << c.rule;
+  }
+}
+
+TEST(Validate, EveryReservedNameIsRejected) {
+  for (const std::string& name : ReservedEnvNames()) {
+    json m = GoodManifest();
+    m["spec"]["template"]["spec"]["containers"][0]["env"] = {{{"name", name}, {"value", "1"}}};
+    const auto problems = Problems(m);
+    ASSERT_EQ(problems.size(), 1u) << name;
+    EXPECT_NE(problems[0].find("(\"" + name + "\") is reserved"), std::string::npos);
+  }
+  EXPECT_EQ(ReservedEnvNames().size(), 20u);
+}
+
+TEST(Validate, ReportsEveryProblemAtOnce) {
+  json m = GoodManifest();
+  m["spec"]["replicas"] = 0;
+  m["spec"]["nprocPerNode"] = -2;
+  m["spec"]["rendezvous"] = {{"port", 99999}};
+  auto job = ParseDDPJobJson(m);
+  const Status s = ValidateStatus(*job);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "spec.replicas (0) must be >= 1\nspec.nprocPerNode (-2) must be >= 1\n"
+            "spec.rendezvous.port (99999) must be in 1..65535");
+}
+
+}  // namespace
+}  // namespace ddp::api
