@@ -81,6 +81,16 @@ std::optional<FakeApiServer::Fault> FakeApiServer::TakeFault(const std::string& 
 bool FakeApiServer::Handle(HttpConn& conn, const HttpRequest& req) {
   Target t;
   if (!ParsePath(req.path, &t)) {
+    if (req.path == "/fake/stats") {  // for benchmarks running fake-apiserver as a process
+      json counts = json::object();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (const auto& [verb, n] : counts_) counts[verb] = n;
+      }
+      return Reply(conn, req, 200, json{{"requests", counts},
+                                        {"resourceVersion", store_.resource_version()},
+                                        {"watches", store_.watch_count()}});
+    }
     if (req.path == "/healthz" || req.path == "/readyz" || req.path == "/livez") {
       return conn.WriteResponse(200, {{"Content-Type", "text/plain"}}, "ok", req.keep_alive);
     }

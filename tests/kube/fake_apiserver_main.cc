@@ -1,6 +1,7 @@
 // fake-apiserver: the test API server as a process, for benchmarks and manual runs.
 //   fake-apiserver [--port N] [--pod-grace-ms N] [--latency-ms N]
-// Prints "listening on http://127.0.0.1:PORT" on stdout once it serves; runs until SIGTERM/SIGINT.
+// Prints "listening on http://127.0.0.1:PORT" on stdout once it serves; runs until SIGTERM/SIGINT,
+// then prints the request counts by verb. GET /fake/stats returns them as JSON while it runs.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -47,8 +48,11 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   int sig = 0;
   sigwait(&set, &sig);
-  std::fprintf(stderr, "fake-apiserver: %lld requests, stopping\n",
-               static_cast<long long>(server.RequestCount("")));
+  std::fprintf(stderr, "fake-apiserver: stopping; requests:");
+  for (const char* verb : {"get", "list", "watch", "create", "update", "patch", "delete"}) {
+    std::fprintf(stderr, " %s=%lld", verb, static_cast<long long>(server.RequestCount(verb)));
+  }
+  std::fprintf(stderr, "\n");
   server.Stop();
   return 0;
 }
