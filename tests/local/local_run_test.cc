@@ -2,6 +2,8 @@
 // Shell-script workers stand in for ddp-worker wherever training itself is not the point.
 #include <signal.h>
 
+#include <cstdlib>
+
 #include <gtest/gtest.h>
 
 #include "e2e_util.h"
@@ -177,6 +179,34 @@ TEST_F(LocalRunTest, CtrlCLeavesNoProcessBehind) {
   // A killed grandchild is a zombie for a moment, until init reaps it.
   EXPECT_TRUE(WaitFor([&] { return !GroupExists(WorkerPid(0, 0)); }, seconds(5)));
   EXPECT_TRUE(WaitFor([&] { return !GroupExists(WorkerPid(0, 1)); }, seconds(5)));
+}
+
+TEST_F(LocalRunTest, TtlAfterFinishedEndsTheRun) {
+  auto op = Start(ShellJob("ttl", 1, "exit 0", "  runPolicy: {ttlSecondsAfterFinished: 1}\n"));
+  ASSERT_EQ(op->Wait(seconds(30)), 0) << op->Output();
+  EXPECT_NE(op->Output().find("ttlSecondsAfterFinished elapsed"), std::string::npos)
+      << op->Output();
+}
+
+// Rank 0's /metrics (here a static page served on the DDP_METRICS_PORT the executor picked)
+// drives the status line's step, progress bar and loss.
+TEST_F(LocalRunTest, StatusLineShowsRankZeroMetrics) {
+  if (system("python3 -c 'import http.server' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "python3 not available to serve a metrics page";
+  }
+  WriteFileAtomic(Dir() + "/metrics",
+                  "# TYPE ddp_worker_steps_total counter\nddp_worker_steps_total 30\n"
+                  "# TYPE ddp_worker_total_steps gauge\nddp_worker_total_steps 120\n"
+                  "# TYPE ddp_worker_loss gauge\nddp_worker_loss 1.5\n");
+  auto op = Start(ShellJob("scrape", 1,
+                           "cd " + Dir() + " && exec python3 -m http.server $DDP_METRICS_PORT "
+                           "--bind 127.0.0.1"));
+  const std::string expected = "step 30/120 [#####---------------]  25%  loss 1.5000";
+  EXPECT_TRUE(WaitFor([&] { return op->Output().find(expected) != std::string::npos; },
+                      seconds(40)))
+      << op->Output();
+  kill(op->pid(), SIGTERM);
+  EXPECT_EQ(op->Wait(seconds(30)), 128 + SIGTERM);
 }
 
 TEST_F(LocalRunTest, InvalidManifestIsAUsageError) {
