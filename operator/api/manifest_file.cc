@@ -39,6 +39,9 @@ StatusOr<std::vector<ManifestDocument>> ParseManifestDocuments(const std::string
     }
     if (!doc.is_object() || !doc.contains("kind")) {
       m.parse_status = Status::InvalidArgument("kind is required (expected \"DDPJob\")");
+    } else if (doc["kind"] == kKind && !doc.contains("apiVersion")) {
+      m.parse_status = Status::InvalidArgument(std::string("apiVersion is required (expected \"") +
+                                               kApiVersion + "\")");
     } else if (doc["kind"] != kKind) {
       m.other_kind = doc["kind"].is_string() ? doc["kind"].get<std::string>() : doc["kind"].dump();
     } else {

@@ -96,6 +96,22 @@ TEST(ValidateCommand, MissingFileAndUsageErrors) {
   EXPECT_EQ(r.code, 2);
 }
 
+TEST(ValidateCommand, OtherKindsAreSkippedAndApiVersionIsRequired) {
+  const std::string pvc = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data}\n---\n";
+  Result r = RunOperator("validate -f -", pvc + kTwoJobs);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("document 1 (data): kind PersistentVolumeClaim is not a DDPJob; skipped"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 DDPJob documents valid"), std::string::npos) << r.out;
+  r = RunOperator("validate -f -", pvc);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("no DDPJob documents"), std::string::npos) << r.out;
+  r = RunOperator("validate -f -", "kind: DDPJob\nmetadata: {name: a}\n");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("document 1 (a): apiVersion is required (expected \"ddp.dev/v1alpha1\")"),
+            std::string::npos) << r.out;
+}
+
 TEST(RenderCommand, JsonListHasServiceAndPodsOfEveryDocument) {
   const Result r = RunOperator("render -f - -o json --round 2", kTwoJobs);
   ASSERT_EQ(r.code, 0) << r.out;
