@@ -1,0 +1,107 @@
+#include "worker/train/config.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "worker/train/exit_codes.h"
+#include "worker/train/fault.h"
+
+namespace ddp::worker {
+namespace {
+
+struct Env {
+  std::map<std::string, std::string> vars;
+  std::function<const char*(const char*)> Fn() const {
+    return [this](const char* n) -> const char* {
+      auto it = vars.find(n);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+StatusOr<TrainConfig> Load(const std::string& yaml, const Env& env, std::vector<std::string> args) {
+  args.insert(args.begin(), {"--config", "cfg.yaml"});
+  return LoadConfig(args, env.Fn(), [&](const std::string& p) -> StatusOr<std::string> {
+    if (p == "cfg.yaml") return yaml;
+    return Status::NotFound(p);
+  });
+}
+
+TEST(ConfigTest, FlagsWinOverEnvOverYaml) {
+  const std::string yaml = "train:\n  steps: 10\n  batch_size: 4\n  lr: 0.01\nmodel:\n  n_layer: 3\n";
+  Env env{{{"DDP_STEPS", "20"}, {"DDP_BATCH_SIZE", "8"}, {"DDP_CHECKPOINT_DIR", "/ck"}}};
+  auto c = Load(yaml, env, {"--steps", "30", "--model=mlp"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->steps, 30);        // flag
+  EXPECT_EQ(c->batch_size, 8);    // env over yaml
+  EXPECT_DOUBLE_EQ(c->lr, 0.01);  // yaml over default
+  EXPECT_EQ(c->model.n_layer, 3);
+  EXPECT_EQ(c->model.kind, "mlp");
+  EXPECT_EQ(c->checkpoint_dir, "/ck");
+}
+
+// Every bad input is rejected with a message naming the key, flag or variable, and maps to exit 2.
+TEST(ConfigTest, ErrorsNameTheKey) {
+  struct Row { std::string yaml; std::map<std::string, std::string> env; std::vector<std::string> args; std::string names; };
+  const std::vector<Row> rows = {
+      {"train:\n  stepz: 3\n", {}, {}, "train.stepz"},
+      {"trian:\n  steps: 3\n", {}, {}, "trian"},
+      {"train:\n  steps: ten\n", {}, {}, "train.steps"},
+      {"train:\n  steps: 0\n", {}, {}, "train.steps"},
+      {"model:\n  n_embd: 30\n  n_head: 4\n", {}, {}, "model.n_embd"},
+      {"train:\n  device: tpu\n", {}, {}, "train.device"},
+      {"data:\n  dataset: chars\n", {}, {}, "data.file"},
+      {"train: [1, 2\n", {}, {}, "YAML"},
+      {"", {{"DDP_LR", "fast"}}, {}, "DDP_LR"},
+      {"", {}, {"--bogus", "1"}, "--bogus"},
+      {"", {}, {"--steps"}, "--steps"},
+      {"", {}, {"--batch-size", "-1"}, "train.batch_size"},
+      {"checkpoint:\n  keep: 0\n", {}, {}, "checkpoint.keep"},
+  };
+  for (const auto& r : rows) {
+    auto c = Load(r.yaml, Env{r.env}, r.args);
+    ASSERT_FALSE(c.ok()) << r.names;
+    EXPECT_NE(c.status().message().find(r.names), std::string::npos) << c.status().ToString();
+    EXPECT_EQ(ExitCodeFor(c.status()), kExitInvalidConfig) << r.names;
+  }
+}
+
+TEST(ConfigTest, MissingConfigFileIsAConfigError) {
+  auto c = LoadConfig({"--config", "nope.yaml"}, Env{}.Fn(),
+                      [](const std::string& p) -> StatusOr<std::string> { return Status::NotFound(p); });
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("nope.yaml"), std::string::npos);
+  EXPECT_EQ(ExitCodeFor(c.status()), kExitInvalidConfig);
+}
+
+TEST(ExitCodeTest, ContractTable) {
+  struct Row { Status s; int code; };
+  for (const Row& r : {Row{Status::OK(), 0}, Row{Status::InvalidArgument("x"), 2},
+                       Row{Status::FailedPrecondition("x"), 2}, Row{Status::NotFound("f"), 3},
+                       Row{Status::DataLoss("f"), 3}, Row{Status::Unavailable("peer"), 75},
+                       Row{Status::DeadlineExceeded("t"), 75}, Row{Status::Internal("?"), 75}}) {
+    EXPECT_EQ(ExitCodeFor(r.s), r.code) << r.s.ToString();
+  }
+}
+
+TEST(FaultTest, Parse) {
+  auto k = ParseFault("1:5:kill");
+  ASSERT_TRUE(k.ok() && k->has_value());
+  EXPECT_EQ((*k)->rank, 1);
+  EXPECT_EQ((*k)->step, 5);
+  EXPECT_EQ((*k)->kind, Fault::Kind::kKill);
+  auto e = ParseFault("0:3:exit:7");
+  ASSERT_TRUE(e.ok() && e->has_value());
+  EXPECT_EQ((*e)->kind, Fault::Kind::kExit);
+  EXPECT_EQ((*e)->exit_code, 7);
+  EXPECT_FALSE(ParseFault("").value().has_value());
+  for (const char* bad : {"1:5", "x:5:kill", "1:5:exit", "1:5:exit:300", "1:5:boom", "1:-1:kill"}) {
+    auto f = ParseFault(bad);
+    ASSERT_FALSE(f.ok()) << bad;
+    EXPECT_NE(f.status().message().find("DDP_FAULT"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace ddp::worker

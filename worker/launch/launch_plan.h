@@ -1,0 +1,63 @@
+// `ddp-worker launch` decisions, pure: rank arithmetic (its one home), each child's environment
+// and arguments, and the launcher's exit code. The process handling lives in launcher.cc.
+#ifndef DDP_WORKER_LAUNCH_LAUNCH_PLAN_H_
+#define DDP_WORKER_LAUNCH_LAUNCH_PLAN_H_
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace ddp::worker {
+
+// Written by the operator's planner (DESIGN.md env table), read by the launcher.
+inline constexpr char kEnvNodeRank[] = "NODE_RANK";            // this pod's index
+inline constexpr char kEnvNprocPerNode[] = "NPROC_PER_NODE";   // trainers per pod
+inline constexpr char kEnvNnodes[] = "NNODES";                 // pods in the round
+
+// The global rank of local process `local_rank` on node `node_rank`. The only place in the
+// worker that computes a rank from node and local indices.
+inline int GlobalRank(int node_rank, int nproc_per_node, int local_rank) {
+  return node_rank * nproc_per_node + local_rank;
+}
+
+struct ChildSpec {
+  int rank = 0;
+  int local_rank = 0;
+  std::map<std::string, std::string> env;  // set on top of the launcher's own environment
+  std::vector<std::string> args;           // after argv[0]
+};
+
+struct LaunchPlan {
+  int node_rank = 0;
+  int nproc_per_node = 1;
+  int world_size = 1;
+  std::vector<ChildSpec> children;
+};
+
+// NODE_RANK (default 0), NPROC_PER_NODE (default 1), NNODES (default 1); WORLD_SIZE defaults to
+// NNODES * NPROC_PER_NODE and must equal it when both are set. Each child gets RANK, LOCAL_RANK,
+// LOCAL_WORLD_SIZE, WORLD_SIZE, and `args` followed by its metrics flags: with a launcher port
+// (metrics_port >= 0) a child serves on 127.0.0.1, an ephemeral port, written to
+// <port_dir>/rank-<local>.port; without one the child serves nothing (--metrics-port -1).
+// InvalidArgument naming the variable.
+StatusOr<LaunchPlan> PlanLaunch(const std::function<const char*(const char*)>& getenv,
+                                const std::vector<std::string>& args, bool metrics,
+                                const std::string& port_dir);
+
+// How a child ended: exit code, or 128 + signal when killed.
+struct ChildExit {
+  int local_rank = 0;
+  int code = 0;
+};
+
+// The launcher's exit code from children's exits in the order they happened: 0 when all exited
+// 0; else decided by the first failure: 2 or 3 propagate (a permanent failure: the operator must
+// not restart a group that cannot fix bad config or data), anything else -> 75 (the group restarts).
+int LaunchExitCode(const std::vector<ChildExit>& exits_in_order);
+
+}  // namespace ddp::worker
+
+#endif  // DDP_WORKER_LAUNCH_LAUNCH_PLAN_H_

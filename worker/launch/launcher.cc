@@ -1,0 +1,200 @@
+// The launcher's process handling: fork/exec, signal forwarding, stop-on-failure, metrics merge.
+#include "worker/launch/launcher.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "common/exposition.h"
+#include "common/http_server.h"
+#include "common/logging.h"
+#include "worker/launch/launch_plan.h"
+#include "worker/train/config.h"
+#include "worker/train/exit_codes.h"
+#include "worker/train/filesystem.h"
+
+extern char** environ;
+
+namespace ddp::worker {
+namespace {
+
+std::atomic<int> g_signal{0};
+extern "C" void OnLauncherSignal(int sig) { g_signal.store(sig); }
+
+struct Child {
+  ChildSpec spec;
+  pid_t pid = -1;
+  bool done = false;
+};
+
+// Builds envp before fork: after fork in a threaded process only async-signal-safe calls are OK.
+std::vector<std::string> ChildEnv(const ChildSpec& c) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv = *e;
+    if (c.env.count(kv.substr(0, kv.find('='))) == 0) env.push_back(kv);
+  }
+  for (const auto& [k, v] : c.env) env.push_back(k + "=" + v);
+  return env;
+}
+
+pid_t Spawn(const char* self, const ChildSpec& c) {
+  std::vector<std::string> env = ChildEnv(c);
+  std::vector<std::string> argv_s{self};
+  argv_s.insert(argv_s.end(), c.args.begin(), c.args.end());
+  std::vector<char*> argv, envp;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {
+    // A child must not outlive a launcher killed by SIGKILL (it would hold the GPU and port).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(kExitRetryable);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    execve(self, argv.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int CodeOf(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return kExitRetryable;
+}
+
+std::string MergedMetrics(const std::vector<Child>& children, const std::string& port_dir) {
+  std::vector<std::pair<metrics::LabelPairs, std::string>> sources;
+  for (const auto& c : children) {
+    auto port = PosixFileSystem()->ReadFile(port_dir + "/rank-" + std::to_string(c.spec.local_rank) + ".port");
+    if (!port.ok()) continue;  // not serving yet
+    auto body = HttpGet("127.0.0.1", std::atoi(port->c_str()), "/metrics", 1000);
+    if (!body.ok()) continue;  // exited or busy: its series are absent from this scrape
+    sources.push_back({{{"rank", std::to_string(c.spec.rank)},
+                        {"local_rank", std::to_string(c.spec.local_rank)}},
+                       *body});
+  }
+  return metrics::MergeExpositions(sources);
+}
+
+}  // namespace
+
+int LaunchMain(const char* self, const std::vector<std::string>& args) {
+  // 1. Validate as the children will, so a bad config fails once, here.
+  auto cfg = LoadConfig(args, [](const char* n) { return std::getenv(n); },
+                        [](const std::string& p) { return PosixFileSystem()->ReadFile(p); });
+  if (!cfg.ok()) {
+    std::cerr << "ddp-worker launch: invalid configuration: " << cfg.status().ToString() << std::endl;
+    return ExitCodeFor(cfg.status());
+  }
+  const bool serve = cfg->metrics_port >= 0;
+  std::string port_dir;
+  if (serve) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "ddp-launch-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      std::cerr << "ddp-worker launch: mkdtemp: " << std::strerror(errno) << std::endl;
+      return kExitRetryable;
+    }
+    port_dir = tmpl;
+  }
+  auto plan = PlanLaunch([](const char* n) { return std::getenv(n); }, args, serve, port_dir);
+  if (!plan.ok()) {
+    std::cerr << "ddp-worker launch: " << plan.status().ToString() << std::endl;
+    return ExitCodeFor(plan.status());
+  }
+  int grace_s = 30;
+  if (const char* g = std::getenv(kEnvLaunchGrace)) grace_s = std::max(0, std::atoi(g));
+
+  struct sigaction sa = {};
+  sa.sa_handler = OnLauncherSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+
+  // 2. Children.
+  std::vector<Child> children;
+  for (const auto& spec : plan->children) children.push_back({spec, -1, false});
+  std::unique_ptr<HttpServer> server;
+  if (serve) {
+    server = std::make_unique<HttpServer>();
+    server->Handle("/metrics", [&children, port_dir] {
+      return HttpResponse{200, kPrometheusContentType, MergedMetrics(children, port_dir)};
+    });
+    server->Handle("/healthz", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
+    Status s = server->Start(cfg->metrics_addr + ":" + std::to_string(cfg->metrics_port));
+    if (!s.ok()) {
+      std::cerr << "ddp-worker launch: metrics endpoint: " << s.ToString() << std::endl;
+      return kExitRetryable;
+    }
+  }
+  for (auto& c : children) {
+    c.pid = Spawn(self, c.spec);
+    if (c.pid < 0) {
+      std::cerr << "ddp-worker launch: fork: " << std::strerror(errno) << std::endl;
+      for (auto& o : children) if (o.pid > 0) kill(o.pid, SIGKILL);
+      return kExitRetryable;
+    }
+    DDP_LOG(INFO) << "launch: local rank " << c.spec.local_rank << " (rank " << c.spec.rank
+                  << ") pid " << c.pid;
+  }
+
+  // 3-4. Supervise.
+  std::vector<ChildExit> exits;
+  bool stopping = false;
+  auto kill_deadline = std::chrono::steady_clock::time_point::max();
+  auto stop_all = [&](int sig) {
+    for (auto& c : children) if (!c.done) kill(c.pid, sig);
+  };
+  size_t running = children.size();
+  while (running > 0) {
+    if (int sig = g_signal.exchange(0)) {
+      DDP_LOG(INFO) << "launch: forwarding signal " << sig << " to " << running << " children";
+      stop_all(sig);
+      if (!stopping) kill_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_s);
+      stopping = true;
+    }
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      for (auto& c : children) {
+        if (c.pid != pid || c.done) continue;
+        c.done = true;
+        --running;
+        exits.push_back({c.spec.local_rank, CodeOf(status)});
+        DDP_LOG(INFO) << "launch: local rank " << c.spec.local_rank << " exited " << exits.back().code;
+        if (exits.back().code != kExitOk && !stopping) {
+          stopping = true;
+          stop_all(SIGTERM);
+          kill_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_s);
+        }
+      }
+      continue;
+    }
+    if (std::chrono::steady_clock::now() > kill_deadline) {
+      DDP_LOG(WARNING) << "launch: children still running after " << grace_s << "s grace: SIGKILL";
+      stop_all(SIGKILL);
+      kill_deadline = std::chrono::steady_clock::time_point::max();
+    }
+    // Supervision poll; a signal interrupts the sleep early.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (server) server->Stop();
+  if (!port_dir.empty()) (void)PosixFileSystem()->RemoveAll(port_dir);
+  // Every child exiting 0 means training finished, even if a signal raced with the end.
+  return LaunchExitCode(exits);
+}
+
+}  // namespace ddp::worker

@@ -1,0 +1,144 @@
+// ddp-worker: config -> rendezvous -> communicator -> trainer -> exit code (DESIGN.md).
+// `ddp-worker launch ...` starts one trainer per local rank instead (worker/launch/).
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <torch/utils.h>
+
+#include "common/logging.h"
+#include "worker/comm/factory.h"
+#include "worker/comm/rendezvous.h"
+#include "worker/launch/launcher.h"
+#include "worker/train/config.h"
+#include "worker/train/exit_codes.h"
+#include "worker/train/fault.h"
+#include "worker/train/filesystem.h"
+#include "worker/train/trainer.h"
+#include "worker/train/trainer_setup.h"
+#include "worker/train/worker_metrics.h"
+
+namespace {
+
+using ddp::Status;
+using ddp::StatusOr;
+using namespace ddp::worker;
+
+std::atomic<bool> g_stop{false};
+extern "C" void OnStopSignal(int) { g_stop.store(true); }
+
+// Flushes and leaves without running destructors: after a failed collective, tearing down
+// Gloo/NCCL state can block, and the exit code must reach the operator promptly.
+[[noreturn]] void Exit(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(code);
+}
+
+[[noreturn]] void Fail(const Status& s, const char* what) {
+  const int code = ExitCodeFor(s);
+  std::cerr << "ddp-worker: " << what << ": " << s.ToString() << " (exit " << code << ")" << std::endl;
+  Exit(code);
+}
+
+void PrintHelp() {
+  std::cout << "usage: ddp-worker [--config cfg.yaml] [--flag value ...]\n"
+               "       ddp-worker launch [same flags]   (one trainer per local rank)\n"
+               "options (YAML key, flag, env; flags win over env over YAML):\n";
+  for (const auto& k : ConfigKeys()) std::cout << "  " << k << "\n";
+  std::cout << "exit codes: 0 done, 2 invalid configuration, 3 invalid data, 75 retryable\n";
+}
+
+int TrainMain(const std::vector<std::string>& args) {
+  struct sigaction sa = {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+
+  auto cfg = LoadConfig(args, [](const char* n) { return std::getenv(n); },
+                        [](const std::string& p) { return PosixFileSystem()->ReadFile(p); });
+  if (!cfg.ok()) Fail(cfg.status(), "invalid configuration");
+  ddp::LogLevel level;
+  if (!ddp::ParseLogLevel(cfg->log_level, &level)) {
+    Fail(Status::InvalidArgument("train.log_level: want debug, info, warning or error"), "invalid configuration");
+  }
+  ddp::SetLogLevel(level);
+  const char* fault_env = std::getenv(kEnvFault);
+  auto fault = ParseFault(fault_env ? fault_env : "");
+  if (!fault.ok()) Fail(fault.status(), "invalid configuration");
+  if (cfg->threads > 0) torch::set_num_threads(static_cast<int>(cfg->threads));
+
+  auto rdzv_cfg = RendezvousConfigFromEnv();
+  if (!rdzv_cfg.ok()) Fail(rdzv_cfg.status(), "invalid rendezvous environment");
+  auto device = ChooseDevice(cfg->device, rdzv_cfg->local_rank);
+  if (!device.ok()) Fail(device.status(), "device");
+
+  const char* job = std::getenv("DDP_JOB_NAME");
+  WorkerMetrics metrics({job ? job : "", rdzv_cfg->rank, rdzv_cfg->local_rank,
+                         rdzv_cfg->world_size, rdzv_cfg->round,
+                         /*launched=*/!cfg->metrics_port_file.empty()});
+  std::unique_ptr<ddp::HttpServer> server;
+  if (cfg->metrics_port >= 0) {
+    auto s = ServeMetrics(&metrics, cfg->metrics_addr, static_cast<int>(cfg->metrics_port),
+                          cfg->metrics_port_file);
+    if (!s.ok()) Fail(s.status(), "metrics endpoint");
+    server = std::move(*s);
+  }
+
+  auto rdzv = JoinRendezvous(*rdzv_cfg);
+  if (!rdzv.ok()) Fail(rdzv.status(), "rendezvous");
+  auto comm = MakeCommunicator(rdzv->store, rdzv_cfg->rank, rdzv_cfg->world_size, *device,
+                               std::chrono::seconds(cfg->collective_timeout_seconds));
+  if (!comm.ok()) Fail(comm.status(), "communicator");
+
+  TrainContext ctx;
+  ctx.config = &*cfg;
+  ctx.comm = comm->get();
+  ctx.device = *device;
+  ctx.metrics = &metrics;
+  ctx.fs = PosixFileSystem();
+  ctx.fault = *fault;
+  ctx.stop = &g_stop;
+  StatusOr<TrainResult> result = Status::Internal("not run");
+  try {
+    result = Train(ctx);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    result = Status::Internal("training: " + what.substr(0, what.find('\n')));
+  }
+  if (!result.ok()) {
+    (*comm)->Abort();
+    Fail(result.status(), ("rank " + std::to_string(rdzv_cfg->rank)).c_str());
+  }
+  std::cout << SummaryLine(*result, rdzv_cfg->rank, rdzv_cfg->world_size) << std::endl;
+  if (result->preempted) {
+    DDP_LOG(INFO) << "stopped by signal after checkpointing step " << result->step << " (exit 75)";
+    Exit(kExitRetryable);
+  }
+  if (server) server->Stop();
+  Exit(kExitOk);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      PrintHelp();
+      return 0;
+    }
+  }
+  if (!args.empty() && args[0] == "launch") {
+    args.erase(args.begin());
+    return LaunchMain(argv[0], args);
+  }
+  return TrainMain(args);
+}

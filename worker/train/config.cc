@@ -1,0 +1,259 @@
+// Configuration sources and validation. One table lists every option once: its YAML key, its
+// flag and (derived) its env var, so the three sources cannot drift apart.
+#include "worker/train/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <map>
+
+namespace ddp::worker {
+namespace {
+
+using Setter = std::function<Status(const std::string& where, const std::string& v, TrainConfig*)>;
+
+struct Option {
+  std::string key;   // YAML "section.key"
+  std::string flag;  // "--" + flag; env "DDP_" + upper(flag)
+  Setter set;
+};
+
+Status Bad(const std::string& where, const char* want, const std::string& v) {
+  return Status::InvalidArgument(where + ": want " + want + ", got '" + v + "'");
+}
+
+Status Parse(const std::string& where, const std::string& v, int64_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0) return Bad(where, "an integer", v);
+  *out = x;
+  return Status::OK();
+}
+Status Parse(const std::string& where, const std::string& v, uint64_t* out) {
+  int64_t x = 0;
+  DDP_RETURN_IF_ERROR(Parse(where, v, &x));
+  if (x < 0) return Bad(where, "a non-negative integer", v);
+  *out = static_cast<uint64_t>(x);
+  return Status::OK();
+}
+Status Parse(const std::string& where, const std::string& v, double* out) {
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0') return Bad(where, "a number", v);
+  *out = x;
+  return Status::OK();
+}
+Status Parse(const std::string& where, const std::string& v, bool* out) {
+  std::string l = v;
+  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (l == "true" || l == "1" || l == "yes" || l == "on") *out = true;
+  else if (l == "false" || l == "0" || l == "no" || l == "off") *out = false;
+  else return Bad(where, "true or false", v);
+  return Status::OK();
+}
+Status Parse(const std::string&, const std::string& v, std::string* out) {
+  *out = v;
+  return Status::OK();
+}
+
+template <typename T>
+Option Opt(std::string key, std::string flag, T TrainConfig::*m) {
+  return {std::move(key), std::move(flag),
+          [m](const std::string& w, const std::string& v, TrainConfig* c) { return Parse(w, v, &(c->*m)); }};
+}
+template <typename T>
+Option ModelOpt(std::string key, std::string flag, T ModelConfig::*m) {
+  return {std::move(key), std::move(flag), [m](const std::string& w, const std::string& v,
+                                               TrainConfig* c) { return Parse(w, v, &(c->model.*m)); }};
+}
+
+const std::vector<Option>& Options() {
+  static const auto* options = new std::vector<Option>{
+      ModelOpt("model.kind", "model", &ModelConfig::kind),
+      ModelOpt("model.n_layer", "n-layer", &ModelConfig::n_layer),
+      ModelOpt("model.n_head", "n-head", &ModelConfig::n_head),
+      ModelOpt("model.n_embd", "n-embd", &ModelConfig::n_embd),
+      ModelOpt("model.block_size", "block-size", &ModelConfig::block_size),
+      ModelOpt("model.mlp_hidden", "mlp-hidden", &ModelConfig::mlp_hidden),
+      Opt("data.dataset", "dataset", &TrainConfig::dataset),
+      Opt("data.file", "data-file", &TrainConfig::data_file),
+      Opt("data.synthetic_tokens", "synthetic-tokens", &TrainConfig::synthetic_tokens),
+      Opt("data.synthetic_vocab", "synthetic-vocab", &TrainConfig::synthetic_vocab),
+      Opt("data.seed", "data-seed", &TrainConfig::data_seed),
+      Opt("train.steps", "steps", &TrainConfig::steps),
+      Opt("train.batch_size", "batch-size", &TrainConfig::batch_size),
+      Opt("train.grad_accum", "grad-accum", &TrainConfig::grad_accum),
+      Opt("train.lr", "lr", &TrainConfig::lr),
+      Opt("train.min_lr", "min-lr", &TrainConfig::min_lr),
+      Opt("train.warmup_steps", "warmup-steps", &TrainConfig::warmup_steps),
+      Opt("train.weight_decay", "weight-decay", &TrainConfig::weight_decay),
+      Opt("train.beta1", "beta1", &TrainConfig::beta1),
+      Opt("train.beta2", "beta2", &TrainConfig::beta2),
+      Opt("train.grad_clip", "grad-clip", &TrainConfig::grad_clip),
+      Opt("train.seed", "seed", &TrainConfig::seed),
+      Opt("train.device", "device", &TrainConfig::device),
+      Opt("train.bf16", "bf16", &TrainConfig::bf16),
+      Opt("train.threads", "threads", &TrainConfig::threads),
+      Opt("train.log_every", "log-every", &TrainConfig::log_every),
+      Opt("train.log_level", "log-level", &TrainConfig::log_level),
+      Opt("train.bucket_cap_mb", "bucket-cap-mb", &TrainConfig::bucket_cap_mb),
+      Opt("train.first_bucket_cap_mb", "first-bucket-cap-mb", &TrainConfig::first_bucket_cap_mb),
+      Opt("train.collective_timeout_seconds", "collective-timeout",
+          &TrainConfig::collective_timeout_seconds),
+      Opt("checkpoint.dir", "checkpoint-dir", &TrainConfig::checkpoint_dir),
+      Opt("checkpoint.every", "checkpoint-every", &TrainConfig::checkpoint_every),
+      Opt("checkpoint.keep", "keep-checkpoints", &TrainConfig::keep_checkpoints),
+      Opt("metrics.port", "metrics-port", &TrainConfig::metrics_port),
+      Opt("metrics.addr", "metrics-addr", &TrainConfig::metrics_addr),
+      Opt("metrics.port_file", "metrics-port-file", &TrainConfig::metrics_port_file),
+  };
+  return *options;
+}
+
+const Option* FindBy(std::string Option::*field, const std::string& value) {
+  for (const auto& o : Options()) {
+    if (o.*field == value) return &o;
+  }
+  return nullptr;
+}
+
+std::string EnvName(const std::string& flag) {
+  std::string e = "DDP_";
+  for (char c : flag) e += c == '-' ? '_' : static_cast<char>(std::toupper(c));
+  return e;
+}
+
+Status Check(bool ok, const std::string& key, const std::string& rule) {
+  return ok ? Status::OK() : Status::InvalidArgument(key + ": " + rule);
+}
+
+}  // namespace
+
+Status ApplyYaml(const std::string& yaml_text, TrainConfig* cfg) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(std::string("config YAML: ") + e.what());
+  }
+  if (root.IsNull()) return Status::OK();
+  if (!root.IsMap()) return Status::InvalidArgument("config YAML: the document must be a mapping");
+  for (const auto& section : root) {
+    const std::string name = section.first.as<std::string>();
+    if (!section.second.IsMap()) {
+      return Status::InvalidArgument(name + ": unknown key or not a mapping (sections are model, "
+                                            "data, train, checkpoint, metrics)");
+    }
+    for (const auto& item : section.second) {
+      const std::string key = name + "." + item.first.as<std::string>();
+      const Option* o = FindBy(&Option::key, key);
+      if (o == nullptr) return Status::InvalidArgument(key + ": unknown key");
+      if (!item.second.IsScalar()) return Status::InvalidArgument(key + ": want a scalar value");
+      DDP_RETURN_IF_ERROR(o->set(key, item.second.Scalar(), cfg));
+    }
+  }
+  return Status::OK();
+}
+
+Status ApplyEnv(const std::function<const char*(const char*)>& getenv, TrainConfig* cfg) {
+  for (const auto& o : Options()) {
+    const std::string env = EnvName(o.flag);
+    if (const char* v = getenv(env.c_str())) DDP_RETURN_IF_ERROR(o.set(env, v, cfg));
+  }
+  return Status::OK();
+}
+
+Status ApplyFlags(const std::vector<std::string>& args, TrainConfig* cfg) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) != 0) return Status::InvalidArgument("unexpected argument '" + a + "'");
+    std::string name = a.substr(2), value;
+    const size_t eq = name.find('=');
+    const bool inline_value = eq != std::string::npos;
+    if (inline_value) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    const Option* o = FindBy(&Option::flag, name);
+    if (o == nullptr && name != "config") return Status::InvalidArgument("--" + name + ": unknown flag");
+    if (!inline_value) {
+      if (i + 1 >= args.size()) return Status::InvalidArgument("--" + name + ": missing value");
+      value = args[++i];
+    }
+    if (o != nullptr) DDP_RETURN_IF_ERROR(o->set("--" + name, value, cfg));
+  }
+  return Status::OK();
+}
+
+Status ValidateConfig(const TrainConfig& c) {
+  DDP_RETURN_IF_ERROR(Check(c.model.kind == "mingpt" || c.model.kind == "mlp", "model.kind",
+                            "want mingpt or mlp, got '" + c.model.kind + "'"));
+  DDP_RETURN_IF_ERROR(Check(c.model.n_layer > 0, "model.n_layer", "must be > 0"));
+  DDP_RETURN_IF_ERROR(Check(c.model.n_head > 0, "model.n_head", "must be > 0"));
+  DDP_RETURN_IF_ERROR(Check(c.model.n_embd > 0 && c.model.n_embd % c.model.n_head == 0,
+                            "model.n_embd", "must be > 0 and a multiple of model.n_head"));
+  DDP_RETURN_IF_ERROR(Check(c.model.block_size > 0, "model.block_size", "must be > 0"));
+  DDP_RETURN_IF_ERROR(Check(c.model.mlp_hidden > 0, "model.mlp_hidden", "must be > 0"));
+  DDP_RETURN_IF_ERROR(Check(c.dataset == "synthetic" || c.dataset == "chars", "data.dataset",
+                            "want synthetic or chars, got '" + c.dataset + "'"));
+  DDP_RETURN_IF_ERROR(Check(c.dataset != "chars" || !c.data_file.empty(), "data.file",
+                            "required with data.dataset chars (--data-file)"));
+  DDP_RETURN_IF_ERROR(Check(c.synthetic_tokens > c.model.block_size, "data.synthetic_tokens",
+                            "must exceed model.block_size"));
+  DDP_RETURN_IF_ERROR(Check(c.synthetic_vocab >= 8, "data.synthetic_vocab", "must be >= 8"));
+  DDP_RETURN_IF_ERROR(Check(c.steps > 0, "train.steps", "must be > 0"));
+  DDP_RETURN_IF_ERROR(Check(c.batch_size > 0, "train.batch_size", "must be > 0"));
+  DDP_RETURN_IF_ERROR(Check(c.grad_accum > 0, "train.grad_accum", "must be > 0"));
+  DDP_RETURN_IF_ERROR(Check(c.lr > 0, "train.lr", "must be > 0"));
+  DDP_RETURN_IF_ERROR(Check(c.min_lr >= 0 && c.min_lr <= c.lr, "train.min_lr", "must be in [0, lr]"));
+  DDP_RETURN_IF_ERROR(Check(c.warmup_steps >= 0, "train.warmup_steps", "must be >= 0"));
+  DDP_RETURN_IF_ERROR(Check(c.weight_decay >= 0, "train.weight_decay", "must be >= 0"));
+  DDP_RETURN_IF_ERROR(Check(c.beta1 >= 0 && c.beta1 < 1, "train.beta1", "must be in [0, 1)"));
+  DDP_RETURN_IF_ERROR(Check(c.beta2 >= 0 && c.beta2 < 1, "train.beta2", "must be in [0, 1)"));
+  DDP_RETURN_IF_ERROR(Check(c.device == "cpu" || c.device == "cuda" || c.device == "auto",
+                            "train.device", "want cpu, cuda or auto, got '" + c.device + "'"));
+  DDP_RETURN_IF_ERROR(Check(c.threads >= 0, "train.threads", "must be >= 0"));
+  DDP_RETURN_IF_ERROR(Check(c.log_every > 0, "train.log_every", "must be > 0"));
+  DDP_RETURN_IF_ERROR(Check(c.bucket_cap_mb > 0, "train.bucket_cap_mb", "must be > 0"));
+  DDP_RETURN_IF_ERROR(Check(c.first_bucket_cap_mb > 0, "train.first_bucket_cap_mb", "must be > 0"));
+  DDP_RETURN_IF_ERROR(Check(c.collective_timeout_seconds > 0, "train.collective_timeout_seconds",
+                            "must be > 0"));
+  DDP_RETURN_IF_ERROR(Check(c.checkpoint_every >= 0, "checkpoint.every", "must be >= 0"));
+  DDP_RETURN_IF_ERROR(Check(c.keep_checkpoints >= 1, "checkpoint.keep", "must be >= 1"));
+  DDP_RETURN_IF_ERROR(Check(c.metrics_port >= -1 && c.metrics_port <= 65535, "metrics.port",
+                            "must be a port number (0 picks a free one)"));
+  return Status::OK();
+}
+
+StatusOr<TrainConfig> LoadConfig(const std::vector<std::string>& args,
+                                 const std::function<const char*(const char*)>& getenv,
+                                 const std::function<StatusOr<std::string>(const std::string&)>&
+                                     read_file) {
+  TrainConfig cfg;
+  std::string path;
+  if (const char* env = getenv("DDP_CONFIG")) path = env;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--config" && i + 1 < args.size()) path = args[i + 1];
+    if (args[i].rfind("--config=", 0) == 0) path = args[i].substr(9);
+  }
+  if (!path.empty()) {
+    StatusOr<std::string> text = read_file(path);
+    if (!text.ok()) return Status::InvalidArgument("--config " + path + ": " + text.status().message());
+    DDP_RETURN_IF_ERROR(ApplyYaml(*text, &cfg));
+  }
+  DDP_RETURN_IF_ERROR(ApplyEnv(getenv, &cfg));
+  DDP_RETURN_IF_ERROR(ApplyFlags(args, &cfg));
+  DDP_RETURN_IF_ERROR(ValidateConfig(cfg));
+  return cfg;
+}
+
+std::vector<std::string> ConfigKeys() {
+  std::vector<std::string> out;
+  for (const auto& o : Options()) out.push_back(o.key + "  --" + o.flag + "  " + EnvName(o.flag));
+  return out;
+}
+
+}  // namespace ddp::worker

@@ -1,0 +1,22 @@
+// The exit-code contract with the operator (DESIGN.md "Worker exit codes"). Only main.cc and the
+// launcher exit; everything else returns a Status that ExitCodeFor maps here, in one place.
+#ifndef DDP_WORKER_TRAIN_EXIT_CODES_H_
+#define DDP_WORKER_TRAIN_EXIT_CODES_H_
+
+#include "common/status.h"
+
+namespace ddp::worker {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInvalidConfig = 2;  // permanent: restarting cannot fix a bad config
+inline constexpr int kExitInvalidData = 3;    // permanent: missing/empty/corrupt data
+inline constexpr int kExitRetryable = 75;     // EX_TEMPFAIL: peer lost, timeout, preempted
+
+// InvalidArgument/FailedPrecondition -> 2; NotFound/DataLoss -> 3 (only data loading reports
+// those to main: a corrupt checkpoint is skipped, not fatal); Unavailable/DeadlineExceeded/
+// Aborted-like failures and Internal -> 75 (a retry in a fresh group may well succeed).
+int ExitCodeFor(const Status& status);
+
+}  // namespace ddp::worker
+
+#endif  // DDP_WORKER_TRAIN_EXIT_CODES_H_

@@ -1,0 +1,34 @@
+// Fault injection for end-to-end tests: DDP_FAULT=rank:step:exit:CODE | rank:step:kill |
+// rank:step:term. Pure parsing plus one action function that main-loop code calls per step.
+#ifndef DDP_WORKER_TRAIN_FAULT_H_
+#define DDP_WORKER_TRAIN_FAULT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+
+namespace ddp::worker {
+
+// Written by tests (and humans reproducing a failure), read by the trainer.
+inline constexpr char kEnvFault[] = "DDP_FAULT";
+
+struct Fault {
+  enum class Kind { kExit, kKill, kTerm };
+  int rank = 0;
+  int64_t step = 0;  // fires when this optimizer step is about to start
+  Kind kind = Kind::kKill;
+  int exit_code = 0;  // kExit only
+};
+
+// Empty text -> nullopt. InvalidArgument naming DDP_FAULT for anything malformed.
+StatusOr<std::optional<Fault>> ParseFault(const std::string& text);
+
+// If `fault` targets (rank, step): kExit -> _exit(code) (no cleanup, like a crash); kKill ->
+// SIGKILL to itself; kTerm -> SIGTERM to itself (exercises the real preemption path).
+void MaybeInjectFault(const std::optional<Fault>& fault, int rank, int64_t step);
+
+}  // namespace ddp::worker
+
+#endif  // DDP_WORKER_TRAIN_FAULT_H_

@@ -1,0 +1,47 @@
+// What a checkpoint holds (model, optimizer, progress, RNG) as bytes, and the parameter checksum.
+// Uses torch::serialize archives; the file protocol lives in checkpoint_store.h.
+#ifndef DDP_WORKER_TRAIN_TRAIN_STATE_H_
+#define DDP_WORKER_TRAIN_TRAIN_STATE_H_
+
+#include <cstdint>
+#include <string>
+
+#include <c10/core/Device.h>
+
+#include "common/status.h"
+#include "worker/data/sampler.h"
+
+namespace torch::nn {
+class Module;
+}
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace ddp::worker {
+
+struct TrainProgress {
+  int64_t step = 0;        // optimizer steps completed
+  SamplerPosition sampler; // where the saving rank was (all ranks are at the same offset)
+  int64_t world_size = 1;  // of the group that saved, to rescale the sampler position
+};
+
+// Serializes parameters, buffers, optimizer state, progress and the CPU RNG state.
+// Internal when LibTorch throws (it should not for an in-memory archive).
+StatusOr<std::string> SerializeTrainState(torch::nn::Module& model, torch::optim::Optimizer& opt,
+                                          const TrainProgress& progress);
+
+// Restores everything SerializeTrainState wrote, loading tensors onto `device`. DataLoss when the
+// bytes are not a readable archive of this model/optimizer (e.g. another model size); then the
+// model and optimizer may be partly overwritten and must be rebuilt by the caller.
+Status RestoreTrainState(const std::string& bytes, const c10::Device& device,
+                         torch::nn::Module& model, torch::optim::Optimizer& opt,
+                         TrainProgress* progress);
+
+// FNV-1a over the bytes of every parameter (in registration order, as contiguous CPU tensors):
+// equal on two ranks iff their parameters are bit-identical (up to hash collisions).
+std::string ParamChecksum(const torch::nn::Module& model);
+
+}  // namespace ddp::worker
+
+#endif  // DDP_WORKER_TRAIN_TRAIN_STATE_H_

@@ -1,0 +1,109 @@
+// Trainer setup: device, data, model/optimizer and the resume protocol.
+#include "worker/train/trainer_setup.h"
+
+#include <ATen/ops/scalar_tensor.h>
+#include <torch/cuda.h>
+
+#include "common/logging.h"
+#include "worker/train/checkpoint_store.h"
+
+namespace ddp::worker {
+
+StatusOr<c10::Device> ChooseDevice(const std::string& device, int local_rank) {
+  const bool have_cuda = torch::cuda::is_available();
+  if (device == "cpu" || (device == "auto" && !have_cuda)) return c10::Device(c10::kCPU);
+  if (!have_cuda) {
+    return Status::FailedPrecondition(
+        "train.device: cuda requested but no CUDA device is visible. HINT: use --device cpu or "
+        "auto, or run on a GPU node with a CUDA build of LibTorch");
+  }
+  const int n = static_cast<int>(torch::cuda::device_count());
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(local_rank % n));
+}
+
+StatusOr<std::shared_ptr<const TokenStream>> LoadTokens(const TrainConfig& cfg) {
+  if (cfg.dataset == "chars") {
+    StatusOr<TokenStream> s = LoadCharFile(cfg.data_file, cfg.model.block_size);
+    if (!s.ok()) return s.status();
+    return std::make_shared<const TokenStream>(std::move(*s));
+  }
+  return std::make_shared<const TokenStream>(
+      MakeSyntheticStream(cfg.synthetic_tokens, cfg.synthetic_vocab, cfg.data_seed));
+}
+
+StatusOr<ModelAndOptimizer> BuildModel(const TrainConfig& cfg, int64_t vocab_size,
+                                       const c10::Device& device) {
+  ModelConfig mc = cfg.model;
+  mc.vocab_size = vocab_size;
+  auto model = MakeModel(mc, cfg.seed);
+  if (!model.ok()) return model.status();
+  (*model)->to(device);
+  std::vector<at::Tensor> decay, no_decay;
+  for (const auto& p : (*model)->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  auto opts = [&](double wd) {
+    return std::make_unique<torch::optim::AdamWOptions>(
+        torch::optim::AdamWOptions(cfg.lr).betas({cfg.beta1, cfg.beta2}).weight_decay(wd));
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, opts(cfg.weight_decay));
+  groups.emplace_back(no_decay, opts(0.0));
+  // LibTorch's C++ AdamW (1.13 and 2.x) has no foreach/fused variant: it updates tensor by
+  // tensor. Python's fused=True is not reachable from the C++ frontend.
+  ModelAndOptimizer mo;
+  mo.model = std::move(*model);
+  mo.optimizer = std::make_unique<torch::optim::AdamW>(std::move(groups),
+                                                       torch::optim::AdamWOptions(cfg.lr));
+  return mo;
+}
+
+StatusOr<TrainProgress> ResumeFromCheckpoint(const TrainConfig& cfg, FileSystem* fs,
+                                             Communicator* comm, const c10::Device& device,
+                                             int64_t vocab_size, ModelAndOptimizer* mo,
+                                             int64_t* resumed_from) {
+  TrainProgress progress;
+  *resumed_from = -1;
+  if (cfg.checkpoint_dir.empty()) return progress;
+  CheckpointStore store(fs, cfg.checkpoint_dir, static_cast<int>(cfg.keep_checkpoints));
+  int64_t chosen = -1;
+  if (comm->rank() == 0) {
+    bool touched = false;
+    auto loaded = store.LoadLatest([&](const CheckpointStore::Loaded& l) {
+      touched = true;
+      return RestoreTrainState(l.payload, device, *mo->model, *mo->optimizer, &progress);
+    });
+    if (loaded) {
+      chosen = loaded->step;
+    } else if (touched) {
+      // Every candidate failed halfway through a restore: start clean, from the seed.
+      auto fresh = BuildModel(cfg, vocab_size, device);
+      if (!fresh.ok()) return fresh.status();
+      *mo = std::move(*fresh);
+      progress = TrainProgress();
+    }
+  }
+  std::vector<at::Tensor> t{at::scalar_tensor(chosen, at::TensorOptions().dtype(at::kLong).device(device))};
+  DDP_RETURN_IF_ERROR(comm->Broadcast(t, /*root=*/0).WithContext("broadcast resume step"));
+  chosen = t[0].item<int64_t>();
+  if (chosen < 0) {
+    if (comm->rank() == 0) DDP_LOG(INFO) << "no usable checkpoint in " << cfg.checkpoint_dir << ": starting fresh";
+    return TrainProgress();
+  }
+  if (comm->rank() != 0) {
+    auto loaded = store.Load(chosen);
+    Status s = loaded.status();
+    if (s.ok()) s = RestoreTrainState(loaded->payload, device, *mo->model, *mo->optimizer, &progress);
+    if (!s.ok()) {
+      return Status::FailedPrecondition(
+          "rank " + std::to_string(comm->rank()) + " cannot restore checkpoint step " +
+          std::to_string(chosen) + " that rank 0 chose: " + s.message() +
+          ". HINT: " + "DDP_CHECKPOINT_DIR must be a volume shared by all ranks");
+    }
+  }
+  if (comm->rank() == 0) {
+    DDP_LOG(INFO) << "resumed from checkpoint step " << chosen << " in " << cfg.checkpoint_dir;
+  }
+  *resumed_from = chosen;
+  return progress;
+}
+
+}  // namespace ddp::worker

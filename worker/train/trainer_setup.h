@@ -1,0 +1,51 @@
+// Trainer setup steps, split from the loop: device choice, data, model + optimizer, resume.
+// Internal to worker/train (trainer.cc and tests); not a stable interface.
+#ifndef DDP_WORKER_TRAIN_TRAINER_SETUP_H_
+#define DDP_WORKER_TRAIN_TRAINER_SETUP_H_
+
+#include <memory>
+#include <string>
+
+#include <c10/core/Device.h>
+#include <torch/optim/adamw.h>
+
+#include "common/status.h"
+#include "worker/comm/communicator.h"
+#include "worker/data/dataset.h"
+#include "worker/model/model.h"
+#include "worker/train/config.h"
+#include "worker/train/filesystem.h"
+#include "worker/train/train_state.h"
+
+namespace ddp::worker {
+
+// cpu -> CPU; cuda -> cuda:(local_rank % devices), FailedPrecondition without a CUDA device;
+// auto -> cuda when available, else CPU.
+StatusOr<c10::Device> ChooseDevice(const std::string& device, int local_rank);
+
+// The token stream the config names. NotFound/DataLoss (exit 3) for a bad file.
+StatusOr<std::shared_ptr<const TokenStream>> LoadTokens(const TrainConfig& cfg);
+
+struct ModelAndOptimizer {
+  std::shared_ptr<LanguageModel> model;
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+};
+
+// Model from cfg.model (vocab from the data) and seed, moved to `device`; AdamW with weight
+// decay on matrices only (biases and LayerNorm gains are not decayed, as in nanoGPT).
+StatusOr<ModelAndOptimizer> BuildModel(const TrainConfig& cfg, int64_t vocab_size,
+                                       const c10::Device& device);
+
+// Group-wide resume. Rank 0 picks the newest checkpoint it can fully restore (skipping torn or
+// corrupt ones with a warning) and broadcasts its step; the other ranks load that same step from
+// the shared directory. Returns the restored progress, or step 0 for a fresh start. `mo` may be
+// rebuilt when a candidate failed halfway. FailedPrecondition when a rank cannot read the step
+// rank 0 chose (the directory is not shared); collective errors as Communicator.
+StatusOr<TrainProgress> ResumeFromCheckpoint(const TrainConfig& cfg, FileSystem* fs,
+                                             Communicator* comm, const c10::Device& device,
+                                             int64_t vocab_size, ModelAndOptimizer* mo,
+                                             int64_t* resumed_from);
+
+}  // namespace ddp::worker
+
+#endif  // DDP_WORKER_TRAIN_TRAINER_SETUP_H_

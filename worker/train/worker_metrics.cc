@@ -1,0 +1,65 @@
+// Worker metric registration and the /metrics endpoint.
+#include "worker/train/worker_metrics.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "worker/train/filesystem.h"
+
+namespace ddp::worker {
+namespace {
+
+std::vector<double> StepBuckets() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+}
+
+}  // namespace
+
+WorkerMetrics::WorkerMetrics(const WorkerIdentity& id)
+    : steps(registry_.AddCounter("ddp_worker_steps_total", "Optimizer steps completed.").Get()),
+      samples(registry_.AddCounter("ddp_worker_samples_total", "Training samples processed by this rank.").Get()),
+      tokens(registry_.AddCounter("ddp_worker_tokens_total", "Training tokens processed by this rank.").Get()),
+      loss(registry_.AddGauge("ddp_worker_loss", "Training loss of the last step, averaged over ranks.").Get()),
+      learning_rate(registry_.AddGauge("ddp_worker_learning_rate", "Learning rate of the last step.").Get()),
+      total_steps(registry_.AddGauge("ddp_worker_total_steps", "Configured total optimizer steps.").Get()),
+      tokens_per_second(registry_.AddGauge("ddp_worker_tokens_per_second", "Tokens per second of this rank over the last step.").Get()),
+      step_seconds(registry_.AddHistogram("ddp_worker_step_seconds", "Wall time of one optimizer step.", StepBuckets()).Get()),
+      allreduce_bytes(registry_.AddCounter("ddp_worker_allreduce_bytes_total", "Gradient bytes all-reduced by this rank.").Get()),
+      allreduce_seconds(registry_.AddCounter("ddp_worker_allreduce_seconds_total", "Seconds from first bucket launch to last bucket done.").Get()),
+      exposed_allreduce_seconds(registry_.AddCounter("ddp_worker_exposed_allreduce_seconds_total", "All-reduce seconds not hidden behind backward.").Get()),
+      checkpoint_seconds(registry_.AddHistogram("ddp_worker_checkpoint_seconds", "Wall time of writing one checkpoint.", StepBuckets()).Get()),
+      checkpoint_last_step(registry_.AddGauge("ddp_worker_checkpoint_last_step", "Step of the last complete checkpoint.").Get()),
+      checkpoint_timestamp_seconds(registry_.AddGauge("ddp_worker_checkpoint_timestamp_seconds", "Unix time of the last complete checkpoint.").Get()),
+      gpu_memory_bytes(registry_.AddGauge("ddp_worker_gpu_memory_bytes", "GPU memory allocated by this rank.").Get()) {
+  if (id.launched) {
+    registry_.AddGauge("ddp_worker_info", "Identity of this worker process.", {"job", "world_size", "round"})
+        .Labels({id.job, std::to_string(id.world_size), std::to_string(id.round)})
+        .Set(1);
+  } else {
+    registry_
+        .AddGauge("ddp_worker_info", "Identity of this worker process.",
+                  {"job", "rank", "local_rank", "world_size", "round"})
+        .Labels({id.job, std::to_string(id.rank), std::to_string(id.local_rank),
+                 std::to_string(id.world_size), std::to_string(id.round)})
+        .Set(1);
+  }
+}
+
+StatusOr<std::unique_ptr<HttpServer>> ServeMetrics(WorkerMetrics* m, const std::string& addr,
+                                                   int port, const std::string& port_file) {
+  auto server = std::make_unique<HttpServer>();
+  server->Handle("/metrics", [m] { return HttpResponse{200, kPrometheusContentType, m->Render()}; });
+  server->Handle("/healthz", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
+  DDP_RETURN_IF_ERROR(server->Start(addr + ":" + std::to_string(port)));
+  if (!port_file.empty()) {
+    // Written then renamed, so the launcher never reads half a number.
+    const std::string tmp = port_file + ".tmp." + std::to_string(::getpid());
+    FileSystem* fs = PosixFileSystem();
+    DDP_RETURN_IF_ERROR(fs->WriteFile(tmp, std::to_string(server->port()) + "\n"));
+    DDP_RETURN_IF_ERROR(fs->Rename(tmp, port_file));
+  }
+  return server;
+}
+
+}  // namespace ddp::worker

@@ -1,0 +1,62 @@
+// The worker's Prometheus metrics (names agreed in the team brief), in one registry. Values are
+// per rank: a rank's tokens/samples are the ones it processed, so sums over ranks are global.
+// Thread-safe (the registry is); the HTTP server renders it from its own thread.
+#ifndef DDP_WORKER_TRAIN_WORKER_METRICS_H_
+#define DDP_WORKER_TRAIN_WORKER_METRICS_H_
+
+#include <memory>
+#include <string>
+
+#include "common/http_server.h"
+#include "common/prometheus.h"
+#include "common/status.h"
+
+namespace ddp::worker {
+
+struct WorkerIdentity {
+  std::string job;  // DDP_JOB_NAME, "" when unset
+  int rank = 0;
+  int local_rank = 0;
+  int world_size = 1;
+  int round = 0;
+  // Under `ddp-worker launch` the launcher adds rank and local_rank to every series it merges;
+  // ddp_worker_info then leaves them out (a label twice is invalid exposition).
+  bool launched = false;
+};
+
+class WorkerMetrics {
+  // First member on purpose: the references below are initialised from it.
+  metrics::Registry registry_;
+
+ public:
+  explicit WorkerMetrics(const WorkerIdentity& id);
+
+  metrics::Registry& registry() { return registry_; }
+  std::string Render() const { return registry_.Render(); }
+
+  metrics::Counter& steps;
+  metrics::Counter& samples;
+  metrics::Counter& tokens;
+  metrics::Gauge& loss;
+  metrics::Gauge& learning_rate;
+  metrics::Gauge& total_steps;
+  metrics::Gauge& tokens_per_second;
+  metrics::Histogram& step_seconds;
+  metrics::Counter& allreduce_bytes;
+  metrics::Counter& allreduce_seconds;
+  metrics::Counter& exposed_allreduce_seconds;
+  metrics::Histogram& checkpoint_seconds;
+  metrics::Gauge& checkpoint_last_step;
+  metrics::Gauge& checkpoint_timestamp_seconds;
+  metrics::Gauge& gpu_memory_bytes;  // set only on GPU
+};
+
+// Serves /metrics and /healthz for `m` on addr:port (port 0 = any free port). When `port_file`
+// is not empty, the bound port is written there (atomically) for `ddp-worker launch` to read.
+// Unavailable when the bind fails. The server stops when the returned object is destroyed.
+StatusOr<std::unique_ptr<HttpServer>> ServeMetrics(WorkerMetrics* m, const std::string& addr,
+                                                   int port, const std::string& port_file);
+
+}  // namespace ddp::worker
+
+#endif  // DDP_WORKER_TRAIN_WORKER_METRICS_H_
