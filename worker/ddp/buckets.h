@@ -32,7 +32,8 @@ struct BucketSpec {
 
 // Walks parameters in REVERSE order (gradients of the last layers are ready first in backward)
 // and closes a bucket once it reaches its cap: `first_cap_bytes` for bucket 0, `cap_bytes` after.
-// A parameter larger than the cap gets a bucket of its own; a change of group closes a bucket.
+// As in PyTorch's DDP, the parameter that reaches the cap still joins the bucket (so a bucket can
+// exceed its cap by one parameter); a change of group closes a bucket.
 // Every parameter lands in exactly one bucket. Caps of 0 are treated as 1 byte (one param each).
 std::vector<BucketSpec> AssignBuckets(const std::vector<ParamSpec>& params, size_t cap_bytes,
                                       size_t first_cap_bytes);

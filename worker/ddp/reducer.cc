@@ -134,8 +134,11 @@ Reducer::Reducer(std::vector<at::Tensor> params, Communicator* comm, ReducerOpti
     s.buffers.push_back(at::zeros({spec.numel}, first.options().requires_grad(false)));
     for (size_t k = 0; k < spec.params.size(); ++k) {
       const size_t i = spec.params[k];
+      // detach(): same memory, but not an autograd "view", so optimizers may detach_() the
+      // grad in zero_grad (LibTorch 1.13's does; it throws on views).
       s.views[i] = s.buffers[b].narrow(0, spec.offsets[k], s.params[i].numel())
-                       .view(s.params[i].sizes());
+                       .view(s.params[i].sizes())
+                       .detach();
       s.bucket_of[i] = b;
     }
   }

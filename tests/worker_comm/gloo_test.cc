@@ -1,0 +1,140 @@
+// Gloo communicator with real processes: all-reduce and broadcast against closed forms, and a dead
+// or stuck peer turning into an error within the timeout instead of a hang.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "tests/worker_comm/group.h"
+#include "tests/worker_comm/multiprocess.h"
+
+namespace ddp::worker {
+namespace {
+
+using ddp::testing::CodesToString;
+using ddp::testing::FreePort;
+using ddp::testing::JoinGroup;
+using ddp::testing::RunOptions;
+using ddp::testing::RunRanks;
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+TEST(GlooTest, AllReduceSumMatchesClosedForm) {
+  const int world = 3, port = FreePort();
+  auto codes = RunRanks(world, [&](int rank) {
+    at::set_num_threads(1);
+    auto g = JoinGroup(port, world, rank);
+    CHILD_CHECK_OK(g.status());
+    Communicator* comm = g->comm.get();
+    CHILD_CHECK(comm->name() == "gloo" && comm->rank() == rank && comm->size() == world);
+    // rank r holds (r+1) * i; the sum is (1+2+3) * i = 6i, exact in float for these sizes.
+    at::Tensor small = at::arange(10, at::kFloat) * (rank + 1);
+    at::Tensor big = at::arange(1 << 20, at::kDouble) * (rank + 1);  // several Gloo chunks
+    auto w1 = comm->AllReduceSumAsync(small);
+    auto w2 = comm->AllReduceSumAsync(big);  // two in flight at once
+    CHILD_CHECK_OK(w1->Wait());
+    CHILD_CHECK_OK(w2->Wait());
+    CHILD_CHECK(w1->IsCompleted() && w2->IsCompleted());
+    CHILD_CHECK(w2->seconds() > 0);
+    CHILD_CHECK(at::equal(small, at::arange(10, at::kFloat) * 6));
+    CHILD_CHECK(at::equal(big, at::arange(1 << 20, at::kDouble) * 6));
+    CHILD_CHECK_OK(comm->Barrier());
+    return 0;
+  });
+  EXPECT_EQ(codes, std::vector<int>(world, 0)) << CodesToString(codes);
+}
+
+TEST(GlooTest, BroadcastCopiesRootTensorsOfMixedDtypes) {
+  const int world = 3, root = 1, port = FreePort();
+  auto codes = RunRanks(world, [&](int rank) {
+    at::set_num_threads(1);
+    auto g = JoinGroup(port, world, rank);
+    CHILD_CHECK_OK(g.status());
+    std::vector<at::Tensor> ts = {at::full({3, 4}, rank + 1.0, at::kFloat),
+                                  at::full({5}, (rank + 1) * 10.0, at::kDouble),
+                                  at::full({2}, rank, at::kLong),
+                                  at::full({7}, -rank - 0.5, at::kFloat)};
+    CHILD_CHECK_OK(g->comm->Broadcast(ts, root));
+    CHILD_CHECK(at::equal(ts[0], at::full({3, 4}, root + 1.0, at::kFloat)));
+    CHILD_CHECK(at::equal(ts[1], at::full({5}, (root + 1) * 10.0, at::kDouble)));
+    CHILD_CHECK(at::equal(ts[2], at::full({2}, root, at::kLong)));
+    CHILD_CHECK(at::equal(ts[3], at::full({7}, -root - 0.5, at::kFloat)));
+    CHILD_CHECK_OK(g->comm->Barrier());
+    return 0;
+  });
+  EXPECT_EQ(codes, std::vector<int>(world, 0)) << CodesToString(codes);
+}
+
+TEST(GlooTest, BadTensorIsAnErrorNotACrash) {
+  const int port = FreePort();
+  auto codes = RunRanks(1, [&](int rank) {
+    auto g = JoinGroup(port, 1, rank);
+    CHILD_CHECK_OK(g.status());
+    at::Tensor strided = at::zeros({4, 4}).t();
+    Status s = g->comm->AllReduceSumAsync(strided)->Wait();
+    CHILD_CHECK(s.code() == StatusCode::kInvalidArgument);
+    std::vector<at::Tensor> none;
+    CHILD_CHECK(g->comm->Broadcast(none, 3).code() == StatusCode::kInvalidArgument);
+    return 0;
+  });
+  EXPECT_EQ(codes, std::vector<int>{0}) << CodesToString(codes);
+}
+
+// Rank 1 exits after the setup barrier; rank 0's next all-reduce must fail within the timeout,
+// and the aborted communicator must refuse further work at once.
+TEST(GlooTest, DeadPeerIsAnErrorWithinTheTimeout) {
+  const int port = FreePort();
+  const auto timeout = std::chrono::seconds(3);
+  auto codes = RunRanks(2, [&](int rank) {
+    at::set_num_threads(1);
+    auto g = JoinGroup(port, 2, rank, timeout);
+    CHILD_CHECK_OK(g.status());
+    CHILD_CHECK_OK(g->comm->Barrier());
+    if (rank == 1) _exit(0);  // dies without a goodbye
+    at::Tensor t = at::ones({1000});
+    const auto start = Clock::now();
+    Status s = g->comm->AllReduceSumAsync(t)->Wait();
+    const double took = Since(start);
+    std::fprintf(stderr, "rank 0: dead peer -> %s after %.2fs\n", s.ToString().c_str(), took);
+    CHILD_CHECK(!s.ok());
+    CHILD_CHECK(s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded);
+    CHILD_CHECK(took < 3.0 + 5.0);
+    Status again = g->comm->AllReduceSumAsync(t)->Wait();
+    CHILD_CHECK(again.code() == StatusCode::kUnavailable);
+    return 0;
+  }, {std::chrono::seconds(60)});
+  EXPECT_EQ(codes, (std::vector<int>{0, 0})) << CodesToString(codes);
+}
+
+// Rank 1 stays alive but never joins the collective: DeadlineExceeded after about the timeout.
+TEST(GlooTest, StuckPeerIsDeadlineExceeded) {
+  const int port = FreePort();
+  const auto timeout = std::chrono::seconds(2);
+  RunOptions options;
+  options.timeout = std::chrono::seconds(60);
+  options.stop_when_rank0_exits = true;
+  auto codes = RunRanks(2, [&](int rank) {
+    at::set_num_threads(1);
+    auto g = JoinGroup(port, 2, rank, timeout);
+    CHILD_CHECK_OK(g.status());
+    CHILD_CHECK_OK(g->comm->Barrier());
+    if (rank == 1) {
+      // The simulated fault: alive, connected, silent. Killed by the parent when rank 0 is done.
+      while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    at::Tensor t = at::ones({10});
+    const auto start = Clock::now();
+    Status s = g->comm->AllReduceSumAsync(t)->Wait();
+    const double took = Since(start);
+    std::fprintf(stderr, "rank 0: stuck peer -> %s after %.2fs\n", s.ToString().c_str(), took);
+    CHILD_CHECK(s.code() == StatusCode::kDeadlineExceeded);
+    CHILD_CHECK(took >= 1.5 && took < 2.0 + 5.0);
+    return 0;
+  }, options);
+  EXPECT_EQ(codes[0], 0) << CodesToString(codes);
+}
+
+}  // namespace
+}  // namespace ddp::worker
