@@ -38,6 +38,8 @@ struct FakeApiServerOptions {
   std::chrono::milliseconds bookmark_interval{1000};  // for watches that allow bookmarks
   // Resources whose status is a subresource (plural names).
   std::set<std::string> status_subresources = {"pods", "ddpjobs"};
+  // Resources with a scale subresource over spec.replicas / status.replicas / status.selector.
+  std::set<std::string> scale_subresources = {"ddpjobs"};
 };
 
 class FakeApiServer {
@@ -118,6 +120,7 @@ class FakeApiServer {
   // Returns false when the connection must close.
   bool Handle(HttpConn& conn, const HttpRequest& req);
   bool ServeWatch(HttpConn& conn, const HttpRequest& req, const Target& t);
+  bool ServeScale(HttpConn& conn, const HttpRequest& req, const std::string& verb, const Target& t);
   std::optional<Fault> TakeFault(const std::string& verb, const std::string& plural);
   std::string ForbiddenMessage(const std::string& verb, const Target& t) const;
 

@@ -120,6 +120,9 @@ bool FakeApiServer::Handle(HttpConn& conn, const HttpRequest& req) {
     return Reply(conn, req, f->code, StatusBody(f->code, ReasonFor(f->code), msg),
                  f->retry_after_s);
   }
+  if (t.sub == "scale" && options_.scale_subresources.count(t.type.plural) && !t.name.empty()) {
+    return ServeScale(conn, req, verb, t);
+  }
   if (!t.sub.empty() && t.sub != "status") {
     return Reply(conn, req, 404, StatusBody(404, "NotFound", "subresource " + t.sub + " not served"));
   }
@@ -161,6 +164,42 @@ bool FakeApiServer::Handle(HttpConn& conn, const HttpRequest& req) {
     r = StoreResult{405, StatusBody(405, "MethodNotAllowed", req.method + " " + req.path)};
   }
   return Reply(conn, req, r.code, r.body, r.retry_after_seconds);
+}
+
+// The scale subresource (kubectl scale, HPA): an autoscaling/v1 Scale mapped onto
+// spec.replicas, status.replicas and status.selector, as the DDPJob CRD declares.
+bool FakeApiServer::ServeScale(HttpConn& conn, const HttpRequest& req, const std::string& verb,
+                               const Target& t) {
+  StoreResult r = store_.Get(t.type, t.ns, t.name);
+  if (r.code == 200 && (verb == "update" || verb == "patch")) {
+    json body = json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) {
+      return Reply(conn, req, 400, StatusBody(400, "BadRequest", "the request body is not JSON"));
+    }
+    json scale = verb == "patch" ? json{{"spec", {{"replicas", r.body["spec"].value("replicas", 0)}}}}
+                                 : json::object();
+    if (verb == "patch") body = MergePatch(scale, body);
+    if (!body.contains("spec") || !body["spec"].contains("replicas") ||
+        !body["spec"]["replicas"].is_number_integer() || body["spec"]["replicas"] < 0) {
+      return Reply(conn, req, 422, StatusBody(422, "Invalid", "Scale.spec.replicas: Invalid value: "
+                                                              "must be a non-negative integer"));
+    }
+    json patch = {{"spec", {{"replicas", body["spec"]["replicas"]}}}};
+    if (body.contains("metadata") && body["metadata"].contains("resourceVersion")) {
+      patch["metadata"]["resourceVersion"] = body["metadata"]["resourceVersion"];
+    }
+    r = store_.Patch(t.type, t.ns, t.name, patch, false);
+  }
+  if (r.code != 200) return Reply(conn, req, r.code, r.body);
+  const json& o = r.body;
+  json st = o.contains("status") ? o["status"] : json::object();
+  json scale = {{"kind", "Scale"}, {"apiVersion", "autoscaling/v1"},
+                {"metadata", {{"name", t.name}, {"namespace", t.ns},
+                              {"uid", o["metadata"]["uid"]},
+                              {"resourceVersion", o["metadata"]["resourceVersion"]}}},
+                {"spec", {{"replicas", o["spec"].value("replicas", 0)}}},
+                {"status", {{"replicas", st.value("replicas", 0)}, {"selector", st.value("selector", "")}}}};
+  return Reply(conn, req, 200, scale);
 }
 
 bool FakeApiServer::ServeWatch(HttpConn& conn, const HttpRequest& req, const Target& t) {

@@ -45,6 +45,27 @@ TEST_F(FakeApiServerTest, KubeletHelpersEditPodStatusAndNotifyWatchers) {
   EXPECT_FALSE(server_->SetPodPhase("ml", "absent", "Running"));
 }
 
+TEST_F(FakeApiServerTest, ScaleSubresourceMapsToSpecReplicas) {
+  json job = {{"metadata", {{"name", "j"}}}, {"spec", {{"replicas", 2}}}};
+  ASSERT_TRUE(client_->Create(kDDPJobs, "ml", job).ok());
+  ASSERT_TRUE(client_->MergePatchStatus(kDDPJobs, "ml", "j",
+                                        {{"status", {{"replicas", 2}, {"selector", "ddp.dev/job-name=j"}}}}).ok());
+  // The client has no scale verb: reach /scale through a Resource whose name carries it.
+  StatusOr<json> scale = client_->Get(kDDPJobs, "ml", "j/scale");
+  ASSERT_TRUE(scale.ok()) << scale.status().ToString();
+  EXPECT_EQ((*scale)["kind"], "Scale");
+  EXPECT_EQ((*scale)["spec"]["replicas"], 2);
+  EXPECT_EQ((*scale)["status"]["selector"], "ddp.dev/job-name=j");
+  StatusOr<json> patched = client_->MergePatch(kDDPJobs, "ml", "j/scale", {{"spec", {{"replicas", 4}}}});
+  ASSERT_TRUE(patched.ok()) << patched.status().ToString();
+  EXPECT_EQ((*patched)["spec"]["replicas"], 4);
+  json stored = *client_->Get(kDDPJobs, "ml", "j");
+  EXPECT_EQ(stored["spec"]["replicas"], 4);
+  EXPECT_EQ(stored["metadata"]["generation"], 2);
+  EXPECT_EQ(client_->MergePatch(kDDPJobs, "ml", "j/scale", {{"spec", {{"replicas", -1}}}}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST_F(FakeApiServerTest, GraceElapsesWithoutAKubelet) {
   fake::FakeApiServerOptions opts;
   opts.pod_grace = std::chrono::milliseconds(200);
