@@ -2,6 +2,8 @@
 // every wait polls a condition with a deadline.
 #include <signal.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -77,6 +79,13 @@ TEST_F(OperatorE2eTest, NewJobGetsServicePodsWithRendezvousEnvThenRuns) {
                            "ddp_operator_pods_created_total 2", "ddp_operator_api_requests_total{",
                            "ddp_operator_leader 1"}) {
     EXPECT_NE(text->find(name), std::string::npos) << name << "\n" << *text;
+  }
+  // The exposition is valid Prometheus text, checked by the reference linter when installed.
+  if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
+    std::string path = w_.TempPath("metrics.txt");
+    std::ofstream(path) << *text;
+    std::string cmd = "promtool check metrics < '" + path + "' > '" + path + ".out' 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << *text;
   }
   EXPECT_EQ(op->Signal(SIGTERM, kWait), 0) << op->Log();
 }
