@@ -106,11 +106,12 @@ void DeleteStalePods(Pass* p) {
                " of other rounds: " + list);
 }
 
-void CreateMissing(Pass* p) {
+void CreateMissing(Pass* p, bool hold_pods) {
   if (!p->seen->service_exists) {
     p->plan.creates.push_back(BuildService(p->job));
     AddEvent(p, "Normal", "CreatingService", "creating headless Service " + ServiceName(p->job));
   }
+  if (hold_pods) return;
   int created = 0, waiting = 0;
   for (int i = 0; i < p->size; ++i) {
     // A name still held by a pod of another round is recreated only once that pod is gone, so

@@ -40,8 +40,9 @@ void Requeue(Pass* p, TimePoint at);
 
 // Deletes every pod not of the current round (or out of range) that is not already going.
 void DeleteStalePods(Pass* p);
-// Creates the Service when absent and each pod name of the current round that no pod holds.
-void CreateMissing(Pass* p);
+// Creates the Service when absent and, unless `hold_pods` (restart backoff), each pod name of the
+// current round that no pod holds.
+void CreateMissing(Pass* p, bool hold_pods);
 // Fills replicas, readyReplicas, worldSize, round; moves to Running once every pod has started.
 void Summarize(Pass* p);
 // What cleanPodPolicy deletes once the job has ended, and the TTL that deletes the job.

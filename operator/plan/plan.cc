@@ -1,5 +1,15 @@
 // PlanReconcile: DESIGN.md's lifecycle rules as named steps that return early. Each decision sets
 // the status, records an Event and leaves the object writes to the shared steps in pass.cc.
+// The order of the steps:
+//   1. a job being deleted: nothing (owner references garbage-collect the pods and Service);
+//   2. a finished job: cleanPodPolicy and the TTL only;
+//   3. an invalid spec: Failed/InvalidSpec;
+//   4. suspend: delete every pod; resume: a new round;
+//   5. activeDeadlineSeconds: Failed/DeadlineExceeded, else a timer;
+//   6. one decision for the current round: disruption, failure (restart or fail), success,
+//      resize, or shrink on pending timeout;
+//   7. always: delete pods of other rounds, create missing names (after the restart backoff),
+//      summarize the status.
 #include "operator/plan/plan.h"
 
 #include <algorithm>
@@ -42,7 +52,7 @@ void RecordFailure(Pass* p, const ObservedPod& pod, PodOutcome outcome) {
   api::LastFailure f;
   f.pod = pod.name;
   f.rank = pod.index;
-  f.exit_code = outcome == PodOutcome::kFailure ? pod.exit_code : std::nullopt;
+  f.exit_code = pod.exit_code;  // a disruption may have one too (preempted after a checkpoint)
   f.reason = pod.reason.empty() ? (outcome == PodOutcome::kFailure ? "Error" : "Disrupted")
                                 : pod.reason;
   f.message = pod.message;
@@ -152,6 +162,23 @@ std::optional<ObservedPod> FindDisruption(const Pass& p) {
     }
   }
   return std::nullopt;
+}
+
+// Rule 6's backoff: after the k-th failure restart the new round's pods wait
+// min(kBackoffBase * 2^(k-1), kBackoffCap), so a crash-looping job does not spin. Disruptions
+// and resizes start at once: the program did nothing wrong.
+constexpr std::chrono::seconds kBackoffBase{1};
+constexpr std::chrono::seconds kBackoffCap{60};
+
+std::optional<TimePoint> BackoffUntil(const Pass& p) {
+  const api::Condition* c = p.st.FindCondition(api::kCondRestarting);
+  if (p.st.phase != api::kPhaseRestarting || !c || c->status != "True" ||
+      c->reason != "PodFailed" || !p.st.last_failure || !p.st.last_failure->time ||
+      p.st.restarts < 1) {
+    return std::nullopt;
+  }
+  const int doublings = std::min(p.st.restarts - 1, 6);  // 2^6 s > kBackoffCap
+  return *p.st.last_failure->time + std::min(kBackoffBase * (1 << doublings), kBackoffCap);
 }
 
 bool AllSucceeded(const Pass& p) {
@@ -267,7 +294,10 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now) 
                   true);
   }
   internal::DeleteStalePods(&p);
-  internal::CreateMissing(&p);
+  const std::optional<TimePoint> backoff = BackoffUntil(p);
+  const bool hold_pods = backoff && p.now < *backoff;
+  if (hold_pods) internal::Requeue(&p, *backoff);
+  internal::CreateMissing(&p, hold_pods);
   internal::Summarize(&p);
   return internal::FinishPass(&p);
 }

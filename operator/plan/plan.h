@@ -75,7 +75,15 @@ struct Plan {
 
 // The reconcile pass. Follows DESIGN.md's lifecycle rules 1-7; see plan.cc for the steps.
 // The round, restarts and disruptions persist only in job.status; pod round labels are the
-// ground truth for which pods belong to which round.
+// ground truth for which pods belong to which round (pods of a newer round than status.round are
+// adopted, with a RoundAdopted event). Resize is a spec.replicas that differs from
+// status.replicas in a new generation (generation != status.observedGeneration), so a round
+// shrunk on pending timeout is not regrown until the spec changes again.
+// Applying a Plan: deletes and creates are idempotent (AlreadyExists/NotFound are success);
+// write the status once; emit the events after it; requeue after `requeue_after`. Writing the
+// status before the deletes is the more robust order: if that write fails, nothing was deleted
+// and the next pass makes the same decision again.
+// Times written into the status are truncated to whole seconds. Thread-safe (pure).
 // REQUIRES: nothing; an invalid spec yields a Failed status (reason InvalidSpec) and an event.
 Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now);
 

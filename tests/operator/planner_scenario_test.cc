@@ -81,6 +81,8 @@ TEST(PlannerScenario, FailureRestartThenSuccess) {
 
   c.Exit(1, 75);
   c.Settle(At(20));
+  EXPECT_TRUE(c.world().pods.empty());  // old round gone, new one waits out the 1 s backoff
+  c.Settle(At(21));
   EXPECT_EQ(c.job().status.round, 1);
   EXPECT_EQ(c.job().status.restarts, 1);
   EXPECT_EQ(c.Rounds(), std::set<int>{1});
@@ -107,10 +109,13 @@ TEST(PlannerScenario, RestartBudgetRunsOutThenFails) {
   Cluster c(Policy(Job(2), api::RestartPolicy::kOnFailure, 2));
   c.Settle(At(0));
   for (int attempt = 0; attempt < 3; ++attempt) {
+    const int t = 100 * attempt;
+    c.Settle(At(t));  // past the previous restart's backoff: the round's pods exist
+    ASSERT_EQ(c.world().pods.size(), 2u) << "attempt " << attempt;
     c.SetAll("Running");
-    c.Settle(At(10 * attempt + 1));
+    c.Settle(At(t + 1));
     c.Exit(0, 1);
-    c.Settle(At(10 * attempt + 2));
+    c.Settle(At(t + 2));
   }
   EXPECT_EQ(c.job().status.phase, "Failed");
   EXPECT_EQ(c.job().status.restarts, 2);

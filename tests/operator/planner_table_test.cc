@@ -76,6 +76,14 @@ DDPJob WithCondition(DDPJob j, const std::string& type, const std::string& reaso
   j.status.conditions.push_back({type, "True", reason, "m", At(0), j.generation});
   return j;
 }
+// Round 3 after the 3rd failure restart at `at`: its pods wait 4 s (1 s doubled twice).
+DDPJob Backoff(int restarts, TimePoint at) {
+  DDPJob j = InPhase(Job(3), "Restarting", 3, 3, restarts);
+  j.status.conditions.push_back({"Restarting", "True", "PodFailed", "m", at, j.generation});
+  j.status.last_failure = api::LastFailure{"mingpt-worker-1", 1, 75, "Error", "", at};
+  j.status.ready_replicas = 0;
+  return j;
+}
 ObservedPod Disrupted(ObservedPod p, const std::string& reason) {
   p.disruption_condition = true;
   p.reason = reason;
@@ -138,15 +146,15 @@ std::vector<Row> Rows() {
        {.deletes = kDeleteAll3, .phase = "Restarting", .round = 1, .restarts = 1,
         .disruptions = 0, .events = {"PodFailed", "DeletingPods"},
         .message = "round 0 -> 1 (rank 1 exited 1; restart 1 of 3)",
-        .condition = "Restarting=True/PodFailed"}},
+        .condition = "Restarting=True/PodFailed", .requeue_s = 1}},
       {"rule2_exitcode_policy_retryable_75_restarts", Policy(Running3(), kExitCode, 3),
        Failing(Exited(1, 0, 75)), At(10),
        {.deletes = kDeleteAll3, .phase = "Restarting", .round = 1, .restarts = 1,
-        .message = "round 0 -> 1 (rank 1 exited 75; restart 1 of 3)"}},
+        .message = "round 0 -> 1 (rank 1 exited 75; restart 1 of 3)", .requeue_s = 1}},
       {"rule2_exitcode_policy_signal_always_restarts", Policy(Running3(), kExitCode, 3),
        Failing(Exited(2, 0, 137)), At(10),
        {.deletes = kDeleteAll3, .round = 1, .restarts = 1,
-        .message = "rank 2 killed by signal 9 (exit 137)"}},
+        .message = "rank 2 killed by signal 9 (exit 137)", .requeue_s = 1}},
       {"rule2_exitcode_policy_nonretryable_config_error_fails", Policy(Running3(), kExitCode, 3),
        Failing(Exited(1, 0, 2)), At(10),
        {.deletes = {"Pod mingpt-worker-0", "Pod mingpt-worker-2", "Service mingpt"},
@@ -204,7 +212,7 @@ std::vector<Row> Rows() {
       {"rule2_oomkilled_exit_137_is_a_retryable_failure", Policy(Running3(), kExitCode, 3),
        Failing(Reason(Exited(1, 0, 137), "OOMKilled")), At(10),
        {.deletes = kDeleteAll3, .round = 1, .restarts = 1, .disruptions = 0,
-        .message = "rank 1 killed by signal 9 (exit 137), OOMKilled"}},
+        .message = "rank 1 killed by signal 9 (exit 137), OOMKilled", .requeue_s = 1}},
 
       // Rule 3: a restart is a new round; old pods go first, names come back after.
       {"rule3_old_round_pods_deleted_before_names_reused", InPhase(Job(3), "Restarting", 1, 3, 1),
@@ -250,8 +258,7 @@ std::vector<Row> Rows() {
        World(Pods(3, 0, "Running")), At(10), {.phase = "Running", .round = 0, .events = {}}},
       {"rule4_resize_during_a_restart_uses_the_new_size", Scaled(Running3(), 4),
        Failing(Exited(1, 0, 75)), At(10),
-       {.creates = {"Pod mingpt-worker-3 r1"}, .deletes = kDeleteAll3, .round = 1, .replicas = 4,
-        .restarts = 1}},
+       {.deletes = kDeleteAll3, .round = 1, .replicas = 4, .restarts = 1, .requeue_s = 1}},
       {"rule4_pending_timeout_shrinks_to_the_pods_that_run",
        Elastic(InPhase(Job(4), "Pending", 0, 4), 2, 4, 120),
        World({Pod(0, 0, "Running"), Pod(1, 0, "Running"), Pod(2, 0, "Running"),
@@ -317,6 +324,15 @@ std::vector<Row> Rows() {
        Deadline(Elastic(InPhase(Job(4), "Pending", 0, 4), 2, 4, 120), 100),
        World({Pod(0, 0, "Running"), Pod(1, 0, "Running"), Pod(2, 0, "Running"),
               Unschedulable(3, 0, At(0))}), At(50), {.requeue_s = 50}},
+      {"rule6_restart_backoff_holds_new_round_pods", Backoff(3, At(10)), World({}), At(12),
+       {.phase = "Restarting", .round = 3, .requeue_s = 2, .no_status = true}},
+      {"rule6_restart_backoff_over_creates_the_round", Backoff(3, At(10)), World({}), At(14),
+       {.creates = {"Pod mingpt-worker-0 r3", "Pod mingpt-worker-1 r3", "Pod mingpt-worker-2 r3"},
+        .round = 3, .events = {"CreatingPods"}}},
+      {"rule6_disruption_restarts_without_backoff", Running3(),
+       World({Pod(0, 0, "Running"), Pod(2, 0, "Running")}), At(10),
+       {.creates = {"Pod mingpt-worker-1 r1"},
+        .deletes = {"Pod mingpt-worker-0", "Pod mingpt-worker-2"}, .round = 1}},
       {"rule6_ttl_timer_armed_when_the_job_ends", Ttl(Running3(), 600),
        World({Exited(0, 0, 0), Exited(1, 0, 0), Exited(2, 0, 0)}), At(10),
        {.deletes = {"Service mingpt"}, .phase = "Succeeded", .requeue_s = 600}},
