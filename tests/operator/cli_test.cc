@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -144,6 +145,40 @@ TEST(RenderCommand, YamlOfTheExampleMatchesDesignEnv) {
         "value: mingpt-cpu-worker-0.mingpt-cpu.default.svc", "name: DDP_CHECKPOINT_DIR"}) {
     EXPECT_NE(r.out.find(want), std::string::npos) << want;
   }
+}
+
+// The acceptance check: every example renders, and every pod carries DESIGN.md's env.
+TEST(RenderCommand, EveryExampleRendersPodsWithTheDesignEnv) {
+  int rendered = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(DDP_EXAMPLES_DIR)) {
+    if (entry.path().extension() != ".yaml") continue;
+    const Result r = RunOperator("render -o json -f " + Quote(entry.path().string()));
+    if (r.out.find("no DDPJob documents") != std::string::npos) continue;  // e.g. a PVC
+    ASSERT_EQ(r.code, 0) << entry.path() << "\n" << r.out;
+    const auto list = nlohmann::json::parse(r.out);
+    for (const auto& obj : list["items"]) {
+      if (obj["kind"] != "Pod") continue;
+      const auto& containers = obj["spec"]["containers"];
+      nlohmann::json worker = containers[0];
+      for (const auto& c : containers) if (c["name"] == "worker") worker = c;
+      std::map<std::string, std::string> env;
+      for (const auto& e : worker["env"]) env[e["name"]] = e.value("value", "");
+      for (const char* name : {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "NNODES", "NODE_RANK",
+                               "NPROC_PER_NODE", "PET_NNODES", "PET_NODE_RANK",
+                               "PET_NPROC_PER_NODE", "PET_MASTER_ADDR", "PET_MASTER_PORT",
+                               "DDP_JOB_NAME", "DDP_ROUND", "DDP_RENDEZVOUS_TIMEOUT",
+                               "DDP_METRICS_PORT", "TORCHELASTIC_RESTART_COUNT"}) {
+        EXPECT_EQ(env.count(name), 1u) << entry.path() << " " << obj["metadata"]["name"] << " "
+                                       << name;
+      }
+      const int nnodes = std::stoi(env["NNODES"]), nproc = std::stoi(env["NPROC_PER_NODE"]);
+      EXPECT_EQ(std::stoi(env["WORLD_SIZE"]), nnodes * nproc) << entry.path();
+      EXPECT_EQ(env.count("RANK"), nproc == 1 ? 1u : 0u) << entry.path();
+      EXPECT_EQ(obj["spec"]["restartPolicy"], "Never");
+      ++rendered;
+    }
+  }
+  EXPECT_GT(rendered, 0);
 }
 
 TEST(RenderCommand, InvalidManifestAndBadFlags) {
