@@ -181,23 +181,26 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     t.exposed_allreduce = Since(t0);
     const Reducer::Stats stats = reducer.last_stats();
     t.allreduce = stats.allreduce_seconds;
+    // Agree on the mean loss and on stopping: SIGTERM may reach ranks at different steps, but
+    // all of them must checkpoint and leave at the same one. Launched before the optimizer step
+    // and awaited after it, so its latency hides behind clipping and AdamW.
+    t0 = Clock::now();
+    const bool stop_here = ctx.stop != nullptr && ctx.stop->load();
+    at::Tensor agree = at::stack({loss_sum.to(at::kFloat),
+                                  at::scalar_tensor(stop_here ? 1.0 : 0.0, loss_sum.options().dtype(at::kFloat))});
+    std::shared_ptr<Work> agreement = comm->AllReduceSumAsync(agree);
+    t.sync = Since(t0);
     t0 = Clock::now();
     if (cfg.grad_clip > 0) torch::nn::utils::clip_grad_norm_(mo.model->parameters(), cfg.grad_clip);
     mo.optimizer->step();
     ZeroGrads(*mo.model);
     t.optimizer = Since(t0);
-
-    // Agree on the mean loss and on stopping: SIGTERM may reach ranks at different steps, but
-    // all of them must checkpoint and leave at the same one.
     t0 = Clock::now();
-    const bool stop_here = ctx.stop != nullptr && ctx.stop->load();
-    at::Tensor agree = at::stack({loss_sum.to(at::kFloat),
-                                  at::scalar_tensor(stop_here ? 1.0 : 0.0, loss_sum.options().dtype(at::kFloat))});
-    DDP_RETURN_IF_ERROR(comm->AllReduceSumAsync(agree)->Wait().WithContext("step agreement"));
+    DDP_RETURN_IF_ERROR(agreement->Wait().WithContext("step agreement"));
     at::Tensor agreed = agree.cpu();
     result.last_loss = agreed[0].item<double>() / world;
     const bool stop = agreed[1].item<double>() > 0;
-    t.sync = Since(t0);
+    t.sync += Since(t0);
     t.step = Since(t_step);
     result.step = step + 1;
 
