@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -80,6 +81,12 @@ TEST_F(OperatorE2eTest, NewJobGetsServicePodsWithRendezvousEnvThenRuns) {
                            "ddp_operator_leader 1"}) {
     EXPECT_NE(text->find(name), std::string::npos) << name << "\n" << *text;
   }
+  std::smatch m;
+  std::string log = op->Log();
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("health probe endpoint on port ([0-9]+)")));
+  EXPECT_TRUE(HttpGet("127.0.0.1", std::stoi(m[1]), "/healthz").ok());
+  EXPECT_TRUE(HttpGet("127.0.0.1", std::stoi(m[1]), "/readyz").ok());
+
   // The exposition is valid Prometheus text, checked by the reference linter when installed.
   if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
     std::string path = w_.TempPath("metrics.txt");
@@ -201,6 +208,19 @@ TEST_F(OperatorE2eTest, RecoversFromServerErrorsAndDroppedWatchesWithoutDuplicat
   EXPECT_EQ(w_.PodsOfRound("a", 0).size(), 0u) << "round 0 of a is gone";
   EXPECT_EQ(StatusInt(w_.JobStatus("a"), "restarts"), 1) << "the failure was counted once";
   EXPECT_EQ(op->Signal(SIGTERM, kWait), 0) << op->Log();
+}
+
+TEST_F(OperatorE2eTest, StatusWriteConflictIsReReadAndReplannedWithoutDuplicates) {
+  // The first status writes lose a race (409 Conflict), as when a user edits the job meanwhile.
+  w_.server().FailNext("update", "ddpjobs", 409, 2);
+  auto op = w_.StartOperator("op");
+  w_.CreateJob(World::Job("j", 2));
+  ASSERT_TRUE(w_.RunRound("j", 0, 2, kWait)) << op->Log();
+  ASSERT_TRUE(WaitFor([&] { return w_.JobStatus("j").value("phase", "") == "Running"; }, kWait))
+      << w_.JobStatus("j").dump() << op->Log();
+  EXPECT_EQ(w_.Pods().size(), 2u);
+  EXPECT_EQ(StatusInt(w_.JobStatus("j"), "round"), 0);
+  EXPECT_NE(op->Log().find("conflict"), std::string::npos) << op->Log();
 }
 
 }  // namespace
