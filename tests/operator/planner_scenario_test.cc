@@ -139,6 +139,18 @@ TEST(PlannerScenario, ElasticResizeUpAndDownKeepsRoundsApart) {
   EXPECT_EQ(k.world().pods.size(), 4u);
   EXPECT_EQ(k.Rounds(), std::set<int>{1});
   EXPECT_EQ(k.job().status.restarts, 0);
+
+  c.SetAll("Running");
+  c.Settle(At(3));
+  EXPECT_EQ(c.job().status.phase, "Running");
+  c.mutable_job() = Scaled(c.job(), 1);  // down to elastic min
+  c.Settle(At(4));
+  EXPECT_EQ(c.job().status.round, 2);
+  EXPECT_EQ(c.job().status.replicas, 1);
+  EXPECT_EQ(c.job().status.phase, "Scaling");
+  ASSERT_EQ(c.world().pods.size(), 1u);
+  EXPECT_EQ(c.world().pods[0].name, "mingpt-worker-0");
+  EXPECT_EQ(c.Rounds(), std::set<int>{2});
 }
 
 TEST(PlannerScenario, ConditionTimesMoveOnlyOnTransitions) {
