@@ -1,5 +1,7 @@
 // Controller::Apply: turns one Plan into API writes. Idempotent by construction: a create that
 // finds the object and a delete that misses it are success, so re-applying a plan is harmless.
+#include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <thread>
 
@@ -25,21 +27,24 @@ std::string NameOf(const nlohmann::json& obj) {
   return m != obj.end() && m->is_object() ? m->value("name", "") : "";
 }
 
-// Runs fn(i) for i in [0, n) on up to n threads; returns the first error (all are attempted).
+// Runs fn(i) for i in [0, n) on up to kMaxParallelWrites threads; returns the first error (all
+// are attempted). Bounded so a 1,000-replica job does not start 1,000 threads.
+constexpr size_t kMaxParallelWrites = 16;
 Status ParallelFor(size_t n, const std::function<Status(size_t)>& fn) {
   if (n == 0) return Status::OK();
   if (n == 1) return fn(0);
   std::mutex mu;
   Status first;
-  std::vector<std::thread> threads;
-  threads.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    threads.emplace_back([&, i] {
+  std::atomic<size_t> next{0};
+  auto run = [&] {
+    for (size_t i = next++; i < n; i = next++) {
       Status s = fn(i);
       std::lock_guard<std::mutex> l(mu);
       if (!s.ok() && first.ok()) first = s;
-    });
-  }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < std::min(n, kMaxParallelWrites); ++t) threads.emplace_back(run);
   for (auto& t : threads) t.join();
   return first;
 }

@@ -87,7 +87,10 @@ Status Informer::WatchUntil(std::string* rv, std::chrono::steady_clock::time_poi
     w.allow_bookmarks = true;
     w.timeout_seconds = static_cast<int>(std::min<int64_t>(left.count(), options_.watch_timeout_seconds));
     w.cancel = cancel_;
+    auto started = std::chrono::steady_clock::now();
+    bool any_event = false;
     Status s = client_->Watch(options_.resource, options_.ns, w, [&](const WatchEvent& ev) {
+      any_event = true;
       std::string ev_rv = ResourceVersionOf(ev.object);
       switch (ev.type) {
         case WatchEventType::kAdded:
@@ -104,7 +107,13 @@ Status Informer::WatchUntil(std::string* rv, std::chrono::steady_clock::time_poi
       if (stopped_) return Status::OK();
     }
     if (!s.ok()) return s;
-    // The stream ended cleanly (server timeout or a dropped connection): resume from *rv.
+    // The stream ended cleanly (server timeout or a dropped connection): resume from *rv. A
+    // stream that ended at once with nothing in it gets a pause, so a server that keeps closing
+    // watches is not hammered.
+    if (!any_event && std::chrono::steady_clock::now() - started < std::chrono::seconds(1) &&
+        !SleepFor(options_.backoff_initial)) {
+      return Status::OK();
+    }
   }
 }
 
