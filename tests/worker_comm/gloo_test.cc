@@ -136,5 +136,35 @@ TEST(GlooTest, StuckPeerIsDeadlineExceeded) {
   EXPECT_EQ(codes[0], 0) << CodesToString(codes);
 }
 
+// Abort() from another thread (a signal handler's helper, a watchdog) releases a blocked Wait long
+// before the collective timeout.
+TEST(GlooTest, AbortFromAnotherThreadReleasesWait) {
+  const int port = FreePort();
+  RunOptions options;
+  options.timeout = std::chrono::seconds(60);
+  options.stop_when_rank0_exits = true;
+  auto codes = RunRanks(2, [&](int rank) {
+    at::set_num_threads(1);
+    auto g = JoinGroup(port, 2, rank, std::chrono::seconds(30));
+    CHILD_CHECK_OK(g.status());
+    CHILD_CHECK_OK(g->comm->Barrier());
+    if (rank == 1) {
+      while (true) std::this_thread::sleep_for(std::chrono::seconds(1));  // silent peer
+    }
+    at::Tensor t = at::ones({10});
+    auto work = g->comm->AllReduceSumAsync(t);
+    const auto start = Clock::now();
+    std::thread aborter([&] { g->comm->Abort(); });
+    Status s = work->Wait();
+    aborter.join();
+    const double took = Since(start);
+    std::fprintf(stderr, "rank 0: aborted -> %s after %.2fs\n", s.ToString().c_str(), took);
+    CHILD_CHECK(s.code() == StatusCode::kUnavailable);
+    CHILD_CHECK(took < 10.0);  // far below the 30 s collective timeout
+    return 0;
+  }, options);
+  EXPECT_EQ(codes[0], 0) << CodesToString(codes);
+}
+
 }  // namespace
 }  // namespace ddp::worker

@@ -103,6 +103,17 @@ TEST(RendezvousTest, AgentStoreAndRoundsAreSeparate) {
       << rv.status().ToString();
 }
 
+// A world of one needs no port: two such "jobs" on one port both succeed.
+TEST(RendezvousTest, WorldOfOneUsesNoPort) {
+  const int port = FreePort();
+  auto a = JoinRendezvous(Config(port, 1, 0));
+  auto b = JoinRendezvous(Config(port, 1, 0));
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  a->store->set("k", Bytes("a"));
+  EXPECT_FALSE(b->store->check({"k"}));  // separate in-process stores
+}
+
 TEST(RendezvousTest, ClientThatCannotReachTheStoreTimesOut) {
   const int port = FreePort();  // nobody listens here
   const auto start = std::chrono::steady_clock::now();

@@ -12,11 +12,8 @@ namespace ddp::worker {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string ErrorText(const std::exception& e) {
-  if (auto* c10e = dynamic_cast<const c10::Error*>(&e)) return c10e->what_without_backtrace();
-  return e.what();
-}
+constexpr auto kSlice = std::chrono::milliseconds(50);  // how fast Wait notices Abort()
+constexpr auto kGrace = std::chrono::seconds(1);
 
 // Completion time, written by a Gloo worker thread through the future's callback.
 struct Timing {
@@ -42,12 +39,32 @@ class GlooWork : public Work {
   Status Wait() override {
     if (waited_) return status_;
     waited_ = true;
+    const std::string what = "gloo all-reduce (rank " + std::to_string(comm_->rank()) + " of " +
+                             std::to_string(comm_->size()) + ")";
+    // Wait in slices so that Abort() from another thread releases us; Gloo's own timeout (the
+    // same length, with a clearer message) normally fires before ours.
+    const auto deadline = Clock::now() + timeout_ + kGrace;
     try {
-      work_->wait(timeout_);
+      while (true) {
+        try {
+          work_->wait(kSlice);
+          break;
+        } catch (const std::exception&) {
+          if (work_->isCompleted()) throw;  // a real failure, not the end of our slice
+        }
+        if (comm_->aborted()) {
+          status_ = Status::Unavailable(what + ": communicator was aborted");
+          break;
+        }
+        if (Clock::now() >= deadline) {
+          status_ = Status::DeadlineExceeded(what + ": not finished within " +
+                                             std::to_string(timeout_.count()) + "ms");
+          comm_->Abort();
+          break;
+        }
+      }
     } catch (const std::exception& e) {
-      status_ = StatusFromBackendError("gloo all-reduce (rank " + std::to_string(comm_->rank()) +
-                                           " of " + std::to_string(comm_->size()) + ")",
-                                       ErrorText(e));
+      status_ = StatusFromBackendError(what, BackendErrorText(e));
       comm_->Abort();
     }
     if (timing_->seconds == 0) {
@@ -98,7 +115,7 @@ StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::Create(
   } catch (const std::exception& e) {
     return StatusFromBackendError("gloo: connecting rank " + std::to_string(rank) + " of " +
                                       std::to_string(size),
-                                  ErrorText(e));
+                                  BackendErrorText(e));
   }
 }
 
@@ -130,7 +147,7 @@ std::shared_ptr<Work> GlooCommunicator::AllReduceSumAsync(at::Tensor& t) {
     return std::make_shared<GlooWork>(pg_->allreduce(v, opts), this, timeout_);
   } catch (const std::exception& e) {
     Abort();
-    return MakeFinishedWork(StatusFromBackendError("gloo all-reduce launch", ErrorText(e)));
+    return MakeFinishedWork(StatusFromBackendError("gloo all-reduce launch", BackendErrorText(e)));
   }
 }
 
@@ -150,7 +167,7 @@ Status GlooCommunicator::Broadcast(std::vector<at::Tensor>& ts, int root) {
     }
   } catch (const std::exception& e) {
     Abort();
-    return StatusFromBackendError("gloo broadcast from rank " + std::to_string(root), ErrorText(e));
+    return StatusFromBackendError("gloo broadcast from rank " + std::to_string(root), BackendErrorText(e));
   }
   return Status::OK();
 }
@@ -161,7 +178,7 @@ Status GlooCommunicator::Barrier() {
     pg_->barrier()->wait(timeout_);
   } catch (const std::exception& e) {
     Abort();
-    return StatusFromBackendError("gloo barrier", ErrorText(e));
+    return StatusFromBackendError("gloo barrier", BackendErrorText(e));
   }
   return Status::OK();
 }

@@ -150,7 +150,7 @@ StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Create(
       std::memcpy(&id, bytes.data(), sizeof(id));
     }
   } catch (const std::exception& e) {
-    return StatusFromBackendError(what + ": sharing the unique id", e.what());
+    return StatusFromBackendError(what + ": sharing the unique id", BackendErrorText(e));
   }
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // so that a peer that never joins cannot block us past the deadline

@@ -1,6 +1,7 @@
 // Rendezvous on c10d's TCPStore (see rendezvous.h for the protocol).
 #include "worker/comm/rendezvous.h"
 
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -9,6 +10,7 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "worker/comm/work_util.h"
 
 namespace ddp::worker {
 namespace {
@@ -33,6 +35,35 @@ Status ParseInt(const char* name, const char* text, long lo, long hi, int* out) 
 }
 
 std::string Key(const char* base, int rank) { return std::string(base) + std::to_string(rank); }
+
+// Step 1 of JoinRendezvous. Workers are not counted by the store itself (waitWorkers=false):
+// the caller counts, so that a timeout can name the ranks that are missing.
+StatusOr<c10::intrusive_ptr<c10d::Store>> OpenStore(const RendezvousConfig& config,
+                                                    const std::string& what) {
+  if (config.world_size == 1 && !config.agent_store) {
+    // Alone: an in-process store, so single-process runs never compete for MASTER_PORT.
+    return c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::HashStore>());
+  }
+  const bool host = config.rank == 0 && !config.agent_store;
+  try {
+    c10d::TCPStoreOptions opts;
+    opts.port = static_cast<std::uint16_t>(config.master_port);
+    opts.isServer = host;
+    opts.waitWorkers = false;
+    opts.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(config.timeout);
+    return c10::intrusive_ptr<c10d::Store>(
+        c10::make_intrusive<c10d::TCPStore>(config.master_addr, opts));
+  } catch (const std::exception& e) {
+    if (host) {
+      return Status::Unavailable(what + ": cannot host the store on port " +
+                                 std::to_string(config.master_port) + ": " + BackendErrorText(e));
+    }
+    return Status::DeadlineExceeded(what + ": could not reach the store at " +
+                                    config.master_addr + ":" + std::to_string(config.master_port) +
+                                    " within " + std::to_string(config.timeout.count()) +
+                                    "s (rank " + std::to_string(config.rank) + "): " + BackendErrorText(e));
+  }
+}
 
 }  // namespace
 
@@ -114,27 +145,11 @@ StatusOr<Rendezvous> JoinRendezvous(const RendezvousConfig& config) {
   const std::string what = "rendezvous round " + std::to_string(config.round);
   const bool host = config.rank == 0 && !config.agent_store;
 
-  // 1. Host or connect. Workers are not counted by the store itself (waitWorkers=false): step 3
-  //    does the counting so that a timeout can name the ranks that are missing.
-  c10::intrusive_ptr<c10d::Store> base;
-  try {
-    c10d::TCPStoreOptions opts;
-    opts.port = static_cast<std::uint16_t>(config.master_port);
-    opts.isServer = host;
-    opts.waitWorkers = false;
-    opts.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(config.timeout);
-    base = c10::make_intrusive<c10d::TCPStore>(config.master_addr, opts);
-  } catch (const std::exception& e) {
-    if (host) {
-      return Status::Unavailable(what + ": cannot host the store on port " +
-                                 std::to_string(config.master_port) + ": " + e.what());
-    }
-    return Status::DeadlineExceeded(what + ": could not reach the store at " + where + " within " +
-                                    std::to_string(config.timeout.count()) + "s (rank " +
-                                    std::to_string(config.rank) + "): " + e.what());
-  }
+  // 1. Host or connect.
+  auto base = OpenStore(config, what);
+  if (!base.ok()) return base.status();
   auto store = c10::make_intrusive<c10d::PrefixStore>("ddp/round" + std::to_string(config.round),
-                                                     base);
+                                                     *base);
   // 2. Announce this rank, then 3. wait for the count to reach world_size.
   try {
     store->set(Key("arrived/", config.rank), std::vector<uint8_t>{'1'});
@@ -158,7 +173,7 @@ StatusOr<Rendezvous> JoinRendezvous(const RendezvousConfig& config) {
                                       where + ")");
     }
   } catch (const std::exception& e) {
-    return Status::Unavailable(what + ": store " + where + " failed: " + e.what());
+    return Status::Unavailable(what + ": store " + where + " failed: " + BackendErrorText(e));
   }
   DDP_LOG(INFO) << what << ": rank " << config.rank << " of " << config.world_size
                 << " joined (store " << where << (host ? ", hosted here" : "") << ")";

@@ -65,7 +65,7 @@ struct Rendezvous {
 
 // Joins round `config.round`:
 //   1. rank 0 hosts the TCPStore on master_port (unless agent_store); others connect, retrying
-//      until the deadline (the host may start later).
+//      until the deadline (the host may start later). A world of 1 uses an in-process store.
 //   2. each rank sets "arrived/<rank>" under the round prefix.
 //   3. each rank waits until all ranks' keys exist.
 // DeadlineExceeded after `config.timeout`, e.g. "rendezvous round 0: ranks 1, 2 of 3 never

@@ -60,6 +60,11 @@ void UnflattenInto(const at::Tensor& flat, std::vector<at::Tensor>& ts,
   }
 }
 
+std::string BackendErrorText(const std::exception& e) {
+  if (auto* c10e = dynamic_cast<const c10::Error*>(&e)) return c10e->what_without_backtrace();
+  return e.what();
+}
+
 Status StatusFromBackendError(const std::string& what, const std::string& full_message) {
   // c10::Error::what() appends a C++ backtrace; the first part is what a reader needs.
   std::string message = full_message.substr(0, full_message.find("Exception raised from"));

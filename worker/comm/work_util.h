@@ -5,7 +5,9 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <exception>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "worker/comm/communicator.h"
@@ -25,6 +27,9 @@ at::Tensor FlattenTensors(const std::vector<at::Tensor>& ts, const std::vector<s
 // Copies the pieces of `flat` back into ts[idx...] (in place, keeping their storage).
 void UnflattenInto(const at::Tensor& flat, std::vector<at::Tensor>& ts,
                    const std::vector<size_t>& idx);
+
+// The message of a third-party exception without c10's appended C++ backtrace.
+std::string BackendErrorText(const std::exception& e);
 
 // "Timed out"/"timeout" in a backend's message -> DeadlineExceeded, else Unavailable.
 Status StatusFromBackendError(const std::string& what, const std::string& message);
