@@ -295,7 +295,12 @@ StatusOr<json> RestClient::Json(const std::string& verb, const http::method& met
       auto delay = rep.retry_after_s >= 0 ? std::chrono::milliseconds(rep.retry_after_s * 1000)
                                           : std::chrono::milliseconds(100 << std::min(attempt, 5));
       DDP_LOG(DEBUG) << context << ": retrying in " << delay.count() << " ms: " << st.message();
-      std::this_thread::sleep_for(delay);
+      // Sleep in slices so that Stop() is not held up by a long Retry-After.
+      auto until = std::chrono::steady_clock::now() + delay;
+      while (!stopped_ && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+            until - std::chrono::steady_clock::now(), std::chrono::milliseconds(50)));
+      }
       continue;
     }
     if (rep.retry_after_s >= 0) {
