@@ -62,8 +62,11 @@ using RequestObserver = std::function<void(const std::string& verb, int code, do
 //   NotFound (404), AlreadyExists (409 reason AlreadyExists), Conflict (409 otherwise: stale
 //   resourceVersion or failed precondition), Gone (410), InvalidArgument (422 Invalid / 400),
 //   Unauthenticated (401), Forbidden (403; message names verb, resource and the server's reason),
-//   Unavailable (429, 5xx, connection failure; idempotent verbs are retried a few times first,
-//   honouring Retry-After), DeadlineExceeded (the request timeout elapsed).
+//   Unavailable (429, 5xx, connection failure), DeadlineExceeded (the request timeout elapsed).
+// Retries inside the client (up to ClientConfig::max_retries, honouring Retry-After, else
+// exponential from 100 ms): 429 for every verb (the server did not act on it); 5xx, timeouts and
+// connection failures only for get and list. When retries run out and the server sent
+// Retry-After, the message ends with "(retry after Ns)".
 // Messages carry context: "list pods ml: <server message>".
 class KubeClient {
  public:

@@ -26,7 +26,7 @@ struct ClientConfig {
   double qps = 20;               // client-side rate limit; <= 0 disables it
   int burst = 30;
   std::chrono::milliseconds request_timeout{30000};  // every request except watch streams
-  int max_retries = 3;           // for idempotent verbs on 429/5xx/connection errors
+  int max_retries = 3;           // extra attempts: 429 any verb; 5xx/transport errors get/list only
   std::string default_namespace; // from the context or the service account; "default" if unset
   std::string user_agent = "ddp-operator";
 };
