@@ -259,6 +259,42 @@ TEST(ReducerTest, ParametersWithoutGradientAreReducedAsZeros) {
   });
 }
 
+// A tensor listed twice (tied weights) gets one bucket slot and the plain averaged gradient.
+TEST(ReducerTest, TiedWeightsCountOnce) {
+  const int port = FreePort();
+  RunChildren([&](int rank) {
+    auto g = JoinGroup(port, kWorld, rank);
+    CHILD_CHECK_OK(g.status());
+    auto make = [] {
+      torch::manual_seed(11);
+      return torch::nn::Linear(4, 4);
+    };
+    auto loss = [](torch::nn::Linear& lin, int r) {
+      torch::manual_seed(70 + r);
+      auto x = torch::randn({2, 4});
+      return torch::matmul(lin->forward(x), lin->weight).pow(2).sum();  // weight used twice
+    };
+    auto lin = make();
+    Reducer reducer({lin->weight, lin->bias, lin->weight}, g->comm.get());
+    int64_t numel = 0;
+    for (const auto& b : reducer.buckets()) numel += b.numel;
+    CHILD_CHECK(numel == 16 + 4);
+    reducer.PrepareForBackward();
+    loss(lin, rank).backward();
+    CHILD_CHECK_OK(reducer.FinalizeBackward());
+    std::vector<torch::Tensor> want(2);
+    for (int r = 0; r < kWorld; ++r) {
+      auto ref = make();
+      loss(ref, r).backward();
+      want[0] = r == 0 ? ref->weight.grad() / kWorld : want[0] + ref->weight.grad() / kWorld;
+      want[1] = r == 0 ? ref->bias.grad() / kWorld : want[1] + ref->bias.grad() / kWorld;
+    }
+    CHILD_CHECK(AllClose({lin->weight.grad(), lin->bias.grad()}, want));
+    CHILD_CHECK_OK(g->comm->Barrier());
+    return 0;
+  });
+}
+
 TEST(ReducerTest, BroadcastModuleCopiesParametersAndBuffersOfRankZero) {
   const int port = FreePort();
   RunChildren([&](int rank) {

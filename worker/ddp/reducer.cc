@@ -10,6 +10,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <unordered_set>
 
 #include "common/logging.h"
 
@@ -116,8 +117,10 @@ class ReadyHook : public torch::autograd::FunctionPostHook {
 Reducer::Reducer(std::vector<at::Tensor> params, Communicator* comm, ReducerOptions options)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
+  // Tied weights appear twice in Module::parameters(); one bucket slot per tensor.
+  std::unordered_set<const c10::TensorImpl*> seen;
   for (auto& p : params) {
-    if (p.requires_grad()) s.params.push_back(p);
+    if (p.requires_grad() && seen.insert(p.unsafeGetTensorImpl()).second) s.params.push_back(p);
   }
   s.comm = comm;
   std::vector<ParamSpec> specs;

@@ -50,8 +50,9 @@ class Reducer {
     std::vector<double> bucket_launch_seconds;
   };
 
-  // REQUIRES: params are leaves with requires_grad, dense, identical in shape/dtype/order on
-  // every rank. Allocates the bucket buffers and registers the hooks.
+  // REQUIRES: params are leaves, dense, identical in shape/dtype/order on every rank. Ones without
+  // requires_grad are ignored and a tensor listed twice (tied weights) counts once. Allocates the
+  // bucket buffers and registers the hooks.
   Reducer(std::vector<at::Tensor> params, Communicator* comm, ReducerOptions options = {});
   ~Reducer();
   Reducer(const Reducer&) = delete;
