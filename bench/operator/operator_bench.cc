@@ -2,7 +2,8 @@
 // `ddp-operator run` as a child, creates N DDPJobs of P pods each, and reports how long until
 // every pod exists, reconcile latency, API requests per job, the operator's peak RSS, and CPU
 // time on each side of the API (operator vs this process, which is the API server).
-//   operator_bench [--jobs 1000] [--pods 8] [--workers 4] [--qps 0]
+//   operator_bench [--jobs 1000] [--pods 8] [--workers 4] [--qps 0] [--latency-ms 0]
+// --latency-ms adds that much server-side latency to every request, as a loaded real API server has.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -105,7 +106,7 @@ json Job(const std::string& name, int pods) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int jobs = 1000, pods = 8, workers = 4;
+  int jobs = 1000, pods = 8, workers = 4, latency_ms = 0;
   std::string qps = "0";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -113,6 +114,7 @@ int main(int argc, char** argv) {
     else if (a == "--pods") pods = std::atoi(argv[i + 1]);
     else if (a == "--workers") workers = std::atoi(argv[i + 1]);
     else if (a == "--qps") qps = argv[i + 1];
+    else if (a == "--latency-ms") latency_ms = std::atoi(argv[i + 1]);
     else { std::fprintf(stderr, "unknown flag %s\n", a.c_str()); return 2; }
   }
   const int want_pods = jobs * pods;
@@ -167,6 +169,7 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   long idle_rss = StatusKb(pid, "VmRSS");
+  server.SetLatency(std::chrono::milliseconds(latency_ms));
   server.ResetCounters();
   double op_cpu0 = ProcessCpuSeconds(pid), self_cpu0 = SelfCpuSeconds();
 
@@ -206,8 +209,8 @@ int main(int argc, char** argv) {
   int st = 0;
   waitpid(pid, &st, 0);
 
-  std::printf("operator bench: %d DDPJobs x %d pods, --workers %d, --qps %s (0 = unlimited)\n",
-              jobs, pods, workers, qps.c_str());
+  std::printf("operator bench: %d DDPJobs x %d pods, --workers %d, --qps %s (0 = unlimited), "
+              "API latency %d ms\n", jobs, pods, workers, qps.c_str(), latency_ms);
   std::printf("  all %d pods exist after     %.2f s (jobs submitted in %.2f s; %zu pods stored)\n",
               want_pods, wall, Secs(created_at - t0), stored_pods);
   std::printf("  pods created per second     %.0f\n", want_pods / wall);
