@@ -372,13 +372,13 @@ TEST_P(PlannerTable, Decides) {
 
   EXPECT_EQ(DescribeCreates(plan), want.creates);
   EXPECT_EQ(DescribeDeletes(plan), want.deletes);
-  if (!want.phase.empty()) EXPECT_EQ(result.phase, want.phase);
-  if (want.round >= 0) EXPECT_EQ(result.round, want.round);
-  if (want.replicas >= 0) EXPECT_EQ(result.replicas, want.replicas);
-  if (want.world_size >= 0) EXPECT_EQ(result.world_size, want.world_size);
-  if (want.restarts >= 0) EXPECT_EQ(result.restarts, want.restarts);
-  if (want.disruptions >= 0) EXPECT_EQ(result.disruptions, want.disruptions);
-  if (!want.events.empty() || want.no_status) EXPECT_EQ(EventReasons(plan), want.events);
+  if (!want.phase.empty()) { EXPECT_EQ(result.phase, want.phase); }
+  if (want.round >= 0) { EXPECT_EQ(result.round, want.round); }
+  if (want.replicas >= 0) { EXPECT_EQ(result.replicas, want.replicas); }
+  if (want.world_size >= 0) { EXPECT_EQ(result.world_size, want.world_size); }
+  if (want.restarts >= 0) { EXPECT_EQ(result.restarts, want.restarts); }
+  if (want.disruptions >= 0) { EXPECT_EQ(result.disruptions, want.disruptions); }
+  if (!want.events.empty() || want.no_status) { EXPECT_EQ(EventReasons(plan), want.events); }
   if (!want.message.empty()) {
     EXPECT_TRUE(std::any_of(plan.events.begin(), plan.events.end(), [&](const Event& e) {
       return e.message.find(want.message) != std::string::npos;
@@ -395,7 +395,7 @@ TEST_P(PlannerTable, Decides) {
     EXPECT_EQ(*plan.requeue_after, std::chrono::seconds(want.requeue_s));
   }
   EXPECT_EQ(plan.delete_job, want.delete_job);
-  if (want.no_status) EXPECT_FALSE(plan.status.has_value());
+  if (want.no_status) { EXPECT_FALSE(plan.status.has_value()); }
 
   // Rule 7: a round change is a decision, and every decision is an event.
   if (result.round != row.job.status.round && !row.job.status.phase.empty()) {
