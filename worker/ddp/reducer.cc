@@ -206,19 +206,28 @@ Status Reducer::FinalizeBackward() {
     works = s.works;
   }
   Status first_error;
-  double last_done = 0;
   for (size_t b = 0; b < works.size(); ++b) {
     Status st = works[b]->Wait();
     if (!st.ok() && first_error.ok()) first_error = st.WithContext("reducer bucket " + std::to_string(b));
-    if (b < s.stats.bucket_launch_seconds.size()) {
-      last_done = std::max(last_done, s.stats.bucket_launch_seconds[b] + works[b]->seconds());
-    }
   }
   std::lock_guard<std::mutex> lock(s.mu);
   s.stats.exposed_allreduce_seconds = Since(t0);
-  if (!s.stats.bucket_launch_seconds.empty()) {
-    s.stats.allreduce_seconds = std::max(0.0, last_done - s.stats.bucket_launch_seconds[0]);
+  // Union of the [launch, completion] intervals: the time some bucket was in flight, without
+  // counting twice two buckets in flight at once, nor the gaps between them.
+  double busy = 0, open_start = 0, open_end = -1;
+  for (size_t b = 0; b < works.size() && b < s.stats.bucket_launch_seconds.size(); ++b) {
+    const double start = s.stats.bucket_launch_seconds[b];
+    const double end = start + works[b]->seconds();
+    if (start > open_end) {
+      if (open_end > open_start) busy += open_end - open_start;
+      open_start = start;
+      open_end = end;
+    } else {
+      open_end = std::max(open_end, end);
+    }
   }
+  if (open_end > open_start) busy += open_end - open_start;
+  s.stats.allreduce_seconds = busy;
   for (size_t i = 0; i < s.params.size(); ++i) s.ready[i] = true;  // late hooks: no-op
   return first_error;
 }

@@ -39,7 +39,9 @@ struct ReducerOptions {
 class Reducer {
  public:
   struct Stats {
-    double allreduce_seconds = 0;          // first bucket launch -> last bucket completed
+    // Time some bucket's all-reduce was in flight (queued or running): the union of the
+    // launch -> completion intervals. Hidden fraction = 1 - exposed / allreduce.
+    double allreduce_seconds = 0;
     double exposed_allreduce_seconds = 0;  // time blocked in FinalizeBackward (not overlapped)
     int64_t allreduce_bytes = 0;           // bytes all-reduced this step (per rank)
     int buckets = 0;                       // buckets all-reduced this step
