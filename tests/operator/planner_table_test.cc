@@ -349,7 +349,14 @@ std::vector<Row> Rows() {
         .phase = "Pending", .round = 3, .restarts = 0, .events = {"Resumed", "CreatingPods"},
         .message = "round 2 -> 3 (resumed)", .condition = "Suspended=False/Resumed"}},
 
-      // Rule 7 is checked on every row below: each round change comes with an event saying so.
+      // Rule 7: every decision is an event (also checked on every row: a round change without
+      // an event saying so fails the row), and no decision means no event.
+      {"rule7_restart_event_reads_like_the_design_example", InPhase(Job(3), "Running", 2, 3),
+       World({Pod(0, 2, "Running"), Exited(1, 2, 75), Pod(2, 2, "Running")}), At(10),
+       {.deletes = kDeleteAll3, .round = 3, .restarts = 1, .events = {"PodFailed", "DeletingPods"},
+        .message = "round 2 -> 3 (rank 1 exited 75", .requeue_s = 1}},
+      {"rule7_no_decision_no_event", Ready(InPhase(Job(3), "Running", 2, 3), 3),
+       World(Pods(3, 2, "Running")), At(10), {.round = 2, .events = {}, .no_status = true}},
   };
 }
 
@@ -426,7 +433,7 @@ INSTANTIATE_TEST_SUITE_P(Rules, PlannerTable, ::testing::ValuesIn(Rows()),
 TEST(PlannerTableSize, HasAtLeastFortyRowsCoveringEveryRule) {
   const auto rows = Rows();
   EXPECT_GE(rows.size(), 40u);
-  for (const char* rule : {"rule1_", "rule2_", "rule3_", "rule4_", "rule5_", "rule6_"}) {
+  for (const char* rule : {"rule1_", "rule2_", "rule3_", "rule4_", "rule5_", "rule6_", "rule7_"}) {
     EXPECT_TRUE(std::any_of(rows.begin(), rows.end(),
                             [&](const Row& r) { return r.name.rfind(rule, 0) == 0; }))
         << rule;
