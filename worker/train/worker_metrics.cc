@@ -30,8 +30,7 @@ WorkerMetrics::WorkerMetrics(const WorkerIdentity& id)
       exposed_allreduce_seconds(registry_.AddCounter("ddp_worker_exposed_allreduce_seconds_total", "All-reduce seconds not hidden behind backward.").Get()),
       checkpoint_seconds(registry_.AddHistogram("ddp_worker_checkpoint_seconds", "Wall time of writing one checkpoint.", StepBuckets()).Get()),
       checkpoint_last_step(registry_.AddGauge("ddp_worker_checkpoint_last_step", "Step of the last complete checkpoint.").Get()),
-      checkpoint_timestamp_seconds(registry_.AddGauge("ddp_worker_checkpoint_timestamp_seconds", "Unix time of the last complete checkpoint.").Get()),
-      gpu_memory_bytes(registry_.AddGauge("ddp_worker_gpu_memory_bytes", "GPU memory allocated by this rank.").Get()) {
+      checkpoint_timestamp_seconds(registry_.AddGauge("ddp_worker_checkpoint_timestamp_seconds", "Unix time of the last complete checkpoint.").Get()) {
   if (id.launched) {
     registry_.AddGauge("ddp_worker_info", "Identity of this worker process.", {"job", "world_size", "round"})
         .Labels({id.job, std::to_string(id.world_size), std::to_string(id.round)})
