@@ -17,6 +17,11 @@ RUN apt-get update \
 # LibTorch for CUDA comes from the PyTorch wheel (its CMake package and shared libraries).
 # Wheels from 2.7 on use the C++11 string ABI, like the distribution's yaml-cpp.
 RUN pip3 install --no-cache-dir "torch==${TORCH_VERSION}" --index-url "${TORCH_INDEX}"
+# c10d/ProcessGroupGloo.hpp includes Gloo's own headers; take the distribution's when the wheel
+# does not ship them.
+RUN python3 -c "import os, torch; d = os.path.dirname(torch.__file__); raise SystemExit(0 if os.path.isdir(os.path.join(d, 'include', 'gloo')) else 1)" \
+ || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libgloo-dev \
+     && rm -rf /var/lib/apt/lists/*)
 WORKDIR /src
 COPY CMakeLists.txt ./
 COPY common/ common/
