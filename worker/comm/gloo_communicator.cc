@@ -50,7 +50,12 @@ class GlooWork : public Work {
           work_->wait(kSlice);
           break;
         } catch (const std::exception&) {
-          if (work_->isCompleted()) throw;  // a real failure, not the end of our slice
+          // The slice ended, but the collective may have finished since: waiting again on
+          // finished work returns at once on success and rethrows its real error otherwise.
+          if (work_->isCompleted()) {
+            work_->wait();
+            break;
+          }
         }
         if (comm_->aborted()) {
           status_ = Status::Unavailable(what + ": communicator was aborted");
