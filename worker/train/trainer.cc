@@ -144,7 +144,12 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   const double tokens_per_step = samples_per_step * static_cast<double>(cfg.model.block_size);
   const bool bf16 = cfg.bf16 && ctx.device.is_cuda();
   const int64_t warmup = std::min<int64_t>(5, (cfg.steps - progress->step) / 5);
-  if (m) m->total_steps.Set(static_cast<double>(cfg.steps));
+  if (m) {
+    m->total_steps.Set(static_cast<double>(cfg.steps));
+    // The step counter reads as training progress, so a resumed run starts it where the
+    // checkpoint left off; Prometheus sees a new process's counter start, not a reset.
+    m->steps.Inc(static_cast<double>(progress->step));
+  }
   PhaseTotals totals, window;
   result.step = progress->step;
 

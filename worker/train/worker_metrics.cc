@@ -17,7 +17,9 @@ std::vector<double> StepBuckets() {
 }  // namespace
 
 WorkerMetrics::WorkerMetrics(const WorkerIdentity& id)
-    : steps(registry_.AddCounter("ddp_worker_steps_total", "Optimizer steps completed.").Get()),
+    : steps(registry_.AddCounter("ddp_worker_steps_total",
+                                     "Optimizer steps of the job (a resumed process starts at "
+                                     "its checkpoint's step).").Get()),
       samples(registry_.AddCounter("ddp_worker_samples_total", "Training samples processed by this rank.").Get()),
       tokens(registry_.AddCounter("ddp_worker_tokens_total", "Training tokens processed by this rank.").Get()),
       loss(registry_.AddGauge("ddp_worker_loss", "Training loss of the last step, averaged over ranks.").Get()),
