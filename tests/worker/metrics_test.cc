@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "common/exposition.h"
+#include "worker/comm/factory.h"
 
 namespace ddp::worker {
 namespace {
@@ -36,6 +37,19 @@ TEST(WorkerMetricsTest, BriefNamesPresent) {
   EXPECT_EQ(metrics::FindSample(*fams, "ddp_worker_info",
                                 {{"job", "ml/gpt"}, {"rank", "1"}, {"world_size", "2"}, {"round", "4"}}),
             1.0);
+}
+
+// A CPU worker has no GPU reading: the family is declared but carries no sample (not a 0).
+TEST(WorkerMetricsTest, GpuMemoryHasNoSampleOnCpu) {
+  EXPECT_EQ(DeviceMemoryInUse(c10::Device(c10::kCPU)), std::nullopt);
+  WorkerMetrics m({"j", 0, 0, 1, 0});
+  auto fams = metrics::ParseExposition(Filled(m).Render());
+  ASSERT_TRUE(fams.ok()) << fams.status().ToString();
+  EXPECT_EQ(metrics::FindSample(*fams, "ddp_worker_gpu_memory_bytes"), std::nullopt);
+  m.gpu_memory_bytes.Get().Set(3e9);  // what the trainer does once a GPU reading exists
+  fams = metrics::ParseExposition(m.Render());
+  ASSERT_TRUE(fams.ok());
+  EXPECT_EQ(metrics::FindSample(*fams, "ddp_worker_gpu_memory_bytes"), 3e9);
 }
 
 // Under launch, the launcher adds rank and local_rank; the child must not carry them twice.

@@ -12,6 +12,15 @@ namespace ddp::worker {
 
 bool HaveNccl() { return DDP_HAVE_NCCL != 0; }
 
+std::optional<int64_t> DeviceMemoryInUse(const c10::Device& device) {
+  if (!device.is_cuda()) return std::nullopt;
+#if DDP_HAVE_NCCL
+  return CudaMemoryInUse(device.has_index() ? device.index() : 0);
+#else
+  return std::nullopt;
+#endif
+}
+
 StatusOr<std::unique_ptr<Communicator>> MakeCommunicator(c10::intrusive_ptr<c10d::Store> store,
                                                          int rank, int size,
                                                          const c10::Device& device,

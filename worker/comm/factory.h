@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include "common/status.h"
 #include "worker/comm/communicator.h"
@@ -27,6 +28,11 @@ StatusOr<std::unique_ptr<Communicator>> MakeCommunicator(c10::intrusive_ptr<c10d
 
 // Whether MakeCommunicator can create a communicator for CUDA devices in this build.
 bool HaveNccl();
+
+// Bytes in use on a CUDA `device` as the CUDA runtime reports them (total - free), for the
+// worker's memory gauge. nullopt for CPU devices, for builds without CUDA, and when the runtime
+// call fails. Lives here because this file alone knows whether CUDA was compiled in.
+std::optional<int64_t> DeviceMemoryInUse(const c10::Device& device);
 
 }  // namespace ddp::worker
 

@@ -303,4 +303,15 @@ void NcclCommunicator::Abort() {
   ncclCommAbort(comm_);
 }
 
+std::optional<int64_t> CudaMemoryInUse(int device_index) {
+  int previous = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess) return std::nullopt;
+  if (cudaSetDevice(device_index) != cudaSuccess) return std::nullopt;
+  size_t free_bytes = 0, total_bytes = 0;
+  const cudaError_t e = cudaMemGetInfo(&free_bytes, &total_bytes);
+  cudaSetDevice(previous);
+  if (e != cudaSuccess) return std::nullopt;
+  return static_cast<int64_t>(total_bytes - free_bytes);
+}
+
 }  // namespace ddp::worker

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 
@@ -67,6 +68,10 @@ class NcclCommunicator : public Communicator {
   std::mutex mu_;
   std::atomic<bool> aborted_{false};
 };
+
+// total - free bytes of CUDA device `device_index` (cudaMemGetInfo); nullopt when the runtime
+// call fails. Leaves the calling thread's current device unchanged.
+std::optional<int64_t> CudaMemoryInUse(int device_index);
 
 }  // namespace ddp::worker
 

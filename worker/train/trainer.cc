@@ -13,6 +13,7 @@
 #include <torch/utils.h>
 
 #include "common/logging.h"
+#include "worker/comm/factory.h"
 #include "worker/data/sampler.h"
 #include "worker/ddp/reducer.h"
 #include "worker/train/autocast.h"
@@ -218,6 +219,9 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       m->loss.Set(result.last_loss);
       m->learning_rate.Set(lr);
       m->tokens_per_second.Set(tokens_per_step / t.step);
+      if (auto used = DeviceMemoryInUse(ctx.device)) {
+        m->gpu_memory_bytes.Get().Set(static_cast<double>(*used));
+      }
       m->step_seconds.Observe(t.step);
       m->allreduce_bytes.Inc(static_cast<double>(stats.allreduce_bytes));
       m->allreduce_seconds.Inc(stats.allreduce_seconds);

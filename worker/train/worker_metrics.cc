@@ -17,9 +17,7 @@ std::vector<double> StepBuckets() {
 }  // namespace
 
 WorkerMetrics::WorkerMetrics(const WorkerIdentity& id)
-    : steps(registry_.AddCounter("ddp_worker_steps_total",
-                                     "Optimizer steps of the job (a resumed process starts at "
-                                     "its checkpoint's step).").Get()),
+    : steps(registry_.AddCounter("ddp_worker_steps_total", "Optimizer steps of the job (a resumed process starts at its checkpoint's step).").Get()),
       samples(registry_.AddCounter("ddp_worker_samples_total", "Training samples processed by this rank.").Get()),
       tokens(registry_.AddCounter("ddp_worker_tokens_total", "Training tokens processed by this rank.").Get()),
       loss(registry_.AddGauge("ddp_worker_loss", "Training loss of the last step, averaged over ranks.").Get()),
@@ -32,7 +30,8 @@ WorkerMetrics::WorkerMetrics(const WorkerIdentity& id)
       exposed_allreduce_seconds(registry_.AddCounter("ddp_worker_exposed_allreduce_seconds_total", "All-reduce seconds not hidden behind backward.").Get()),
       checkpoint_seconds(registry_.AddHistogram("ddp_worker_checkpoint_seconds", "Wall time of writing one checkpoint.", StepBuckets()).Get()),
       checkpoint_last_step(registry_.AddGauge("ddp_worker_checkpoint_last_step", "Step of the last complete checkpoint.").Get()),
-      checkpoint_timestamp_seconds(registry_.AddGauge("ddp_worker_checkpoint_timestamp_seconds", "Unix time of the last complete checkpoint.").Get()) {
+      checkpoint_timestamp_seconds(registry_.AddGauge("ddp_worker_checkpoint_timestamp_seconds", "Unix time of the last complete checkpoint.").Get()),
+      gpu_memory_bytes(registry_.AddGauge("ddp_worker_gpu_memory_bytes", "GPU memory in use on this rank's device (total - free, from the CUDA runtime).")) {
   if (id.launched) {
     registry_.AddGauge("ddp_worker_info", "Identity of this worker process.", {"job", "world_size", "round"})
         .Labels({id.job, std::to_string(id.world_size), std::to_string(id.round)})

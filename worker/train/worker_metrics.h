@@ -48,8 +48,9 @@ class WorkerMetrics {
   metrics::Histogram& checkpoint_seconds;
   metrics::Gauge& checkpoint_last_step;
   metrics::Gauge& checkpoint_timestamp_seconds;
-  // ddp_worker_gpu_memory_bytes is not exported yet: LibTorch's C++ API has no allocator stats
-  // without linking c10_cuda, which a CPU LibTorch lacks; a gauge stuck at 0 would mislead.
+  // ddp_worker_gpu_memory_bytes: a family with no series until a GPU reading exists, so a
+  // CPU worker exports no misleading 0.
+  metrics::GaugeFamily& gpu_memory_bytes;
 };
 
 // Serves /metrics and /healthz for `m` on addr:port (port 0 = any free port). When `port_file`
