@@ -1,7 +1,8 @@
 // The DDPJob controller: observe (informer caches) -> plan::PlanReconcile -> apply. No policy
-// lives here; every decision is the planner's. Apply rules: deletes and creates first (creates in
-// parallel, AlreadyExists / NotFound are success), then one status write (on Conflict the job is
-// re-read and re-planned), then the plan's events, then requeue_after as a delayed add.
+// lives here; every decision is the planner's. Apply order: one status write first, so the
+// decision is durable before acting (on Conflict the job is re-read and re-planned, no pod having
+// been touched); then deletes; then creates (the Service first, pods in parallel; AlreadyExists /
+// NotFound are success); then the plan's events; then requeue_after as a delayed add.
 #ifndef DDP_OPERATOR_CONTROLLER_H_
 #define DDP_OPERATOR_CONTROLLER_H_
 
@@ -65,7 +66,8 @@ class Controller {
   void OnPodChange(const std::string& job, const plan::ObservedPod* old,
                    const plan::ObservedPod* now);
   plan::Observed Observe(const std::string& key) const;
-  // Applies `p` for `job`. Returns Conflict when the status write lost a race.
+  // Applies `p` for `job`. Returns Conflict when the status write lost a race; then no other
+  // write of `p` was issued.
   Status Apply(const std::string& key, const api::DDPJob& job, const nlohmann::json& raw,
                const plan::Plan& p);
   Status ApplyCreates(const std::string& key, const api::DDPJob& job,

@@ -132,10 +132,11 @@ void Controller::EmitEvents(const api::DDPJob& job, const std::vector<plan::Even
 
 Status Controller::Apply(const std::string& key, const api::DDPJob& job,
                          const nlohmann::json& raw, const plan::Plan& p) {
-  Status deletes = ApplyDeletes(key, job, p.deletes);
-  Status creates = ApplyCreates(key, job, p.creates);
-  // The status is written even when some writes failed: it carries the round and the counters,
-  // the planner's only memory, and must not fall behind the pods that were created.
+  // 1. The status first: it carries the round and the counters, the planner's only memory, so the
+  // decision is durable before any pod is touched. If this write fails nothing else was written,
+  // and the next pass (after a re-read on Conflict) makes the decision again from the same pods.
+  // Written the other way round, a lost write would leave this round's pods being deleted under
+  // the old status.round, and the next pass would count a failure restart as a disruption.
   if (p.status) {
     nlohmann::json obj = raw;  // every field we do not know survives
     obj["status"] = api::StatusToJson(*p.status);
@@ -151,7 +152,14 @@ Status Controller::Apply(const std::string& key, const api::DDPJob& job,
     // while the watch event is in flight.
     jobs_.Upsert(*written);
   }
-  // Events describe the transition the status now records; a later pass would not repeat them.
+  // 2. Deletes, then 3. creates (the Service first). Both are attempted even if the other
+  // failed: they touch disjoint names. A crash or an error from here on converges on a later pass:
+  // the planner deletes pods of rounds other than status.round and recreates every name of that
+  // round that no pod holds.
+  Status deletes = ApplyDeletes(key, job, p.deletes);
+  Status creates = ApplyCreates(key, job, p.creates);
+  // 4. Events describe the transition the status now records; a later pass would not repeat
+  // them, so they go out even when some pod writes are left for that pass.
   EmitEvents(job, p.events);
   DDP_RETURN_IF_ERROR(deletes);
   DDP_RETURN_IF_ERROR(creates);

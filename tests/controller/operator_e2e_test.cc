@@ -223,5 +223,51 @@ TEST_F(OperatorE2eTest, StatusWriteConflictIsReReadAndReplannedWithoutDuplicates
   EXPECT_NE(op->Log().find("conflict"), std::string::npos) << op->Log();
 }
 
+TEST_F(OperatorE2eTest, StatusWriteConflictDuringRestartKeepsItAFailureAndRoundsApart) {
+  // The status is written before any pod: when the restart's status write loses a race, no pod
+  // was touched, so the re-planned pass makes the same decision. (Deleting first would leave the
+  // round-0 pods gone under status.round 0, and the next pass would call it a disruption.)
+  PodRecorder rec(&w_.client(), World::kNs);
+  auto op = w_.StartOperator("op");
+  w_.CreateJob(World::Job("j", 3));
+  ASSERT_TRUE(w_.RunRound("j", 0, 3, kWait)) << op->Log();
+  // Settled: the pass that saw every pod ready has written its status; nothing else writes it.
+  ASSERT_TRUE(WaitFor([&] {
+    json st = w_.JobStatus("j");
+    return st.value("phase", "") == "Running" && StatusInt(st, "readyReplicas") == 3;
+  }, kWait)) << w_.JobStatus("j").dump() << op->Log();
+  w_.server().FailNext("update", "ddpjobs", 409, 1);
+  ASSERT_TRUE(w_.server().TerminatePod(World::kNs, "j-worker-1", 75));
+  ASSERT_TRUE(w_.RunRound("j", 1, 3, kWait)) << w_.JobStatus("j").dump() << op->Log();
+  ASSERT_TRUE(WaitFor([&] { return w_.JobStatus("j").value("phase", "") == "Running"; }, kWait))
+      << w_.JobStatus("j").dump() << op->Log();
+  // The 409 was served to the restart's status write (nothing else wrote the status since).
+  EXPECT_NE(op->Log().find("status write conflicted"), std::string::npos) << op->Log();
+
+  json st = w_.JobStatus("j");
+  EXPECT_EQ(StatusInt(st, "round"), 1) << st.dump();
+  EXPECT_EQ(StatusInt(st, "restarts"), 1) << st.dump();
+  EXPECT_EQ(StatusInt(st, "disruptions"), 0) << st.dump();
+  EXPECT_EQ(st["lastFailure"]["exitCode"], 75) << st.dump();
+  int failed_events = 0;
+  for (const auto& e : w_.server().Objects("/api/v1/namespaces/ml/events")) {
+    EXPECT_NE(e.value("reason", ""), "PodDisrupted") << e.dump();
+    if (e.value("reason", "") == "PodFailed") ++failed_events;
+  }
+  EXPECT_EQ(failed_events, 1) << "one decision, one event";
+
+  std::set<std::string> live_round0;
+  bool saw_round1 = false;
+  for (const auto& e : rec.Events()) {
+    if (e.round == 0 && e.type == "ADDED") live_round0.insert(e.uid);
+    if (e.round == 0 && e.type == "DELETED") live_round0.erase(e.uid);
+    if (e.round == 1 && e.type == "ADDED") {
+      saw_round1 = true;
+      EXPECT_TRUE(live_round0.empty()) << e.name << " added while round 0 pods remain";
+    }
+  }
+  EXPECT_TRUE(saw_round1);
+}
+
 }  // namespace
 }  // namespace ddp::e2e
