@@ -200,7 +200,10 @@ Status Controller::Reconcile(const std::string& key) {
       return Status::OK();
     }
     if (!fresh.ok()) return fresh.status().WithContext(key + ": re-read after conflict");
-    jobs_.Upsert(*fresh);
+    // Unless the watch delivered a newer spec or the deletion meanwhile (as in Apply).
+    jobs_.UpsertUnless(*fresh, [&](const JobEntry* cur) {
+      return cur == nullptr || GenerationOf(*cur->raw) > GenerationOf(*fresh);
+    });
   }
   return Status::Conflict(key + ": status write kept conflicting");
 }

@@ -149,8 +149,12 @@ Status Controller::Apply(const std::string& key, const api::DDPJob& job,
     }
     CountRestarts(job, *p.status);
     // The cache now holds what we wrote, so the next pass does not plan from the old status
-    // while the watch event is in flight.
-    jobs_.Upsert(*written);
+    // while the watch event is in flight; unless the watch already delivered a newer spec (an
+    // edit right after our write: a higher generation) or the deletion of the job. Storing ours
+    // over those would hide the change until the next resync.
+    jobs_.UpsertUnless(*written, [&](const JobEntry* cur) {
+      return cur == nullptr || GenerationOf(*cur->raw) > GenerationOf(*written);
+    });
   }
   // 2. Deletes, then 3. creates (the Service first). Both are attempted even if the other
   // failed: they touch disjoint names. A crash or an error from here on converges on a later pass:

@@ -12,6 +12,20 @@ std::string ObjectKey(const nlohmann::json& obj) {
   return ns.empty() ? name : ns + "/" + name;
 }
 
+std::string ResourceVersionOf(const nlohmann::json& obj) {
+  auto m = obj.find("metadata");
+  if (m == obj.end() || !m->is_object()) return "";
+  auto rv = m->find("resourceVersion");
+  return rv != m->end() && rv->is_string() ? rv->get<std::string>() : "";
+}
+
+int64_t GenerationOf(const nlohmann::json& obj) {
+  auto m = obj.find("metadata");
+  if (m == obj.end() || !m->is_object()) return 0;
+  auto g = m->find("generation");
+  return g != m->end() && g->is_number_integer() ? g->get<int64_t>() : 0;
+}
+
 std::string JobKeyFromLabel(const nlohmann::json& obj) {
   auto m = obj.find("metadata");
   if (m == obj.end() || !m->is_object()) return "";

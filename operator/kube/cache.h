@@ -4,6 +4,7 @@
 #ifndef DDP_OPERATOR_KUBE_CACHE_H_
 #define DDP_OPERATOR_KUBE_CACHE_H_
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -23,6 +24,10 @@ namespace ddp::controller {
 
 // "namespace/name" of an API object ("name" for cluster-scoped ones).
 std::string ObjectKey(const nlohmann::json& obj);
+// metadata.resourceVersion, or "" when absent. Opaque: compare for equality only.
+std::string ResourceVersionOf(const nlohmann::json& obj);
+// metadata.generation (bumped by the API server on spec changes and on deletion), or 0.
+int64_t GenerationOf(const nlohmann::json& obj);
 // The value of the ddp.dev/job-name label as a job key "namespace/<label>", or "" when absent.
 std::string JobKeyFromLabel(const nlohmann::json& obj);
 
@@ -56,14 +61,25 @@ class IndexedCache : public InformerSink {
   IndexedCache(Transform transform, OnChange on_change)
       : transform_(std::move(transform)), on_change_(std::move(on_change)) {}
 
-  void Upsert(const nlohmann::json& obj) override {
+  void Upsert(const nlohmann::json& obj) override { UpsertUnless(obj, nullptr); }
+
+  // Upsert for a writer other than the informer (the controller storing the object its write
+  // returned): unless keep(current) is true, checked under the same lock as the store, so a
+  // newer object the watch delivered meanwhile is not replaced by an older one. current is
+  // nullptr when the key is not cached. A null `keep` always stores. Returns whether it stored.
+  bool UpsertUnless(const nlohmann::json& obj, const std::function<bool(const T*)>& keep) {
     std::optional<Entry> e = transform_(obj);
-    if (!e) return Remove(obj);  // e.g. its label was removed: it left our view
+    if (!e) {  // e.g. its label was removed: it left our view
+      if (keep) return false;
+      Remove(obj);
+      return true;
+    }
     std::string key = ObjectKey(obj);
     std::optional<Entry> old;
     {
       std::unique_lock<std::shared_mutex> l(mu_);
       auto it = items_.find(key);
+      if (keep && keep(it == items_.end() ? nullptr : &it->second.value)) return false;
       if (it != items_.end()) {
         old = std::move(it->second);
         if (old->index != e->index) UnindexLocked(old->index, key);
@@ -77,6 +93,7 @@ class IndexedCache : public InformerSink {
       if (old && old->index != e->index) on_change_(old->index, &old->value, nullptr);
       on_change_(e->index, old && old->index == e->index ? &old->value : nullptr, &e->value);
     }
+    return true;
   }
 
   void Remove(const nlohmann::json& obj) override { RemoveKey(ObjectKey(obj)); }

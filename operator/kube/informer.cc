@@ -14,12 +14,6 @@ std::string Describe(const InformerOptions& o) {
   return s;
 }
 
-std::string ResourceVersionOf(const nlohmann::json& obj) {
-  auto m = obj.find("metadata");
-  if (m == obj.end() || !m->is_object()) return "";
-  return m->value("resourceVersion", "");
-}
-
 }  // namespace
 
 Informer::Informer(KubeClient* client, InformerOptions options, InformerSink* sink)

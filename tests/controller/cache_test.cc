@@ -69,6 +69,41 @@ TEST_F(CacheTest, IndexesByJobAndNotifiesAddUpdateRemove) {
   EXPECT_EQ(cache_.ByIndex("ml/a"), std::vector<std::string>{"Running"});
 }
 
+TEST_F(CacheTest, UpsertUnlessKeepsWhatTheWatchDeliveredMeanwhile) {
+  // The controller stores its write's result only while the cache still holds the object it
+  // planned from (here: phase Pending); absent or moved on, the cache's copy stays.
+  auto unless_moved_on = [](const std::string* cur) { return cur == nullptr || *cur != "Pending"; };
+  EXPECT_FALSE(cache_.UpsertUnless(Pod("ml", "a-worker-0", "a", "Running"), unless_moved_on));
+  EXPECT_EQ(cache_.Get("ml/a-worker-0"), std::nullopt) << "a deleted object is not brought back";
+  EXPECT_TRUE(changes_.empty());
+
+  cache_.Upsert(Pod("ml", "a-worker-0", "a"));  // Pending
+  changes_.clear();
+  EXPECT_TRUE(cache_.UpsertUnless(Pod("ml", "a-worker-0", "a", "Running"), unless_moved_on));
+  EXPECT_EQ(cache_.Get("ml/a-worker-0"), "Running");
+  EXPECT_EQ(changes_, (std::vector<Change>{{"ml/a", "Pending", "Running"}}));
+
+  changes_.clear();  // now Running: the "watch" moved on, an older write result must not win
+  EXPECT_FALSE(cache_.UpsertUnless(Pod("ml", "a-worker-0", "a", "Succeeded"), unless_moved_on));
+  EXPECT_EQ(cache_.Get("ml/a-worker-0"), "Running");
+  EXPECT_TRUE(changes_.empty());
+  EXPECT_TRUE(cache_.UpsertUnless(Pod("ml", "a-worker-0", "a", "Failed"), nullptr));
+  EXPECT_EQ(cache_.Get("ml/a-worker-0"), "Failed");
+}
+
+TEST(GenerationOfTest, ReadsMetadataOrZero) {
+  EXPECT_EQ(GenerationOf(json{{"metadata", {{"generation", 7}}}}), 7);
+  EXPECT_EQ(GenerationOf(json{{"metadata", {{"generation", "7"}}}}), 0);
+  EXPECT_EQ(GenerationOf(json::object()), 0);
+}
+
+TEST(ResourceVersionOfTest, ReadsMetadataOrEmpty) {
+  EXPECT_EQ(ResourceVersionOf(json{{"metadata", {{"resourceVersion", "42"}}}}), "42");
+  EXPECT_EQ(ResourceVersionOf(json{{"metadata", {{"resourceVersion", 42}}}}), "");
+  EXPECT_EQ(ResourceVersionOf(json{{"metadata", json::object()}}), "");
+  EXPECT_EQ(ResourceVersionOf(json::object()), "");
+}
+
 TEST_F(CacheTest, ObjectThatLosesItsLabelLeavesTheCache) {
   cache_.Upsert(Pod("ml", "a-worker-0", "a"));
   changes_.clear();
