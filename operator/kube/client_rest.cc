@@ -11,13 +11,11 @@
 #include <boost/asio/ssl.hpp>
 #include <cpprest/containerstream.h>
 #include <cpprest/http_client.h>
-#include <openssl/err.h>
-#include <openssl/pem.h>
-#include <openssl/ssl.h>
 
 #include "common/logging.h"
 #include "operator/kube/client.h"
 #include "operator/kube/client_errors.h"
+#include "operator/kube/client_tls.h"
 #include "operator/kube/client_watch_lines.h"
 #include "operator/kube/rate_limiter.h"
 
@@ -159,39 +157,6 @@ class RestClient : public KubeClient {
   struct timespec token_mtime_ {};
   off_t token_size_ = -1;
 };
-
-// Adds every certificate of a PEM bundle to the context's trust store. Returns how many.
-int AddCaBundle(SSL_CTX* ctx, const std::string& pem) {
-  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-  int n = 0;
-  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
-    if (ctx != nullptr) X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), cert);
-    X509_free(cert);
-    ++n;
-  }
-  BIO_free(bio);
-  ERR_clear_error();  // the loop ends on a "no start line" error
-  return n;
-}
-
-// Installs a client certificate and key. Returns false when either does not parse or match.
-bool UseClientCert(SSL_CTX* ctx, const std::string& cert_pem, const std::string& key_pem) {
-  BIO* cb = BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size()));
-  X509* cert = PEM_read_bio_X509(cb, nullptr, nullptr, nullptr);
-  BIO_free(cb);
-  BIO* kb = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
-  EVP_PKEY* key = PEM_read_bio_PrivateKey(kb, nullptr, nullptr, nullptr);
-  BIO_free(kb);
-  bool ok = cert != nullptr && key != nullptr && X509_check_private_key(cert, key) == 1;
-  if (ok && ctx != nullptr) {
-    ok = SSL_CTX_use_certificate(ctx, cert) == 1 && SSL_CTX_use_PrivateKey(ctx, key) == 1 &&
-         SSL_CTX_check_private_key(ctx) == 1;
-  }
-  X509_free(cert);
-  EVP_PKEY_free(key);
-  ERR_clear_error();
-  return ok;
-}
 
 http::client::http_client_config RestClient::MakeConfig(std::chrono::milliseconds timeout) const {
   http::client::http_client_config c;
