@@ -13,16 +13,12 @@
 
 #include "operator/kube/config.h"
 #include "operator/kube/kubeconfig.h"
+#include "tests/common/poll.h"
 
 namespace ddp::e2e {
 
 bool WaitFor(const std::function<bool()>& cond, milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (cond()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
+  return ddp::testing::PollUntil(cond, timeout, milliseconds(20));
 }
 
 OperatorProcess::OperatorProcess(const std::string& kubeconfig, const std::string& log_path,

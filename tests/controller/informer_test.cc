@@ -9,6 +9,7 @@
 
 #include "operator/kube/kubeconfig.h"
 #include "tests/kube/fake_apiserver.h"
+#include "tests/common/poll.h"
 
 namespace ddp::controller {
 namespace {
@@ -17,12 +18,7 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 
 bool WaitFor(const std::function<bool()>& cond, milliseconds timeout = milliseconds(10000)) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return true;
+  return ddp::testing::PollUntil(cond, timeout);
 }
 
 json Pod(const std::string& name, const std::string& job) {

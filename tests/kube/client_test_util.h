@@ -11,6 +11,7 @@
 
 #include "operator/kube/client.h"
 #include "tests/kube/fake_apiserver.h"
+#include "tests/common/poll.h"
 
 namespace ddp::controller {
 
@@ -24,12 +25,7 @@ inline nlohmann::json PodObject(const std::string& name, nlohmann::json labels =
 // Polls `cond` until it holds or `timeout` passes. Returns the last value.
 inline bool Eventually(const std::function<bool()>& cond,
                        std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return cond();
+  return ddp::testing::PollUntil(cond, timeout, std::chrono::milliseconds(5));
 }
 
 class FakeServerTest : public ::testing::Test {

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/common/poll.h"
+
 namespace ddp::testing_local {
 
 TempDir::TempDir() {
@@ -38,12 +40,7 @@ void WriteFileAtomic(const std::string& path, const std::string& text) {
 }
 
 bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (cond()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  return ddp::testing::PollUntil(cond, timeout, std::chrono::milliseconds(20));
 }
 
 OperatorProcess::OperatorProcess(const std::vector<std::string>& args,

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/common/poll.h"
+
 namespace ddp::testing {
 
 Proc StartProc(const std::string& bin, const std::vector<std::string>& args,
@@ -57,12 +59,7 @@ std::optional<int> WaitProc(const Proc& p, std::chrono::milliseconds timeout) {
 }
 
 bool PollUntil(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return cond();
+  return ddp::testing::PollUntil(cond, timeout, std::chrono::milliseconds(20));
 }
 
 std::string ReadAll(const std::string& path) {
