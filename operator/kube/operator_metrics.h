@@ -1,4 +1,4 @@
-// The operator's Prometheus metrics (names agreed in the team brief). One instance per process,
+// The operator's Prometheus metrics (names listed in docs/metrics.md). One instance per process,
 // owned by `ddp-operator run` and shared by reference with the controller, queue and client.
 // Thread-safe (the metric types are).
 #ifndef DDP_OPERATOR_KUBE_OPERATOR_METRICS_H_

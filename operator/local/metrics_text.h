@@ -11,7 +11,7 @@
 
 namespace ddp::controller::local {
 
-// Worker metric names (agreed with worker/, see the team brief); read here for the status line.
+// Worker metric names (exported by worker/, listed in docs/metrics.md); read here for the status line.
 inline constexpr char kMetricSteps[] = "ddp_worker_steps_total";
 inline constexpr char kMetricLoss[] = "ddp_worker_loss";
 inline constexpr char kMetricTokensPerSecond[] = "ddp_worker_tokens_per_second";

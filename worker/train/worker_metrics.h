@@ -1,4 +1,4 @@
-// The worker's Prometheus metrics (names agreed in the team brief), in one registry. Values are
+// The worker's Prometheus metrics (names listed in docs/metrics.md), in one registry. Values are
 // per rank: a rank's tokens/samples are the ones it processed, so sums over ranks are global.
 // Thread-safe (the registry is); the HTTP server renders it from its own thread.
 #ifndef DDP_WORKER_TRAIN_WORKER_METRICS_H_
