@@ -148,9 +148,14 @@ TEST(WorkerE2E, CorruptNewestCheckpointResumesFromPrevious) {
   const std::string newest = dir + "/ck/step-00000012/state.pt";
   ASSERT_TRUE(std::filesystem::exists(newest));
   {
+    // Flip every bit of the middle byte: writing a constant would change nothing when the byte
+    // already held it.
     std::fstream f(newest, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(newest) / 2));
-    f.put('\x5a');
+    const auto middle = static_cast<std::streamoff>(std::filesystem::file_size(newest) / 2);
+    f.seekg(middle);
+    const char byte = static_cast<char>(f.get());
+    f.seekp(middle);
+    f.put(static_cast<char>(~byte));
   }
   auto more = args;
   more.insert(more.end(), {"--steps", "14"});
