@@ -13,8 +13,13 @@ all: build
 deps:
 	@bash scripts/install-deps.sh
 
+# Quiet configure that still reports what was found (LibTorch, NCCL) and shows the whole log
+# when it fails.
 configure: deps
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@mkdir -p $(BUILD)
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) \
+		> $(BUILD)/configure.log 2>&1 || { cat $(BUILD)/configure.log; exit 1; }
+	@grep -E '^-- ddp-' $(BUILD)/configure.log || true
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
