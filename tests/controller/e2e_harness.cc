@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "operator/kube/config.h"
@@ -19,6 +20,22 @@ namespace ddp::e2e {
 
 bool WaitFor(const std::function<bool()>& cond, milliseconds timeout) {
   return ddp::testing::PollUntil(cond, timeout, milliseconds(20));
+}
+
+std::vector<std::string> PodsAddedWhileOlderRoundLive(const std::vector<PodEvent>& events,
+                                                      int prev, int next, bool* saw_next) {
+  std::set<std::string> live_prev;  // uids of round `prev` not yet DELETED
+  std::vector<std::string> overlapping;
+  *saw_next = false;
+  for (const auto& e : events) {
+    if (e.round == prev && e.type == "ADDED") live_prev.insert(e.uid);
+    if (e.round == prev && e.type == "DELETED") live_prev.erase(e.uid);
+    if (e.round == next && e.type == "ADDED") {
+      *saw_next = true;
+      if (!live_prev.empty()) overlapping.push_back(e.name);
+    }
+  }
+  return overlapping;
 }
 
 OperatorProcess::OperatorProcess(const std::string& kubeconfig, const std::string& log_path,

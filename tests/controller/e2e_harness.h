@@ -59,6 +59,12 @@ struct PodEvent {
   int round = -1;
 };
 
+// Rule 3 read from a watch history: the names of pods of round `next` that were ADDED while a
+// pod of round `prev` still existed (empty when the rounds never overlapped). `*saw_next` is set
+// to whether any pod of round `next` was added at all, so an empty answer is not vacuous.
+std::vector<std::string> PodsAddedWhileOlderRoundLive(const std::vector<PodEvent>& events,
+                                                      int prev, int next, bool* saw_next);
+
 // Records every pod event in one namespace via the real client's watch, in server order.
 class PodRecorder {
  public:

@@ -112,16 +112,10 @@ TEST_F(OperatorE2eTest, RetryableExitStartsNewRoundAfterEveryOldPodIsGone) {
   EXPECT_EQ(st["lastFailure"]["exitCode"], 75);
 
   // From the watch history: no round-1 pod was added while a round-0 pod still existed.
-  std::set<std::string> live_round0;
   bool saw_round1 = false;
-  for (const auto& e : rec.Events()) {
-    if (e.round == 0 && e.type == "ADDED") live_round0.insert(e.uid);
-    if (e.round == 0 && e.type == "DELETED") live_round0.erase(e.uid);
-    if (e.round == 1 && e.type == "ADDED") {
-      saw_round1 = true;
-      EXPECT_TRUE(live_round0.empty()) << e.name << " added while round 0 pods remain";
-    }
-  }
+  const auto overlapping = PodsAddedWhileOlderRoundLive(rec.Events(), 0, 1, &saw_round1);
+  EXPECT_TRUE(overlapping.empty()) << ::testing::PrintToString(overlapping)
+                                   << " added while round 0 pods remain";
   EXPECT_TRUE(saw_round1);
 }
 
@@ -256,16 +250,10 @@ TEST_F(OperatorE2eTest, StatusWriteConflictDuringRestartKeepsItAFailureAndRounds
   }
   EXPECT_EQ(failed_events, 1) << "one decision, one event";
 
-  std::set<std::string> live_round0;
   bool saw_round1 = false;
-  for (const auto& e : rec.Events()) {
-    if (e.round == 0 && e.type == "ADDED") live_round0.insert(e.uid);
-    if (e.round == 0 && e.type == "DELETED") live_round0.erase(e.uid);
-    if (e.round == 1 && e.type == "ADDED") {
-      saw_round1 = true;
-      EXPECT_TRUE(live_round0.empty()) << e.name << " added while round 0 pods remain";
-    }
-  }
+  const auto overlapping = PodsAddedWhileOlderRoundLive(rec.Events(), 0, 1, &saw_round1);
+  EXPECT_TRUE(overlapping.empty()) << ::testing::PrintToString(overlapping)
+                                   << " added while round 0 pods remain";
   EXPECT_TRUE(saw_round1);
 }
 

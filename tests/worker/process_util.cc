@@ -69,19 +69,6 @@ std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 std::string MakeTempDir(const std::string& prefix) {
   std::string t = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
   return mkdtemp(t.data());

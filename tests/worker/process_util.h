@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/free_port.h"  // FreePort()
+
 namespace ddp::testing {
 
 struct Proc {
@@ -32,8 +34,6 @@ std::optional<int> WaitProc(const Proc& p, std::chrono::milliseconds timeout);
 bool PollUntil(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
 
 std::string ReadAll(const std::string& path);
-// A port that was free a moment ago (bound to 0 on 127.0.0.1, then closed).
-int FreePort();
 // A fresh directory under the system temp dir.
 std::string MakeTempDir(const std::string& prefix);
 // The value of `key=` in the first line of `text` that contains it ("" if none).

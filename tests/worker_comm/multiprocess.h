@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/free_port.h"  // FreePort()
+
 namespace ddp::testing {
 
 struct RunOptions {
@@ -20,8 +22,6 @@ struct RunOptions {
 // (fn's return value; 100 for an uncaught exception; -signal when killed).
 std::vector<int> RunRanks(int n, const std::function<int(int rank)>& fn, RunOptions options = {});
 
-// A port that was free a moment ago on 127.0.0.1 (bound to port 0, then released).
-int FreePort();
 
 // Formats codes as "[0, 1, -9]" for failure messages.
 std::string CodesToString(const std::vector<int>& codes);
