@@ -191,7 +191,7 @@ Status Controller::Reconcile(const std::string& key) {
     plan::Plan p = plan::PlanReconcile(*job, Observe(key), std::chrono::system_clock::now());
     if (p.empty()) return Status::OK();
     DDP_LOG(DEBUG) << key << ": plan " << p.ToString();
-    Status s = Apply(key, *job, *entry->raw, p);
+    Status s = Apply(key, *job, *entry->raw, std::move(p));
     if (s.code() != StatusCode::kConflict) return s;
     DDP_LOG(INFO) << key << ": status write conflicted; re-reading";
     auto fresh = client_->Get(kDDPJobs, job->namespace_name, job->name);

@@ -66,12 +66,12 @@ class Controller {
   void OnPodChange(const std::string& job, const plan::ObservedPod* old,
                    const plan::ObservedPod* now);
   plan::Observed Observe(const std::string& key) const;
-  // Applies `p` for `job`. Returns Conflict when the status write lost a race; then no other
-  // write of `p` was issued.
+  // Applies `p` for `job` (its objects are moved into the requests). Returns Conflict when the
+  // status write lost a race; then no other write of `p` was issued.
   Status Apply(const std::string& key, const api::DDPJob& job, const nlohmann::json& raw,
-               const plan::Plan& p);
+               plan::Plan p);
   Status ApplyCreates(const std::string& key, const api::DDPJob& job,
-                      const std::vector<nlohmann::json>& creates);
+                      std::vector<nlohmann::json> creates);
   Status ApplyDeletes(const std::string& key, const api::DDPJob& job,
                       const std::vector<plan::Delete>& deletes);
   void EmitEvents(const api::DDPJob& job, const std::vector<plan::Event>& events);

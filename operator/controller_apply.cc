@@ -1,9 +1,5 @@
 // Controller::Apply: turns one Plan into API writes. Idempotent by construction: a create that
 // finds the object and a delete that misses it are success, so re-applying a plan is harmless.
-#include <algorithm>
-#include <atomic>
-#include <mutex>
-#include <thread>
 
 #include "common/logging.h"
 #include "operator/api/serialize.h"
@@ -27,84 +23,74 @@ std::string NameOf(const nlohmann::json& obj) {
   return m != obj.end() && m->is_object() ? m->value("name", "") : "";
 }
 
-// Runs fn(i) for i in [0, n) on up to kMaxParallelWrites threads; returns the first error (all
-// are attempted). Bounded so a 1,000-replica job does not start 1,000 threads.
-constexpr size_t kMaxParallelWrites = 16;
-Status ParallelFor(size_t n, const std::function<Status(size_t)>& fn) {
-  if (n == 0) return Status::OK();
-  if (n == 1) return fn(0);
-  std::mutex mu;
-  Status first;
-  std::atomic<size_t> next{0};
-  auto run = [&] {
-    for (size_t i = next++; i < n; i = next++) {
-      Status s = fn(i);
-      std::lock_guard<std::mutex> l(mu);
-      if (!s.ok() && first.ok()) first = s;
-    }
-  };
-  std::vector<std::thread> threads;
-  for (size_t t = 0; t < std::min(n, kMaxParallelWrites); ++t) threads.emplace_back(run);
-  for (auto& t : threads) t.join();
-  return first;
-}
-
 }  // namespace
 
 Status Controller::ApplyDeletes(const std::string& key, const api::DDPJob& job,
                                 const std::vector<plan::Delete>& deletes) {
   std::vector<const plan::Delete*> todo;
+  std::vector<DeleteCall> calls;
   for (const auto& d : deletes) {
     if (d.kind == "DDPJob") continue;  // the job itself goes last (Plan::delete_job)
-    todo.push_back(&d);
-  }
-  return ParallelFor(todo.size(), [&](size_t i) {
-    const plan::Delete& d = *todo[i];
     const Resource* r = ResourceForKind(d.kind);
     if (!r) return Status::Internal(key + ": plan deletes unknown kind " + d.kind);
-    bool is_pod = r == &kPods;
-    if (is_pod) expectations_.ExpectDelete(key, d.uid, SteadyClock::now());
+    if (r == &kPods) expectations_.ExpectDelete(key, d.uid, SteadyClock::now());
     DeleteOptions opts;
     opts.propagation_policy = "Background";
     opts.precondition_uid = d.uid;
-    Status s = client_->Delete(*r, job.namespace_name, d.name, opts);
+    todo.push_back(&d);
+    calls.push_back({r, job.namespace_name, d.name, opts});
+  }
+  if (calls.empty()) return Status::OK();
+  std::vector<Status> results = client_->DeleteAll(calls);
+  Status first;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const plan::Delete& d = *todo[i];
+    const Status& s = results[i];
+    bool is_pod = calls[i].resource == &kPods;
     // NotFound: already gone. Conflict: the uid precondition failed, so the object under that
     // name is a newer incarnation that this plan did not mean.
     bool gone = s.ok() || s.code() == StatusCode::kNotFound || s.code() == StatusCode::kConflict;
     if (is_pod && !s.ok()) expectations_.DeletionObserved(key, d.uid);  // no event will come
     if (s.ok() && is_pod) metrics_->pods_deleted_total.Get().Inc();
     if (s.ok()) DDP_LOG(INFO) << key << ": deleted " << d.kind << " " << d.name;
-    return gone ? Status::OK() : s.WithContext(key + ": delete " + d.kind + " " + d.name);
-  });
+    if (!gone && first.ok()) first = s.WithContext(key + ": delete " + d.kind + " " + d.name);
+  }
+  return first;
 }
 
 Status Controller::ApplyCreates(const std::string& key, const api::DDPJob& job,
-                                const std::vector<nlohmann::json>& creates) {
+                                std::vector<nlohmann::json> creates) {
   // The Service first (pods resolve rank 0 through it), then every pod at once.
-  std::vector<const nlohmann::json*> first, rest;
-  for (const auto& obj : creates) {
-    (obj.value("kind", "") == "Service" ? first : rest).push_back(&obj);
-  }
-  auto create = [&](const nlohmann::json& obj) {
+  std::vector<CreateCall> first, rest;
+  for (auto& obj : creates) {
     std::string kind = obj.value("kind", "");
-    std::string name = NameOf(obj);
     const Resource* r = ResourceForKind(kind);
     if (!r) return Status::Internal(key + ": plan creates unknown kind " + kind);
-    bool is_pod = r == &kPods;
-    if (is_pod) expectations_.ExpectCreate(key, name, SteadyClock::now());
-    auto created = client_->Create(*r, job.namespace_name, obj);
-    // Unless it was created, the informer may never report it: stop expecting it.
-    if (is_pod && !created.ok()) expectations_.CreationObserved(key, name);
-    if (created.ok()) {
-      if (is_pod) metrics_->pods_created_total.Get().Inc();
-      DDP_LOG(DEBUG) << key << ": created " << kind << " " << name;
-      return Status::OK();
+    (r == &kServices ? first : rest).push_back({r, job.namespace_name, std::move(obj)});
+  }
+  auto send = [&](const std::vector<CreateCall>& calls) {
+    for (const auto& c : calls) {
+      if (c.resource == &kPods) expectations_.ExpectCreate(key, NameOf(c.object), SteadyClock::now());
     }
-    if (created.status().code() == StatusCode::kAlreadyExists) return Status::OK();
-    return created.status().WithContext(key + ": create " + kind + " " + name);
+    std::vector<Status> results = client_->CreateAll(calls);
+    Status err;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const CreateCall& c = calls[i];
+      std::string kind = c.object.value("kind", ""), name = NameOf(c.object);
+      bool is_pod = c.resource == &kPods;
+      // Unless it was created, the informer may never report it: stop expecting it.
+      if (is_pod && !results[i].ok()) expectations_.CreationObserved(key, name);
+      if (results[i].ok()) {
+        if (is_pod) metrics_->pods_created_total.Get().Inc();
+        DDP_LOG(DEBUG) << key << ": created " << kind << " " << name;
+      } else if (results[i].code() != StatusCode::kAlreadyExists && err.ok()) {
+        err = results[i].WithContext(key + ": create " + kind + " " + name);
+      }
+    }
+    return err;
   };
-  for (const auto* obj : first) DDP_RETURN_IF_ERROR(create(*obj));
-  return ParallelFor(rest.size(), [&](size_t i) { return create(*rest[i]); });
+  DDP_RETURN_IF_ERROR(send(first));
+  return send(rest);
 }
 
 void Controller::CountRestarts(const api::DDPJob& job, const api::DDPJobStatus& next) {
@@ -117,6 +103,7 @@ void Controller::CountRestarts(const api::DDPJob& job, const api::DDPJobStatus& 
 void Controller::EmitEvents(const api::DDPJob& job, const std::vector<plan::Event>& events) {
   const std::string key = job.namespace_name + "/" + job.name;
   auto now = std::chrono::system_clock::now();
+  std::vector<CreateCall> calls;
   for (const auto& e : events) {
     // The decision's one log line (DESIGN.md rule 7).
     if (e.type == "Warning") {
@@ -124,14 +111,21 @@ void Controller::EmitEvents(const api::DDPJob& job, const std::vector<plan::Even
     } else {
       DDP_LOG(INFO) << key << ": " << e.message << " (" << e.reason << ")";
     }
-    auto s = client_->Create(kEvents, job.namespace_name, BuildEvent(job, e, now, options_.instance));
+    calls.push_back({&kEvents, job.namespace_name, BuildEvent(job, e, now, options_.instance)});
+  }
+  if (calls.empty()) return;
+  std::vector<Status> results = client_->CreateAll(calls);
+  for (size_t i = 0; i < results.size(); ++i) {
     // An event is a record, not state: losing one must not fail or repeat the pass.
-    if (!s.ok()) DDP_LOG(WARNING) << key << ": event " << e.reason << " not recorded: " << s.status().message();
+    if (!results[i].ok()) {
+      DDP_LOG(WARNING) << key << ": event " << events[i].reason
+                       << " not recorded: " << results[i].message();
+    }
   }
 }
 
 Status Controller::Apply(const std::string& key, const api::DDPJob& job,
-                         const nlohmann::json& raw, const plan::Plan& p) {
+                         const nlohmann::json& raw, plan::Plan p) {
   // 1. The status first: it carries the round and the counters, the planner's only memory, so the
   // decision is durable before any pod is touched. If this write fails nothing else was written,
   // and the next pass (after a re-read on Conflict) makes the decision again from the same pods.
@@ -161,7 +155,7 @@ Status Controller::Apply(const std::string& key, const api::DDPJob& job,
   // the planner deletes pods of rounds other than status.round and recreates every name of that
   // round that no pod holds.
   Status deletes = ApplyDeletes(key, job, p.deletes);
-  Status creates = ApplyCreates(key, job, p.creates);
+  Status creates = ApplyCreates(key, job, std::move(p.creates));
   // 4. Events describe the transition the status now records; a later pass would not repeat
   // them, so they go out even when some pod writes are left for that pass.
   EmitEvents(job, p.events);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -52,6 +53,19 @@ struct DeleteOptions {
   std::string precondition_resource_version;      // non-empty: delete only this version
 };
 
+// One write of a batch (KubeClient::CreateAll, DeleteAll).
+struct CreateCall {
+  const Resource* resource = nullptr;
+  std::string ns;
+  nlohmann::json object;
+};
+struct DeleteCall {
+  const Resource* resource = nullptr;
+  std::string ns;
+  std::string name;
+  DeleteOptions options;
+};
+
 // Called after every HTTP request completes. verb is the Kubernetes verb: get list watch create
 // update patch delete. code is the HTTP status, or 0 when no response arrived (connect failure,
 // timeout). seconds is the wall time of the request (for watch: until the stream ended).
@@ -88,6 +102,12 @@ class KubeClient {
                                           const nlohmann::json& obj) = 0;
   virtual Status Delete(const Resource& r, const std::string& ns, const std::string& name,
                         const DeleteOptions& opts) = 0;
+  // Many creates or deletes at once: the requests are in flight together (at most 16 at a time)
+  // and the caller waits once, for all of them. Results are in call order and mean what
+  // Create's and Delete's do (CreateAll does not return the created objects); retries follow
+  // the same rules, one call at a time.
+  virtual std::vector<Status> CreateAll(const std::vector<CreateCall>& calls) = 0;
+  virtual std::vector<Status> DeleteAll(const std::vector<DeleteCall>& calls) = 0;
   // PATCH application/merge-patch+json (RFC 7386). Returns the patched object.
   virtual StatusOr<nlohmann::json> MergePatch(const Resource& r, const std::string& ns,
                                               const std::string& name,

@@ -1,32 +1,63 @@
-// KubeClient over HTTP(S) with cpprestsdk. cpprest exceptions stop here and become Statuses.
+// RestClient's requests: one at a time (Json) or many in flight together (SendAll), with the
+// client's retry rules; and NewRestClient. The watch stream is in client_rest_watch.cc.
 #include <sys/stat.h>
 
-#include <atomic>
-#include <chrono>
+#include <algorithm>
+#include <deque>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <thread>
 
 #include <boost/asio/ssl.hpp>
-#include <cpprest/containerstream.h>
-#include <cpprest/http_client.h>
+#include <pplx/threadpool.h>
 
 #include "common/logging.h"
-#include "operator/kube/client.h"
 #include "operator/kube/client_errors.h"
+#include "operator/kube/client_rest.h"
 #include "operator/kube/client_tls.h"
-#include "operator/kube/client_watch_lines.h"
-#include "operator/kube/rate_limiter.h"
 
 namespace ddp::controller {
+namespace internal {
 namespace {
 
 using json = nlohmann::json;
 namespace http = web::http;
 
-// Bytes read from a watch stream at once: several events of a busy stream per read.
-constexpr size_t kWatchReadBytes = 64 << 10;
+// Requests of one batch in flight at once: enough to overlap an 8-pod job's creates, few enough
+// that a 1,000-replica job does not open 1,000 connections.
+constexpr size_t kMaxInFlight = 16;
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+Call MakeCall(const std::string& verb, const http::method& method, std::string path_query,
+              std::string body, std::string content_type, std::string context) {
+  return Call{verb, method, std::move(path_query), std::move(body), std::move(content_type),
+              std::move(context)};
+}
+
+Call CreateOf(const Resource& r, const std::string& ns, const json& obj) {
+  std::string name = obj.contains("metadata") ? obj["metadata"].value("name", "") : "";
+  return MakeCall("create", http::methods::POST, r.Path(ns), obj.dump(), "application/json",
+                  Context("create", r, ns, name));
+}
+
+Call DeleteOf(const Resource& r, const std::string& ns, const std::string& name,
+              const DeleteOptions& o) {
+  json body = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
+  if (!o.propagation_policy.empty()) body["propagationPolicy"] = o.propagation_policy;
+  if (o.grace_period_seconds) body["gracePeriodSeconds"] = *o.grace_period_seconds;
+  if (!o.precondition_uid.empty()) body["preconditions"]["uid"] = o.precondition_uid;
+  if (!o.precondition_resource_version.empty()) {
+    body["preconditions"]["resourceVersion"] = o.precondition_resource_version;
+  }
+  return MakeCall("delete", http::methods::DEL, r.Path(ns, name), body.dump(), "application/json",
+                  Context("delete", r, ns, name));
+}
+
+}  // namespace
 
 std::string ReadFile(const std::string& path, bool* ok) {
   std::ifstream in(path, std::ios::binary);
@@ -36,127 +67,89 @@ std::string ReadFile(const std::string& path, bool* ok) {
   return ss.str();
 }
 
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 std::string Context(const std::string& verb, const Resource& r, const std::string& ns,
                     const std::string& name) {
   std::string where = ns.empty() ? name : (name.empty() ? ns : ns + "/" + name);
   return verb + " " + r.Display() + (where.empty() ? "" : " " + where);
 }
 
-// A reply from one HTTP exchange; code 0 when none arrived.
-struct Reply {
-  int code = 0;
-  std::string body;
-  int retry_after_s = -1;
-  std::string transport_error;
-};
+RestClient::RestClient(ClientConfig cfg, std::string ca_pem, std::string cert_pem,
+                       std::string key_pem)
+    : cfg_(std::move(cfg)), ca_pem_(std::move(ca_pem)), cert_pem_(std::move(cert_pem)),
+      key_pem_(std::move(key_pem)), limiter_(cfg_.qps, cfg_.burst),
+      client_(utility::conversions::to_string_t(cfg_.server), MakeConfig(cfg_.request_timeout)) {}
 
-class RestClient : public KubeClient {
- public:
-  RestClient(ClientConfig cfg, std::string ca_pem, std::string cert_pem, std::string key_pem)
-      : cfg_(std::move(cfg)), ca_pem_(std::move(ca_pem)), cert_pem_(std::move(cert_pem)),
-        key_pem_(std::move(key_pem)), limiter_(cfg_.qps, cfg_.burst),
-        client_(utility::conversions::to_string_t(cfg_.server), MakeConfig(cfg_.request_timeout)) {}
+StatusOr<json> RestClient::Get(const Resource& r, const std::string& ns, const std::string& name) {
+  return Json(MakeCall("get", http::methods::GET, r.Path(ns, name), "", "",
+                       Context("get", r, ns, name)));
+}
 
-  StatusOr<json> Get(const Resource& r, const std::string& ns, const std::string& name) override {
-    return Json("get", http::methods::GET, r.Path(ns, name), "", "", Context("get", r, ns, name));
-  }
+StatusOr<json> RestClient::List(const Resource& r, const std::string& ns, const ListOptions& o) {
+  web::uri_builder b(utility::conversions::to_string_t(r.Path(ns)));
+  if (!o.label_selector.empty()) b.append_query("labelSelector", o.label_selector);
+  if (!o.field_selector.empty()) b.append_query("fieldSelector", o.field_selector);
+  if (o.limit > 0) b.append_query("limit", o.limit);
+  if (!o.continue_token.empty()) b.append_query("continue", o.continue_token);
+  if (!o.resource_version.empty()) b.append_query("resourceVersion", o.resource_version);
+  return Json(MakeCall("list", http::methods::GET, b.to_string(), "", "",
+                       Context("list", r, ns, "")));
+}
 
-  StatusOr<json> List(const Resource& r, const std::string& ns, const ListOptions& o) override {
-    web::uri_builder b(utility::conversions::to_string_t(r.Path(ns)));
-    if (!o.label_selector.empty()) b.append_query("labelSelector", o.label_selector);
-    if (!o.field_selector.empty()) b.append_query("fieldSelector", o.field_selector);
-    if (o.limit > 0) b.append_query("limit", o.limit);
-    if (!o.continue_token.empty()) b.append_query("continue", o.continue_token);
-    if (!o.resource_version.empty()) b.append_query("resourceVersion", o.resource_version);
-    return Json("list", http::methods::GET, b.to_string(), "", "", Context("list", r, ns, ""));
-  }
+StatusOr<json> RestClient::Create(const Resource& r, const std::string& ns, const json& obj) {
+  return Json(CreateOf(r, ns, obj));
+}
 
-  StatusOr<json> Create(const Resource& r, const std::string& ns, const json& obj) override {
-    std::string name = obj.contains("metadata") ? obj["metadata"].value("name", "") : "";
-    return Json("create", http::methods::POST, r.Path(ns), obj.dump(), "application/json",
-                Context("create", r, ns, name));
-  }
+Status RestClient::Delete(const Resource& r, const std::string& ns, const std::string& name,
+                          const DeleteOptions& o) {
+  return Json(DeleteOf(r, ns, name, o)).status();
+}
 
-  Status Delete(const Resource& r, const std::string& ns, const std::string& name,
-                const DeleteOptions& o) override {
-    json body = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
-    if (!o.propagation_policy.empty()) body["propagationPolicy"] = o.propagation_policy;
-    if (o.grace_period_seconds) body["gracePeriodSeconds"] = *o.grace_period_seconds;
-    if (!o.precondition_uid.empty()) body["preconditions"]["uid"] = o.precondition_uid;
-    if (!o.precondition_resource_version.empty()) {
-      body["preconditions"]["resourceVersion"] = o.precondition_resource_version;
-    }
-    return Json("delete", http::methods::DEL, r.Path(ns, name), body.dump(), "application/json",
-                Context("delete", r, ns, name)).status();
-  }
+std::vector<Status> RestClient::CreateAll(const std::vector<CreateCall>& calls) {
+  std::vector<Call> prepared;
+  for (const auto& c : calls) prepared.push_back(CreateOf(*c.resource, c.ns, c.object));
+  return SendAll(prepared);
+}
 
-  StatusOr<json> MergePatch(const Resource& r, const std::string& ns, const std::string& name,
-                            const json& patch) override {
-    return Json("patch", http::methods::PATCH, r.Path(ns, name), patch.dump(),
-                "application/merge-patch+json", Context("patch", r, ns, name));
-  }
+std::vector<Status> RestClient::DeleteAll(const std::vector<DeleteCall>& calls) {
+  std::vector<Call> prepared;
+  for (const auto& c : calls) prepared.push_back(DeleteOf(*c.resource, c.ns, c.name, c.options));
+  return SendAll(prepared);
+}
 
-  StatusOr<json> Update(const Resource& r, const std::string& ns, const std::string& name,
-                        const json& obj) override {
-    return Json("update", http::methods::PUT, r.Path(ns, name), obj.dump(), "application/json",
-                Context("update", r, ns, name));
-  }
+StatusOr<json> RestClient::MergePatch(const Resource& r, const std::string& ns,
+                                      const std::string& name, const json& patch) {
+  return Json(MakeCall("patch", http::methods::PATCH, r.Path(ns, name), patch.dump(),
+                       "application/merge-patch+json", Context("patch", r, ns, name)));
+}
 
-  StatusOr<json> UpdateStatus(const Resource& r, const std::string& ns, const std::string& name,
-                              const json& obj) override {
-    return Json("update", http::methods::PUT, r.Path(ns, name) + "/status", obj.dump(),
-                "application/json", Context("update status of", r, ns, name));
-  }
+StatusOr<json> RestClient::Update(const Resource& r, const std::string& ns,
+                                  const std::string& name, const json& obj) {
+  return Json(MakeCall("update", http::methods::PUT, r.Path(ns, name), obj.dump(),
+                       "application/json", Context("update", r, ns, name)));
+}
 
-  StatusOr<json> MergePatchStatus(const Resource& r, const std::string& ns,
-                                  const std::string& name, const json& patch) override {
-    return Json("patch", http::methods::PATCH, r.Path(ns, name) + "/status", patch.dump(),
-                "application/merge-patch+json", Context("patch status of", r, ns, name));
-  }
+StatusOr<json> RestClient::UpdateStatus(const Resource& r, const std::string& ns,
+                                        const std::string& name, const json& obj) {
+  return Json(MakeCall("update", http::methods::PUT, r.Path(ns, name) + "/status", obj.dump(),
+                       "application/json", Context("update status of", r, ns, name)));
+}
 
-  Status Watch(const Resource& r, const std::string& ns, const WatchOptions& o,
-               const std::function<bool(const WatchEvent&)>& on_event) override;
+StatusOr<json> RestClient::MergePatchStatus(const Resource& r, const std::string& ns,
+                                            const std::string& name, const json& patch) {
+  return Json(MakeCall("patch", http::methods::PATCH, r.Path(ns, name) + "/status",
+                       patch.dump(), "application/merge-patch+json",
+                       Context("patch status of", r, ns, name)));
+}
 
-  void SetRequestObserver(RequestObserver observer) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    observer_ = std::move(observer);
-  }
+void RestClient::SetRequestObserver(RequestObserver observer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  observer_ = std::move(observer);
+}
 
-  void Stop() override {
-    stopped_ = true;
-    stop_source_.cancel();
-  }
-
- private:
-  http::client::http_client_config MakeConfig(std::chrono::milliseconds timeout) const;
-  std::string Token();
-  void Observe(const std::string& verb, int code, std::chrono::steady_clock::time_point start);
-  // One attempt. Fills the reply; never throws.
-  Reply Send(http::client::http_client& client, const http::method& method,
-             const std::string& path_query, const std::string& body,
-             const std::string& content_type);
-  // Attempts with retries; returns the parsed JSON body or the mapped Status.
-  StatusOr<json> Json(const std::string& verb, const http::method& method,
-                      const std::string& path_query, const std::string& body,
-                      const std::string& content_type, const std::string& context);
-
-  const ClientConfig cfg_;
-  const std::string ca_pem_, cert_pem_, key_pem_;
-  TokenBucket limiter_;
-  http::client::http_client client_;
-  pplx::cancellation_token_source stop_source_;
-  std::atomic<bool> stopped_{false};
-  std::mutex mu_;  // guards observer_ and the token cache
-  RequestObserver observer_;
-  std::string token_;
-  struct timespec token_mtime_ {};
-  off_t token_size_ = -1;
-};
+void RestClient::Stop() {
+  stopped_ = true;
+  stop_source_.cancel();
+}
 
 http::client::http_client_config RestClient::MakeConfig(std::chrono::milliseconds timeout) const {
   http::client::http_client_config c;
@@ -201,75 +194,93 @@ void RestClient::Observe(const std::string& verb, int code,
   }
 }
 
-http::http_request NewRequest(const http::method& method, const std::string& path_query,
-                              const std::string& token, const std::string& user_agent) {
+http::http_request RestClient::NewRequest(const http::method& method,
+                                          const std::string& path_query) {
   http::http_request req(method);
   req.set_request_uri(utility::conversions::to_string_t(path_query));
   req.headers().add(U("Accept"), U("application/json"));
-  req.headers().add(U("User-Agent"), utility::conversions::to_string_t(user_agent));
+  req.headers().add(U("User-Agent"), utility::conversions::to_string_t(cfg_.user_agent));
+  std::string token = Token();
   if (!token.empty()) {
     req.headers().add(U("Authorization"), utility::conversions::to_string_t("Bearer " + token));
   }
   return req;
 }
 
-Reply RestClient::Send(http::client::http_client& client, const http::method& method,
-                       const std::string& path_query, const std::string& body,
-                       const std::string& content_type) {
-  Reply reply;
+pplx::task<Reply> RestClient::SendAsync(const Call& call) {
+  limiter_.Wait();
   try {
-    http::http_request req = NewRequest(method, path_query, Token(), cfg_.user_agent);
-    if (!body.empty()) req.set_body(body, content_type);
-    http::http_response resp = client.request(req, stop_source_.get_token()).get();
-    reply.code = resp.status_code();
-    reply.body = resp.extract_utf8string(true).get();
-    auto it = resp.headers().find(U("Retry-After"));
-    if (it != resp.headers().end()) {
-      reply.retry_after_s = ParseRetryAfter(utility::conversions::to_utf8string(it->second));
-    }
-  } catch (const http::http_exception& e) {
-    reply.code = 0;
-    reply.transport_error = e.error_code() == std::errc::timed_out
-                                ? std::string("timed out: ") + e.what() : e.what();
-  } catch (const std::exception& e) {
-    reply.code = 0;
-    reply.transport_error = e.what();
+    http::http_request req = NewRequest(call.method, call.path_query);
+    if (!call.body.empty()) req.set_body(call.body, call.content_type);
+    // One chain per request: the waiter wakes once, when the whole body is in.
+    return client_.request(req, stop_source_.get_token())
+        .then([](http::http_response resp) {
+          return resp.extract_utf8string(true).then([resp](std::string body) {
+            Reply r;
+            r.code = resp.status_code();
+            r.body = std::move(body);
+            auto it = resp.headers().find(U("Retry-After"));
+            if (it != resp.headers().end()) {
+              r.retry_after_s = ParseRetryAfter(utility::conversions::to_utf8string(it->second));
+            }
+            return r;
+          });
+        })
+        .then([](pplx::task<Reply> t) {
+          Reply r;
+          try {
+            r = t.get();
+          } catch (const http::http_exception& e) {
+            r.transport_error = e.error_code() == std::errc::timed_out
+                                    ? std::string("timed out: ") + e.what() : e.what();
+          } catch (const std::exception& e) {  // includes pplx::task_canceled after Stop()
+            r.transport_error = e.what();
+          }
+          return r;
+        });
+  } catch (const std::exception& e) {  // a malformed URI or header
+    Reply r;
+    r.transport_error = e.what();
+    return pplx::task_from_result(r);
   }
-  return reply;
 }
 
-StatusOr<json> RestClient::Json(const std::string& verb, const http::method& method,
-                                const std::string& path_query, const std::string& body,
-                                const std::string& content_type, const std::string& context) {
+Reply RestClient::Exchange(const Call& call) {
+  auto start = std::chrono::steady_clock::now();
+  Reply rep = SendAsync(call).get();
+  Observe(call.verb, rep.code, start);
+  return rep;
+}
+
+StatusOr<json> RestClient::Complete(const Call& call, Reply rep, bool parse) {
   for (int attempt = 0;; ++attempt) {
-    if (stopped_) return Status::Unavailable(context + ": client stopped");
-    limiter_.Wait();
-    auto start = std::chrono::steady_clock::now();
-    Reply rep = Send(client_, method, path_query, body, content_type);
-    Observe(verb, rep.code, start);
     Status st;
     if (rep.code == 0) {
       st = rep.transport_error.rfind("timed out", 0) == 0
-               ? Status::DeadlineExceeded(context + ": " + rep.transport_error)
-               : Status::Unavailable(context + ": " + rep.transport_error);
+               ? Status::DeadlineExceeded(call.context + ": " + rep.transport_error)
+               : Status::Unavailable(call.context + ": " + rep.transport_error);
     } else {
-      st = StatusFromHttp(rep.code, rep.body, context);
+      st = StatusFromHttp(rep.code, rep.body, call.context);
     }
     if (st.ok()) {
+      if (!parse) return json();
       json j = json::parse(rep.body, nullptr, false);
-      if (j.is_discarded()) return Status::Internal(context + ": the response is not JSON");
+      if (j.is_discarded()) return Status::Internal(call.context + ": the response is not JSON");
       return j;
     }
-    if (attempt < cfg_.max_retries && ShouldRetry(rep.code, verb) && !stopped_) {
+    if (attempt < cfg_.max_retries && ShouldRetry(rep.code, call.verb) && !stopped_) {
       auto delay = rep.retry_after_s >= 0 ? std::chrono::milliseconds(rep.retry_after_s * 1000)
                                           : std::chrono::milliseconds(100 << std::min(attempt, 5));
-      DDP_LOG(DEBUG) << context << ": retrying in " << delay.count() << " ms: " << st.message();
+      DDP_LOG(DEBUG) << call.context << ": retrying in " << delay.count()
+                     << " ms: " << st.message();
       // Sleep in slices so that Stop() is not held up by a long Retry-After.
       auto until = std::chrono::steady_clock::now() + delay;
       while (!stopped_ && std::chrono::steady_clock::now() < until) {
         std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
             until - std::chrono::steady_clock::now(), std::chrono::milliseconds(50)));
       }
+      if (stopped_) return Status::Unavailable(call.context + ": client stopped");
+      rep = Exchange(call);
       continue;
     }
     if (rep.retry_after_s >= 0) {
@@ -280,98 +291,42 @@ StatusOr<json> RestClient::Json(const std::string& verb, const http::method& met
   }
 }
 
-Status RestClient::Watch(const Resource& r, const std::string& ns, const WatchOptions& o,
-                         const std::function<bool(const WatchEvent&)>& on_event) {
-  const std::string context = Context("watch", r, ns, "");
-  if (stopped_) return Status::Unavailable(context + ": client stopped");
-  web::uri_builder b(utility::conversions::to_string_t(r.Path(ns)));
-  b.append_query("watch", "true");
-  if (!o.resource_version.empty()) b.append_query("resourceVersion", o.resource_version);
-  if (!o.label_selector.empty()) b.append_query("labelSelector", o.label_selector);
-  if (!o.field_selector.empty()) b.append_query("fieldSelector", o.field_selector);
-  if (o.allow_bookmarks) b.append_query("allowWatchBookmarks", "true");
-  if (o.timeout_seconds > 0) b.append_query("timeoutSeconds", o.timeout_seconds);
-  // The stream may legitimately stay open for timeout_seconds: the client-side timeout is longer.
-  auto timeout = std::chrono::milliseconds(std::max(o.timeout_seconds, 0) * 1000) +
-                 cfg_.request_timeout;
-  http::client::http_client client(utility::conversions::to_string_t(cfg_.server),
-                                   MakeConfig(timeout));
-  pplx::cancellation_token stop_token = stop_source_.get_token();
-  pplx::cancellation_token_source cts =
-      pplx::cancellation_token_source::create_linked_source(stop_token);
-  int cancel_id = -1;
-  if (o.cancel) cancel_id = o.cancel->AddCallback([cts] { cts.cancel(); });
-  struct Unregister {
-    const WatchOptions& o;
-    int id;
-    ~Unregister() {
-      if (o.cancel && id >= 0) o.cancel->RemoveCallback(id);
-    }
-  } unregister{o, cancel_id};
-
-  limiter_.Wait();
-  auto start = std::chrono::steady_clock::now();
-  int code = 0;
-  Status result;
-  try {
-    http::http_request req = NewRequest(http::methods::GET, b.to_string(), Token(), cfg_.user_agent);
-    http::http_response resp = client.request(req, cts.get_token()).get();
-    code = resp.status_code();
-    if (code != 200) {
-      std::string body = resp.extract_utf8string(true).get();
-      Observe("watch", code, start);
-      return StatusFromHttp(code, body, context);
-    }
-    // Read whatever has arrived, up to kWatchReadBytes at a time, and split lines here: the
-    // stream's read_line runs one task per character, which made watch streams the operator's
-    // main CPU cost. The body buffer completes a getn only once `count` bytes arrived (or the
-    // stream ended), so ask for at most what is available; when nothing is, wait for one byte.
-    // A broken connection, a timeout and a cancellation surface as an exception from these
-    // reads, as they did from read_line.
-    auto body = resp.body().streambuf();
-    std::unique_ptr<uint8_t[]> buf(new uint8_t[kWatchReadBytes]);
-    WatchLineSplitter lines;
-    bool go_on = true;
-    auto on_line = [&](std::string_view line) {
-      auto ev = ParseWatchLine(line, context);
-      if (!ev.ok()) {
-        result = ev.status();
-        return false;
-      }
-      return on_event(*ev);
-    };
-    while (go_on) {
-      size_t avail = body.in_avail();
-      if (avail == 0) {
-        if (body.getc().get() == Concurrency::streams::char_traits<uint8_t>::eof()) {
-          go_on = lines.Finish(on_line);
-          break;
-        }
-        avail = body.in_avail();
-      }
-      size_t n = body.getn(buf.get(), std::min(avail, kWatchReadBytes)).get();
-      if (n == 0) {  // the end of the stream
-        go_on = lines.Finish(on_line);
-        break;
-      }
-      go_on = lines.Feed(std::string_view(reinterpret_cast<const char*>(buf.get()), n), on_line);
-    }
-  } catch (const std::exception& e) {
-    if (!cts.get_token().is_canceled()) {
-      bool timed_out = false;
-      if (auto* he = dynamic_cast<const http::http_exception*>(&e)) {
-        timed_out = he->error_code() == std::errc::timed_out;
-      }
-      result = timed_out ? Status::DeadlineExceeded(context + ": " + e.what())
-                         : Status::Unavailable(context + ": stream broken: " + e.what());
-    }
-  }
-  cts.cancel();  // closes the connection if the stream is still open (on_event said stop)
-  Observe("watch", code, start);
-  return result;
+StatusOr<json> RestClient::Json(const Call& call) {
+  if (stopped_) return Status::Unavailable(call.context + ": client stopped");
+  return Complete(call, Exchange(call), /*parse=*/true);
 }
 
-}  // namespace
+std::vector<Status> RestClient::SendAll(const std::vector<Call>& calls) {
+  std::vector<Status> out;
+  out.reserve(calls.size());
+  struct InFlight {
+    pplx::task<Reply> reply;
+    std::chrono::steady_clock::time_point start;
+  };
+  std::deque<InFlight> window;  // the calls [out.size(), next)
+  size_t next = 0;
+  while (out.size() < calls.size()) {
+    // Keep the window full, then finish the oldest call (results stay in call order).
+    while (next < calls.size() && window.size() < kMaxInFlight && !stopped_) {
+      auto start = std::chrono::steady_clock::now();
+      window.push_back({SendAsync(calls[next]), start});
+      ++next;
+    }
+    const Call& call = calls[out.size()];
+    if (window.empty()) {  // stopped before this call was sent
+      out.push_back(Status::Unavailable(call.context + ": client stopped"));
+      continue;
+    }
+    InFlight f = std::move(window.front());
+    window.pop_front();
+    Reply rep = f.reply.get();
+    Observe(call.verb, rep.code, f.start);
+    out.push_back(Complete(call, std::move(rep), /*parse=*/false).status());
+  }
+  return out;
+}
+
+}  // namespace internal
 
 StatusOr<std::unique_ptr<KubeClient>> NewRestClient(const ClientConfig& config) {
   const std::string& s = config.server;
@@ -383,7 +338,7 @@ StatusOr<std::unique_ptr<KubeClient>> NewRestClient(const ClientConfig& config) 
     *out = data;
     if (out->empty() && !file.empty()) {
       bool ok;
-      *out = ReadFile(file, &ok);
+      *out = internal::ReadFile(file, &ok);
       if (!ok) return Status::InvalidArgument(std::string(what) + " file " + file + ": cannot read");
     }
     return Status::OK();
@@ -402,8 +357,17 @@ StatusOr<std::unique_ptr<KubeClient>> NewRestClient(const ClientConfig& config) 
   if (!cert.empty() && !UseClientCert(nullptr, cert, key)) {
     return Status::InvalidArgument("client certificate or key: not valid PEM");
   }
+  if (config.io_threads < 1) return Status::InvalidArgument("io_threads must be at least 1");
+  static std::once_flag pool_once;
+  std::call_once(pool_once, [&] {
+    try {
+      crossplat::threadpool::initialize_with_threads(static_cast<size_t>(config.io_threads));
+    } catch (const std::exception& e) {  // something in this process used cpprestsdk first
+      DDP_LOG(WARNING) << "cpprestsdk I/O pool already started; keeping its size: " << e.what();
+    }
+  });
   try {
-    return std::unique_ptr<KubeClient>(new RestClient(config, ca, cert, key));
+    return std::unique_ptr<KubeClient>(new internal::RestClient(config, ca, cert, key));
   } catch (const std::exception& e) {
     return Status::InvalidArgument("server \"" + s + "\": " + e.what());
   }

@@ -29,6 +29,11 @@ struct ClientConfig {
   int max_retries = 3;           // extra attempts: 429 any verb; 5xx/transport errors get/list only
   std::string default_namespace; // from the context or the service account; "default" if unset
   std::string user_agent = "ddp-operator";
+  // Threads of cpprestsdk's process-wide I/O pool, fixed by the first client of the process.
+  // cpprestsdk's default is 40: every completion then wakes another thread, which cost the
+  // operator about twice the CPU per request (bench/RESULTS.md). Callers block in their own threads,
+  // so two threads keep the socket work off the workers without extra hand-offs.
+  int io_threads = 2;
 };
 
 // The in-cluster service account directory (token, ca.crt, namespace).

@@ -84,7 +84,7 @@ json BuildWorkerPod(const api::DDPJob& job, int index, int round, int replicas,
   labels[kJobNameLabel] = job.name;
   labels[kReplicaIndexLabel] = std::to_string(index);
   labels[kRoundLabel] = std::to_string(round);
-  meta["labels"] = labels;
+  meta["labels"] = std::move(labels);
   // A job that was never stored (render's dry run) has no uid to point at.
   if (!job.uid.empty()) meta["ownerReferences"] = json::array({OwnerReference(job)});
 
@@ -115,11 +115,15 @@ json BuildWorkerPod(const api::DDPJob& job, int index, int round, int replicas,
         if (std::find(reserved.begin(), reserved.end(), n) == reserved.end()) env.push_back(e);
       }
     }
-    container["env"] = env;
+    container["env"] = std::move(env);
     EnsurePort(&container, kRendezvousPortName, job.spec.rendezvous.port);
     EnsurePort(&container, kMetricsPortName, metrics_port);
   }
-  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}};
+  // Moved in, not listed in an initializer (which copies every node).
+  json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
+  pod["metadata"] = std::move(meta);
+  pod["spec"] = std::move(spec);
+  return pod;
 }
 
 }  // namespace ddp::plan

@@ -203,7 +203,7 @@ function checkExamples() {
 // ---- RBAC: the chart grants exactly what the operator's client calls.
 const kVerbOf = { Get: 'get', List: 'list', ListAll: 'list', Watch: 'watch', Create: 'create',
   Delete: 'delete', MergePatch: 'patch', Update: 'update', UpdateStatus: 'update',
-  MergePatchStatus: 'patch' };
+  MergePatchStatus: 'patch', CreateAll: 'create', DeleteAll: 'delete' };
 
 function resourceTable() {
   // operator/kube/resource.h: inline const Resource kPods{"", "v1", "pods", "Pod", true};
@@ -262,7 +262,20 @@ function deriveRbacNeeds() {
       const verb = kVerbOf[method];
       const sub = /Status$/.test(method) ? 'status' : '';
       const line = text.slice(0, m.index).split('\n').length;
-      if (/^k\w+$/.test(arg)) add(arg, verb, sub);
+      if (/All$/.test(method)) {
+        // A batch: its resources are those of the calls the enclosing function builds,
+        // `push_back({&kEvents, ...})` or `push_back({r, ...})` with r from ResourceForKind.
+        const start = text.lastIndexOf('\n}\n', m.index);
+        const end = text.indexOf('\n}\n', m.index);
+        const body = text.slice(start < 0 ? 0 : start, end < 0 ? text.length : end);
+        const elems = [...body.matchAll(/push_back\(\{\s*&?(\w+)\s*,/g)].map((e) => e[1]);
+        if (elems.length === 0) fail(`${file}:${line}: cannot tell which resources ${method}(${arg}) uses; extend deriveRbacNeeds`);
+        for (const e of elems) {
+          if (/^k\w+$/.test(e)) add(e, verb, sub);
+          else if (e === 'r' && forKind.length) forKind.forEach((k) => add(k, verb, sub));
+          else fail(`${file}:${line}: cannot tell which resource ${e} in ${method} is; extend deriveRbacNeeds`);
+        }
+      } else if (/^k\w+$/.test(arg)) add(arg, verb, sub);
       else if (/^\*?r$/.test(arg) && forKind.length) forKind.forEach((k) => add(k, verb, sub));
       else if (/options_\.resource|resource_/.test(arg) && /informer/.test(file)) informerVerbs.add(verb);
       else fail(`${file}:${line}: cannot tell which resource ${method}(${arg}, ...) uses; extend deriveRbacNeeds`);

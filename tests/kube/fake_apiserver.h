@@ -75,7 +75,8 @@ class FakeApiServer {
   int64_t RequestCount(const std::string& verb) const;  // "" = all verbs
   std::string LastAuthorization() const;                 // the last request's header
   void ResetCounters();
-  // Called for every request after routing (verb, path), before faults. Set before Start().
+  // Called for every request after routing (verb, path), before faults and latency, on the
+  // connection's thread (it may block to hold the request in flight). May be set at any time.
   void SetRequestHook(std::function<void(const std::string& verb, const std::string& path)> hook);
 
   // --- Direct store access, bypassing HTTP, faults and auth. `path` is an object path like
