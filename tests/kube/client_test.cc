@@ -2,13 +2,19 @@
 // pagination, selectors and the API conventions the server follows.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <map>
-#include <mutex>
-#include <fstream>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
 #include "tests/kube/client_test_util.h"
+#include "tests/kube/fake_http.h"
 
 namespace ddp::controller {
 namespace {
@@ -287,11 +293,69 @@ TEST_F(ClientTest, ObserverSeesEveryRequestWithItsCode) {
                                               {"delete 200", 1}}));
 }
 
+// A server that answers every request with a redirect to `location`.
+class RedirectingServer {
+ public:
+  explicit RedirectingServer(std::string location) : location_(std::move(location)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd_, 8) != 0) return;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] {
+      for (;;) {
+        int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        fake::HttpConn conn(c, nullptr);
+        fake::HttpRequest req;
+        while (conn.ReadRequest(&req)) {
+          conn.WriteResponse(302, {{"Location", location_ + req.path}}, "", req.keep_alive);
+        }
+      }
+    });
+  }
+  ~RedirectingServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    if (thread_.joinable()) thread_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  std::string location_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST_F(ClientTest, RedirectsAreNotFollowed) {
+  // Following a redirect would send the bearer token to whatever host the Location names.
+  ASSERT_TRUE(client_->Create(kPods, "ml", PodObject("p")).ok());
+  RedirectingServer redirector(server_->url());
+  ASSERT_GT(redirector.port(), 0);
+  ClientConfig cfg;
+  cfg.server = "http://127.0.0.1:" + std::to_string(redirector.port());
+  cfg.bearer_token = "secret";
+  auto c = NewRestClient(cfg);
+  ASSERT_TRUE(c.ok());
+  server_->ResetCounters();
+  Status s = (*c)->Get(kPods, "ml", "p").status();
+  EXPECT_EQ(s.code(), StatusCode::kInternal) << s.ToString();
+  EXPECT_NE(s.message().find("HTTP 302"), std::string::npos) << s.message();
+  EXPECT_EQ(server_->RequestCount(""), 0) << "the client followed the redirect";
+}
+
 TEST_F(ClientTest, BadConfigIsRejected) {
   ClientConfig cfg;
   cfg.server = "ftp://x";
   EXPECT_EQ(NewRestClient(cfg).status().code(), StatusCode::kInvalidArgument);
   cfg.server = "https://x";
+  cfg.io_threads = 0;
+  EXPECT_EQ(NewRestClient(cfg).status().code(), StatusCode::kInvalidArgument);
+  cfg.io_threads = 2;
   cfg.ca_file = "/nonexistent/ca.crt";
   StatusOr<std::unique_ptr<KubeClient>> c = NewRestClient(cfg);
   ASSERT_FALSE(c.ok());
