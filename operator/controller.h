@@ -1,8 +1,9 @@
 // The DDPJob controller: observe (informer caches) -> plan::PlanReconcile -> apply. No policy
 // lives here; every decision is the planner's. Apply order: one status write first, so the
 // decision is durable before acting (on Conflict the job is re-read and re-planned, no pod having
-// been touched); then deletes; then creates (the Service first, pods in parallel; AlreadyExists /
-// NotFound are success); then the plan's events; then requeue_after as a delayed add.
+// been touched); then deletes (one batch); then creates (the Service first, then the pods as one
+// batch in flight together; AlreadyExists / NotFound are success); then the plan's events (one
+// batch); then requeue_after as a delayed add.
 #ifndef DDP_OPERATOR_CONTROLLER_H_
 #define DDP_OPERATOR_CONTROLLER_H_
 

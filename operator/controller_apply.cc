@@ -33,7 +33,6 @@ Status Controller::ApplyDeletes(const std::string& key, const api::DDPJob& job,
     if (d.kind == "DDPJob") continue;  // the job itself goes last (Plan::delete_job)
     const Resource* r = ResourceForKind(d.kind);
     if (!r) return Status::Internal(key + ": plan deletes unknown kind " + d.kind);
-    if (r == &kPods) expectations_.ExpectDelete(key, d.uid, SteadyClock::now());
     DeleteOptions opts;
     opts.propagation_policy = "Background";
     opts.precondition_uid = d.uid;
@@ -41,6 +40,10 @@ Status Controller::ApplyDeletes(const std::string& key, const api::DDPJob& job,
     calls.push_back({r, job.namespace_name, d.name, opts});
   }
   if (calls.empty()) return Status::OK();
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (calls[i].resource != &kPods) continue;
+    expectations_.ExpectDelete(key, todo[i]->uid, SteadyClock::now());
+  }
   std::vector<Status> results = client_->DeleteAll(calls);
   Status first;
   for (size_t i = 0; i < todo.size(); ++i) {
@@ -70,7 +73,8 @@ Status Controller::ApplyCreates(const std::string& key, const api::DDPJob& job,
   }
   auto send = [&](const std::vector<CreateCall>& calls) {
     for (const auto& c : calls) {
-      if (c.resource == &kPods) expectations_.ExpectCreate(key, NameOf(c.object), SteadyClock::now());
+      if (c.resource != &kPods) continue;
+      expectations_.ExpectCreate(key, NameOf(c.object), SteadyClock::now());
     }
     std::vector<Status> results = client_->CreateAll(calls);
     Status err;

@@ -193,7 +193,8 @@ void RestClient::Observe(const std::string& verb, int code,
     obs = observer_;
   }
   if (obs) {
-    obs(verb, code, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    auto took = std::chrono::steady_clock::now() - start;
+    obs(verb, code, std::chrono::duration<double>(took).count());
   }
 }
 

@@ -19,7 +19,9 @@ class ClientBatchTest : public FakeServerTest {
  protected:
   std::vector<CreateCall> Pods(int n, const std::string& prefix = "p") {
     std::vector<CreateCall> calls;
-    for (int i = 0; i < n; ++i) calls.push_back({&kPods, "ml", PodObject(prefix + std::to_string(i))});
+    for (int i = 0; i < n; ++i) {
+      calls.push_back({&kPods, "ml", PodObject(prefix + std::to_string(i))});
+    }
     return calls;
   }
   size_t PodCount() {
