@@ -3,6 +3,7 @@
 // every pod exists, reconcile latency, API requests per job, the operator's peak RSS, and CPU
 // time on each side of the API (operator vs this process, which is the API server).
 //   operator_bench [--jobs 1000] [--pods 8] [--workers 4] [--qps 0] [--latency-ms 0] [--pin 0]
+//                  [--operator PATH]   (another build of ddp-operator, to compare two builds)
 // --latency-ms adds that much server-side latency to every request, as a loaded real API server has.
 // --pin 1 runs the API server on CPU 0 and the operator on CPU 1, so that each has one core of
 // its own: the side whose core is busier is the one the other waits for.
@@ -110,7 +111,7 @@ json Job(const std::string& name, int pods) {
 
 int main(int argc, char** argv) {
   int jobs = 1000, pods = 8, workers = 4, latency_ms = 0, pin = 0;
-  std::string qps = "0";
+  std::string qps = "0", operator_bin = DDP_OPERATOR_BIN;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--jobs") jobs = std::atoi(argv[i + 1]);
@@ -119,6 +120,7 @@ int main(int argc, char** argv) {
     else if (a == "--qps") qps = argv[i + 1];
     else if (a == "--latency-ms") latency_ms = std::atoi(argv[i + 1]);
     else if (a == "--pin") pin = std::atoi(argv[i + 1]);
+    else if (a == "--operator") operator_bin = argv[i + 1];
     else { std::fprintf(stderr, "unknown flag %s\n", a.c_str()); return 2; }
   }
   const int want_pods = jobs * pods;
@@ -158,7 +160,7 @@ int main(int argc, char** argv) {
                             << "    server: " << server.url() << "\nusers:\n- name: u\n  user: {}\n"
                             << "contexts:\n- name: b\n  context: {cluster: b, user: u}\n"
                             << "current-context: b\n";
-  std::vector<std::string> args = {DDP_OPERATOR_BIN, "run", "--kubeconfig", kubeconfig,
+  std::vector<std::string> args = {operator_bin, "run", "--kubeconfig", kubeconfig,
                                    "--metrics-bind-address", "127.0.0.1:0",
                                    "--health-probe-bind-address", "0", "--workers",
                                    std::to_string(workers), "--qps", qps, "--burst", "1000",

@@ -107,13 +107,10 @@ void DeleteStalePods(Pass* p) {
 }
 
 void CreateMissing(Pass* p, bool hold_pods) {
-  if (!p->seen->service_exists) {
-    p->plan.creates.push_back(BuildService(p->job));
-    AddEvent(p, "Normal", "CreatingService", "creating headless Service " + ServiceName(p->job));
-  }
-  if (hold_pods) return;
+  const bool service = !p->seen->service_exists;
+  if (service) p->plan.creates.push_back(BuildService(p->job));
   int created = 0, waiting = 0;
-  for (int i = 0; i < p->size; ++i) {
+  for (int i = 0; !hold_pods && i < p->size; ++i) {
     // A name still held by a pod of another round is recreated only once that pod is gone, so
     // two rounds never overlap.
     const ObservedPod* holder = PodNamed(*p, PodName(p->job, i));
@@ -124,14 +121,26 @@ void CreateMissing(Pass* p, bool hold_pods) {
     p->plan.creates.push_back(BuildWorkerPod(p->job, i, p->round, p->size));
     ++created;
   }
+  if (!service && created == 0) return;
+  std::string what = service ? "Service " + ServiceName(p->job) : "";
   if (created > 0) {
-    std::string msg = "round " + std::to_string(p->round) + ": creating " +
-                      Plural(static_cast<size_t>(created), "pod") + " of " +
-                      std::to_string(p->size) + " (world size " +
-                      std::to_string(p->size * p->job.spec.nproc_per_node) + ")";
-    if (waiting > 0) msg += "; " + std::to_string(waiting) + " wait for their old pod to go";
-    AddEvent(p, "Normal", "CreatingPods", msg);
+    what += (service ? " and " : "") + Plural(static_cast<size_t>(created), "pod") + " of " +
+            std::to_string(p->size);
   }
+  const std::string waits =
+      waiting > 0 ? "; " + std::to_string(waiting) + " wait for their old pod to go" : "";
+  // One decision, one event: a new job's creates are part of its JobCreated event.
+  if (!p->plan.events.empty() && p->plan.events.back().reason == "JobCreated") {
+    p->plan.events.back().message += "; creating " + what + waits;
+    return;
+  }
+  if (created == 0) {
+    AddEvent(p, "Normal", "CreatingService", "creating headless " + what);
+    return;
+  }
+  AddEvent(p, "Normal", "CreatingPods",
+           "round " + std::to_string(p->round) + ": creating " + what + " (world size " +
+               std::to_string(p->size * p->job.spec.nproc_per_node) + ")" + waits);
 }
 
 void Summarize(Pass* p) {
