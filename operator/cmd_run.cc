@@ -85,6 +85,7 @@ int RunMain(int argc, char** argv) {
   Endpoints ep;
   ep.metrics.Handle("/metrics", [&] {
     if (Controller* c = controller.load()) c->UpdateGauges();
+    metrics.process.Update();
     return HttpResponse{200, kPrometheusContentType, metrics.registry.Render()};
   });
   ep.health.Handle("/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; });

@@ -29,6 +29,7 @@ OperatorMetrics::OperatorMetrics()
                                              {"verb", "code"})),
       leader(registry.AddGauge("ddp_operator_leader",
                                "1 while this replica holds the leader lease (or runs without "
-                               "leader election), else 0.")) {}
+                               "leader election), else 0.")),
+      process(&registry) {}
 
 }  // namespace ddp::controller

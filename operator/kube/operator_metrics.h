@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "common/process_metrics.h"
 #include "common/prometheus.h"
 
 namespace ddp::controller {
@@ -26,6 +27,9 @@ struct OperatorMetrics {
   metrics::CounterFamily& job_restarts_total;  // {kind="failure|disruption"}
   metrics::CounterFamily& api_requests_total;  // {verb,code}
   metrics::GaugeFamily& leader;
+  // process_cpu_seconds_total, process_resident_memory_bytes, ...: call process.Update() before
+  // rendering.
+  metrics::ProcessMetrics process;
 };
 
 }  // namespace ddp::controller

@@ -78,7 +78,8 @@ TEST_F(OperatorE2eTest, NewJobGetsServicePodsWithRendezvousEnvThenRuns) {
                            "ddp_operator_reconcile_duration_seconds_bucket",
                            "ddp_operator_queue_depth", "ddp_operator_jobs{phase=\"Running\"} 1",
                            "ddp_operator_pods_created_total 2", "ddp_operator_api_requests_total{",
-                           "ddp_operator_leader 1"}) {
+                           "ddp_operator_leader 1", "process_cpu_seconds_total ",
+                           "process_resident_memory_bytes ", "process_start_time_seconds "}) {
     EXPECT_NE(text->find(name), std::string::npos) << name << "\n" << *text;
   }
   std::smatch m;
