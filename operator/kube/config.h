@@ -31,8 +31,8 @@ struct ClientConfig {
   std::string user_agent = "ddp-operator";
   // Threads of cpprestsdk's process-wide I/O pool, fixed by the first client of the process.
   // cpprestsdk's default is 40: every completion then wakes another thread, which cost the
-  // operator about twice the CPU per request (bench/RESULTS.md). Callers block in their own threads,
-  // so two threads keep the socket work off the workers without extra hand-offs.
+  // operator about twice the CPU per request (bench/RESULTS.md). Callers block in their own
+  // threads, so two threads keep the socket work off the workers without extra hand-offs.
   int io_threads = 2;
 };
 
