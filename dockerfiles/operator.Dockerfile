@@ -8,7 +8,7 @@ FROM debian:bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       cmake ninja-build g++ pkg-config \
-      libcpprest-dev libssl-dev libyaml-cpp-dev nlohmann-json3-dev \
+      libcpprest-dev libssl-dev libyaml-cpp-dev nlohmann-json3-dev libjemalloc-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what the operator build reads; .dockerignore keeps build outputs out of the context.
@@ -23,10 +23,11 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
 
 FROM debian:bookworm-slim
 # Runtime libraries of ddp-operator: cpprestsdk (HTTP client), OpenSSL (TLS to the API
-# server), yaml-cpp (manifests), and the CA bundle for verifying the API server.
+# server), yaml-cpp (manifests), jemalloc (its allocator), and the CA bundle for verifying the
+# API server.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libcpprest2.10 libssl3 libyaml-cpp0.7 ca-certificates \
+      libcpprest2.10 libssl3 libyaml-cpp0.7 libjemalloc2 ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/operator/ddp-operator /usr/local/bin/ddp-operator
 # 65532 is the conventional "nonroot" uid; the chart runs it with a read-only root filesystem.

@@ -10,6 +10,7 @@ APT_PACKAGES=(
   libgloo-dev             # headers that c10d/ProcessGroupGloo.hpp includes
   libopenblas0-pthread    # without it LibTorch uses reference BLAS and trains ~15x slower
   libcpprest-dev libssl-dev libyaml-cpp-dev nlohmann-json3-dev
+  libjemalloc-dev         # the operator's allocator (see operator/CMakeLists.txt)
   libgtest-dev
   prometheus              # promtool, to validate our /metrics exposition in tests
   python3-torch           # the Python DDP peer for the benchmarks
