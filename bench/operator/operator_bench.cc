@@ -4,6 +4,7 @@
 // time on each side of the API (operator vs this process, which is the API server).
 //   operator_bench [--jobs 1000] [--pods 8] [--workers 4] [--qps 0] [--latency-ms 0] [--pin 0]
 //                  [--operator PATH]   (another build of ddp-operator, to compare two builds)
+//                  [--tls 1]           (HTTPS with a throwaway CA, as every real API server)
 // --latency-ms adds that much server-side latency to every request, as a loaded real API server has.
 // --pin 1 runs the API server on CPU 0 and the operator on CPU 1, so that each has one core of
 // its own: the side whose core is busier is the one the other waits for.
@@ -31,6 +32,7 @@
 
 #include "common/http_server.h"
 #include "tests/kube/fake_apiserver.h"
+#include "tests/kube/test_certs.h"
 
 namespace {
 
@@ -110,7 +112,7 @@ json Job(const std::string& name, int pods) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int jobs = 1000, pods = 8, workers = 4, latency_ms = 0, pin = 0;
+  int jobs = 1000, pods = 8, workers = 4, latency_ms = 0, pin = 0, tls = 0;
   std::string qps = "0", operator_bin = DDP_OPERATOR_BIN;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -121,6 +123,7 @@ int main(int argc, char** argv) {
     else if (a == "--latency-ms") latency_ms = std::atoi(argv[i + 1]);
     else if (a == "--pin") pin = std::atoi(argv[i + 1]);
     else if (a == "--operator") operator_bin = argv[i + 1];
+    else if (a == "--tls") tls = std::atoi(argv[i + 1]);
     else { std::fprintf(stderr, "unknown flag %s\n", a.c_str()); return 2; }
   }
   const int want_pods = jobs * pods;
@@ -138,6 +141,12 @@ int main(int argc, char** argv) {
 
   ddp::fake::FakeApiServerOptions opts;
   opts.history_limit = 200000;  // keep watches from old RVs valid for the whole run
+  ddp::fake::TestPki pki;
+  if (tls) {
+    pki = ddp::fake::MakeTestPki();
+    opts.tls_cert_pem = pki.server_cert;
+    opts.tls_key_pem = pki.server_key;
+  }
   ddp::fake::FakeApiServer server(opts);
   std::atomic<int> pod_creates{0};
   std::mutex mu;
@@ -157,7 +166,11 @@ int main(int argc, char** argv) {
   std::string dir = mkdtemp(dir_tmpl);
   std::string kubeconfig = dir + "/kubeconfig", log = dir + "/operator.log";
   std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\nclusters:\n- name: b\n  cluster:\n"
-                            << "    server: " << server.url() << "\nusers:\n- name: u\n  user: {}\n"
+                            << "    server: " << server.url() << "\n"
+                            << (tls ? "    certificate-authority-data: " +
+                                          ddp::fake::Base64Encode(pki.ca_cert) + "\n"
+                                    : std::string())
+                            << "users:\n- name: u\n  user: {}\n"
                             << "contexts:\n- name: b\n  context: {cluster: b, user: u}\n"
                             << "current-context: b\n";
   std::vector<std::string> args = {operator_bin, "run", "--kubeconfig", kubeconfig,
@@ -229,8 +242,8 @@ int main(int argc, char** argv) {
   waitpid(pid, &st, 0);
 
   std::printf("operator bench: %d DDPJobs x %d pods, --workers %d, --qps %s (0 = unlimited), "
-              "API latency %d ms%s\n", jobs, pods, workers, qps.c_str(), latency_ms,
-              pin ? ", API server on CPU 0 and operator on CPU 1" : "");
+              "API latency %d ms%s%s\n", jobs, pods, workers, qps.c_str(), latency_ms,
+              tls ? ", HTTPS" : "", pin ? ", API server on CPU 0 and operator on CPU 1" : "");
   std::printf("  all %d pods exist after     %.2f s (jobs submitted in %.2f s; %zu pods stored)\n",
               want_pods, wall, Secs(created_at - t0), stored_pods);
   std::printf("  pods created per second     %.0f\n", want_pods / wall);

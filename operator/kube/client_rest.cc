@@ -73,9 +73,9 @@ std::string Context(const std::string& verb, const Resource& r, const std::strin
   return verb + " " + r.Display() + (where.empty() ? "" : " " + where);
 }
 
-RestClient::RestClient(ClientConfig cfg, std::string ca_pem, std::string cert_pem,
-                       std::string key_pem)
-    : cfg_(std::move(cfg)), ca_pem_(std::move(ca_pem)), cert_pem_(std::move(cert_pem)),
+RestClient::RestClient(ClientConfig cfg, std::shared_ptr<X509_STORE> ca_store,
+                       std::string cert_pem, std::string key_pem)
+    : cfg_(std::move(cfg)), ca_store_(std::move(ca_store)), cert_pem_(std::move(cert_pem)),
       key_pem_(std::move(key_pem)), limiter_(cfg_.qps, cfg_.burst),
       client_(utility::conversions::to_string_t(cfg_.server), MakeConfig(cfg_.request_timeout)) {}
 
@@ -158,9 +158,10 @@ http::client::http_client_config RestClient::MakeConfig(std::chrono::millisecond
   // (a 3xx becomes an error instead). It also skips a pipeline stage per request.
   c.set_max_redirects(0);
   c.set_validate_certificates(!cfg_.insecure_skip_tls_verify);
-  std::string ca = ca_pem_, cert = cert_pem_, key = key_pem_;
+  std::shared_ptr<X509_STORE> ca = ca_store_;
+  std::string cert = cert_pem_, key = key_pem_;
   c.set_ssl_context_callback([ca, cert, key](boost::asio::ssl::context& ctx) {
-    if (!ca.empty()) AddCaBundle(ctx.native_handle(), ca);
+    if (ca) UseCaStore(ctx.native_handle(), ca);
     if (!cert.empty()) UseClientCert(ctx.native_handle(), cert, key);
   });
   return c;
@@ -351,9 +352,15 @@ StatusOr<std::unique_ptr<KubeClient>> NewRestClient(const ClientConfig& config) 
   DDP_RETURN_IF_ERROR(load(config.ca_data, config.ca_file, "CA", &ca));
   DDP_RETURN_IF_ERROR(load(config.client_cert_data, config.client_cert_file, "client certificate", &cert));
   DDP_RETURN_IF_ERROR(load(config.client_key_data, config.client_key_file, "client key", &key));
-  if (!ca.empty() && AddCaBundle(nullptr, ca) == 0) {
-    return Status::InvalidArgument("CA " + (config.ca_file.empty() ? std::string("data") : config.ca_file) +
-                                   ": no PEM certificate found");
+  std::shared_ptr<X509_STORE> ca_store;
+  if (!ca.empty()) {
+    int count = 0;
+    ca_store = NewCaStore(ca, &count);
+    if (count == 0) {
+      return Status::InvalidArgument(
+          "CA " + (config.ca_file.empty() ? std::string("data") : config.ca_file) +
+          ": no PEM certificate found");
+    }
   }
   if (cert.empty() != key.empty()) {
     return Status::InvalidArgument("a client certificate needs both the certificate and the key");
@@ -371,7 +378,7 @@ StatusOr<std::unique_ptr<KubeClient>> NewRestClient(const ClientConfig& config) 
     }
   });
   try {
-    return std::unique_ptr<KubeClient>(new internal::RestClient(config, ca, cert, key));
+    return std::unique_ptr<KubeClient>(new internal::RestClient(config, ca_store, cert, key));
   } catch (const std::exception& e) {
     return Status::InvalidArgument("server \"" + s + "\": " + e.what());
   }

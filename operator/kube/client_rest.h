@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <ctime>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include <cpprest/http_client.h>
 
 #include "operator/kube/client.h"
+#include "operator/kube/client_tls.h"
 #include "operator/kube/rate_limiter.h"
 
 namespace ddp::controller::internal {
@@ -47,7 +49,9 @@ struct Reply {
 
 class RestClient : public KubeClient {
  public:
-  RestClient(ClientConfig cfg, std::string ca_pem, std::string cert_pem, std::string key_pem);
+  // ca_store: the only CAs trusted (null: the system's).
+  RestClient(ClientConfig cfg, std::shared_ptr<X509_STORE> ca_store, std::string cert_pem,
+             std::string key_pem);
 
   StatusOr<nlohmann::json> Get(const Resource& r, const std::string& ns,
                                const std::string& name) override;
@@ -95,7 +99,8 @@ class RestClient : public KubeClient {
   std::vector<Status> SendAll(const std::vector<Call>& calls);
 
   const ClientConfig cfg_;
-  const std::string ca_pem_, cert_pem_, key_pem_;
+  const std::shared_ptr<X509_STORE> ca_store_;  // declared before client_, which uses it
+  const std::string cert_pem_, key_pem_;
   TokenBucket limiter_;
   web::http::client::http_client client_;
   pplx::cancellation_token_source stop_source_;

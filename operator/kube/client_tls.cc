@@ -6,17 +6,21 @@
 
 namespace ddp::controller {
 
-int AddCaBundle(SSL_CTX* ctx, const std::string& pem) {
+std::shared_ptr<X509_STORE> NewCaStore(const std::string& pem, int* count) {
+  std::shared_ptr<X509_STORE> store(X509_STORE_new(), X509_STORE_free);
   BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-  int n = 0;
+  *count = 0;
   while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
-    if (ctx != nullptr) X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), cert);
+    if (X509_STORE_add_cert(store.get(), cert) == 1) ++*count;
     X509_free(cert);
-    ++n;
   }
   BIO_free(bio);
   ERR_clear_error();  // the loop ends on a "no start line" error
-  return n;
+  return store;
+}
+
+void UseCaStore(SSL_CTX* ctx, const std::shared_ptr<X509_STORE>& store) {
+  SSL_CTX_set1_cert_store(ctx, store.get());  // frees the store it replaces
 }
 
 bool UseClientCert(SSL_CTX* ctx, const std::string& cert_pem, const std::string& key_pem) {

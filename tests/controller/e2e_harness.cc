@@ -14,6 +14,7 @@
 
 #include "operator/kube/config.h"
 #include "operator/kube/kubeconfig.h"
+#include "tests/kube/test_certs.h"
 #include "tests/common/poll.h"
 
 namespace ddp::e2e {
@@ -145,16 +146,24 @@ std::vector<PodEvent> PodRecorder::Events() const {
   return events_;
 }
 
-World::World() {
+World::World(bool tls) {
   char tmpl[] = "/tmp/ddp-e2e-XXXXXX";
   dir_ = mkdtemp(tmpl);
-  server_ = std::make_unique<fake::FakeApiServer>();
+  fake::FakeApiServerOptions options;
+  std::string ca_line;
+  if (tls) {
+    fake::TestPki pki = fake::MakeTestPki();
+    options.tls_cert_pem = pki.server_cert;
+    options.tls_key_pem = pki.server_key;
+    ca_line = "    certificate-authority-data: " + fake::Base64Encode(pki.ca_cert) + "\n";
+  }
+  server_ = std::make_unique<fake::FakeApiServer>(options);
   std::string err;
   if (!server_->Start(0, &err)) throw std::runtime_error("fake apiserver: " + err);
   kubeconfig_ = dir_ + "/kubeconfig";
   std::ofstream(kubeconfig_) << "apiVersion: v1\nkind: Config\n"
                              << "clusters:\n- name: fake\n  cluster:\n    server: " << server_->url()
-                             << "\nusers:\n- name: op\n  user: {}\n"
+                             << "\n" << ca_line << "users:\n- name: op\n  user: {}\n"
                              << "contexts:\n- name: fake\n  context: {cluster: fake, user: op, namespace: "
                              << kNs << "}\ncurrent-context: fake\n";
   auto cfg = controller::LoadKubeconfigFile(kubeconfig_);

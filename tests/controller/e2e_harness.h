@@ -83,7 +83,8 @@ class PodRecorder {
 // The test fixture's world: server, kubeconfig, a client, paths.
 class World {
  public:
-  World();
+  // tls: the server speaks HTTPS with a throwaway CA that the kubeconfig carries.
+  explicit World(bool tls = false);
   ~World();
   fake::FakeApiServer& server() { return *server_; }
   controller::KubeClient& client() { return *client_; }

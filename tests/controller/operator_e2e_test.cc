@@ -98,6 +98,23 @@ TEST_F(OperatorE2eTest, NewJobGetsServicePodsWithRendezvousEnvThenRuns) {
   EXPECT_EQ(op->Signal(SIGTERM, kWait), 0) << op->Log();
 }
 
+// A real API server speaks HTTPS: the binary trusts the kubeconfig's CA, creates the round and
+// stops cleanly, with no TLS error in its log.
+TEST(OperatorTlsE2eTest, NewJobOverHttpsWithTheKubeconfigCa) {
+  World w(/*tls=*/true);
+  ASSERT_EQ(w.server().url().rfind("https://", 0), 0u);
+  auto op = w.StartOperator("op-tls");
+  w.CreateJob(World::Job("mingpt", 3));
+  ASSERT_TRUE(w.RunRound("mingpt", 0, 3, kWait)) << op->Log();
+  ASSERT_TRUE(WaitFor([&] { return w.JobStatus("mingpt").value("phase", "") == "Running"; }, kWait))
+      << op->Log();
+  EXPECT_EQ(op->Signal(SIGTERM, kWait), 0) << op->Log();
+  std::string log = op->Log();
+  for (const char* bad : {"certificate", "handshake", "ssl", "SSL"}) {
+    EXPECT_EQ(log.find(bad), std::string::npos) << bad << "\n" << log;
+  }
+}
+
 TEST_F(OperatorE2eTest, RetryableExitStartsNewRoundAfterEveryOldPodIsGone) {
   PodRecorder rec(&w_.client(), World::kNs);
   auto op = w_.StartOperator("op");
