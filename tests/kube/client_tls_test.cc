@@ -5,6 +5,10 @@
 
 #include <fstream>
 
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
+
+#include "operator/kube/client_tls.h"
 #include "operator/kube/kubeconfig.h"
 #include "tests/kube/client_test_util.h"
 #include "tests/kube/test_certs.h"
@@ -51,6 +55,24 @@ class TlsTest : public ::testing::Test {
 };
 fake::TestPki* TlsTest::pki_ = nullptr;
 int TlsTest::counter_ = 0;
+
+TEST_F(TlsTest, ConfiguredCaReplacesTheSystemTrustStore) {
+  // What cpprestsdk does for each connection, then what our callback does.
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  ASSERT_NE(ctx, nullptr);
+  SSL_CTX_set_default_verify_paths(ctx);
+  int count = 0;
+  std::shared_ptr<X509_STORE> store = NewCaStore(pki_->ca_cert + pki_->client_cert, &count);
+  EXPECT_EQ(count, 2);
+  UseCaStore(ctx, store);
+  EXPECT_EQ(SSL_CTX_get_cert_store(ctx), store.get());
+  EXPECT_EQ(sk_X509_OBJECT_num(X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx))), 2)
+      << "only the configured certificates are trusted";
+  SSL_CTX_free(ctx);  // the store outlives the context that shared it
+  EXPECT_EQ(sk_X509_OBJECT_num(X509_STORE_get0_objects(store.get())), 2);
+  NewCaStore("not a pem", &count);
+  EXPECT_EQ(count, 0);
+}
 
 TEST_F(TlsTest, CustomCaAndBearerToken) {
   Serve(false, "s3cret");
