@@ -130,7 +130,7 @@ void CreateMissing(Pass* p, bool hold_pods) {
   const std::string waits =
       waiting > 0 ? "; " + std::to_string(waiting) + " wait for their old pod to go" : "";
   // One decision, one event: a new job's creates are part of its JobCreated event.
-  if (!p->plan.events.empty() && p->plan.events.back().reason == "JobCreated") {
+  if (!p->plan.events.empty() && p->plan.events.back().reason == kReasonJobCreated) {
     p->plan.events.back().message += "; creating " + what + waits;
     return;
   }

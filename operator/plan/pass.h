@@ -34,6 +34,10 @@ std::vector<const ObservedPod*> CurrentPods(const Pass& p);
 // Any pod (any round, deleting or not) holding `name`.
 const ObservedPod* PodNamed(const Pass& p, const std::string& name);
 
+// The reason of a new job's event; CreateMissing appends what it creates to that event's
+// message (one decision, one event).
+inline constexpr char kReasonJobCreated[] = "JobCreated";
+
 void AddEvent(Pass* p, const std::string& type, const std::string& reason,
               const std::string& message);
 void Requeue(Pass* p, TimePoint at);

@@ -87,8 +87,9 @@ void StartJob(Pass* p) {
   const std::string msg = "round " + std::to_string(p->round) + " with " +
                           std::to_string(p->size) + " pods (world size " +
                           std::to_string(p->size * p->job.spec.nproc_per_node) + ")";
-  SetCondition(&p->st, api::kCondCreated, "True", "JobCreated", msg, p->now, p->job.generation);
-  internal::AddEvent(p, "Normal", "JobCreated", msg);
+  SetCondition(&p->st, api::kCondCreated, "True", internal::kReasonJobCreated, msg, p->now,
+               p->job.generation);
+  internal::AddEvent(p, "Normal", internal::kReasonJobCreated, msg);
 }
 
 // Step: spec.runPolicy.suspend deletes every pod; the round stays until resume.

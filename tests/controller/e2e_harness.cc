@@ -103,13 +103,18 @@ int RoundOf(const json& pod) {
 }
 
 PodRecorder::PodRecorder(controller::KubeClient* client, const std::string& ns) : client_(client) {
-  thread_ = std::thread([this, ns] {
+  // After a failed list or watch: a short pause that ends at once when the recorder stops.
+  auto pause_unless_cancelled = [this] {
+    ddp::testing::PollUntil([this] { return cancel_->cancelled(); }, milliseconds(20),
+                            milliseconds(5));
+  };
+  thread_ = std::thread([this, ns, pause_unless_cancelled] {
     std::string rv;
     while (!cancel_->cancelled()) {
       if (rv.empty()) {
         auto list = client_->List(controller::kPods, ns, {});
         if (!list.ok()) {
-          std::this_thread::sleep_for(milliseconds(20));
+          pause_unless_cancelled();
           continue;
         }
         rv = (*list)["metadata"].value("resourceVersion", "");
@@ -131,7 +136,7 @@ PodRecorder::PodRecorder(controller::KubeClient* client, const std::string& ns) 
       // A restart of the fake server loses history: the recorder then only misses events, which
       // the tests that restart the server do not rely on.
       if (s.code() == StatusCode::kGone) rv.clear();
-      if (!s.ok()) std::this_thread::sleep_for(milliseconds(20));
+      if (!s.ok()) pause_unless_cancelled();
     }
   });
 }

@@ -6,7 +6,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <thread>
+#include <condition_variable>
+#include <mutex>
 
 #include "tests/kube/client_test_util.h"
 
@@ -55,24 +56,35 @@ TEST_F(ClientBatchTest, CreateAllSendsEveryCallAndKeepsTheirOrder) {
 }
 
 TEST_F(ClientBatchTest, AtMostSixteenRequestsAreInFlight) {
-  std::atomic<int> in_flight{0}, peak{0};
+  // The server holds each create until 16 are held together (or every create has arrived), then
+  // lets them go: with a window of 16 the peak is exactly 16; a wider window shows a 17th, a
+  // narrower one never reaches 16 (and waits out the deadline).
+  constexpr int kCalls = 40;
+  std::mutex mu;
+  std::condition_variable cv;
+  int in_flight = 0, arrived = 0, peak = 0, released = 0;  // released: groups let go so far
   server_->SetRequestHook([&](const std::string& verb, const std::string&) {
     if (verb != "create") return;
-    int now = ++in_flight;
-    int seen = peak.load();
-    while (now > seen && !peak.compare_exchange_weak(seen, now)) {}
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::unique_lock<std::mutex> l(mu);
+    const int group = released;
+    ++arrived;
+    peak = std::max(peak, ++in_flight);
+    cv.notify_all();
+    if (in_flight >= 16 || arrived == kCalls) {
+      // A client that ignores the window would send a 17th now: give it 200 ms to show itself.
+      cv.wait_for(l, std::chrono::milliseconds(200), [&] { return in_flight > 16; });
+      ++released;
+      cv.notify_all();
+    }
+    cv.wait_for(l, std::chrono::seconds(3), [&] { return released > group; });
     --in_flight;
   });
-  auto start = std::chrono::steady_clock::now();
-  std::vector<Status> r = client_->CreateAll(Pods(40));
-  auto took = std::chrono::steady_clock::now() - start;
+  std::vector<Status> r = client_->CreateAll(Pods(kCalls));
   for (const Status& s : r) EXPECT_TRUE(s.ok()) << s.ToString();
-  EXPECT_LE(peak.load(), 16);
-  EXPECT_GT(peak.load(), 1) << "the creates were sent one at a time";
-  // 40 calls through a window of 16: at least three 100 ms waits one after another.
-  EXPECT_GE(took, std::chrono::milliseconds(300));
-  EXPECT_EQ(PodCount(), 40u);
+  std::lock_guard<std::mutex> l(mu);
+  EXPECT_EQ(peak, 16);
+  EXPECT_EQ(arrived, kCalls);
+  EXPECT_EQ(PodCount(), static_cast<size_t>(kCalls));
 }
 
 TEST_F(ClientBatchTest, RetriesFollowTheSingleCallRules) {

@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/common/poll.h"
+
 namespace ddp::controller::local {
 namespace {
 
@@ -72,12 +74,10 @@ class WatcherTest : public ::testing::Test {
   }
   // Polls until a change is reported or 5 s pass.
   std::optional<std::string> PollUntilChange(ManifestWatcher* w) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (auto text = w->Poll()) return text;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return std::nullopt;
+    std::optional<std::string> text;
+    ddp::testing::PollUntil([&] { return (text = w->Poll()).has_value(); },
+                            std::chrono::seconds(5));
+    return text;
   }
   std::string dir_, path_;
 };
