@@ -15,7 +15,9 @@
 #include "common/logging.h"
 #include "worker/comm/factory.h"
 #include "worker/comm/rendezvous.h"
+#include "worker/comm/membership.h"
 #include "worker/launch/launcher.h"
+#include "worker/launch/supervise.h"
 #include "worker/train/config.h"
 #include "worker/train/exit_codes.h"
 #include "worker/train/fault.h"
@@ -73,6 +75,12 @@ int TrainMain(const std::vector<std::string>& args) {
   const char* fault_env = std::getenv(kEnvFault);
   auto fault = ParseFault(fault_env ? fault_env : "");
   if (!fault.ok()) Fail(fault.status(), "invalid configuration");
+  if (*fault && (*fault)->incarnation >= 0) {
+    const char* inc = std::getenv(kEnvIncarnation);
+    if ((*fault)->incarnation != std::atoi(inc ? inc : "0")) fault->reset();
+  }
+  auto recovery = RecoverySettingsFromLookup([](const char* n) { return std::getenv(n); });
+  if (!recovery.ok()) Fail(recovery.status(), "invalid configuration");
   if (cfg->threads > 0) torch::set_num_threads(static_cast<int>(cfg->threads));
 
   auto rdzv_cfg = RendezvousConfigFromEnv();
@@ -92,15 +100,39 @@ int TrainMain(const std::vector<std::string>& args) {
     server = std::move(*s);
   }
 
-  auto rdzv = JoinRendezvous(*rdzv_cfg);
-  if (!rdzv.ok()) Fail(rdzv.status(), "rendezvous");
-  auto comm = MakeCommunicator(rdzv->store, rdzv_cfg->rank, rdzv_cfg->world_size, *device,
-                               std::chrono::seconds(cfg->collective_timeout_seconds));
-  if (!comm.ok()) Fail(comm.status(), "communicator");
-
+  const auto collective_timeout = std::chrono::seconds(cfg->collective_timeout_seconds);
   TrainContext ctx;
   ctx.config = &*cfg;
-  ctx.comm = comm->get();
+  std::unique_ptr<Communicator> fixed;     // recovery: Restart
+  std::unique_ptr<GroupMembership> group;  // recovery: InPlace (the supervisor hosts the store)
+  if (recovery->in_place) {
+    if (!rdzv_cfg->agent_store) {
+      Fail(Status::FailedPrecondition(std::string(kEnvRecovery) + "=InPlace needs the pod's "
+                                      "supervisor: run `ddp-worker` (it supervises itself) or "
+                                      "`ddp-worker launch`"),
+           "invalid configuration");
+    }
+    auto store = OpenRoundStore(*rdzv_cfg);
+    if (!store.ok()) Fail(store.status(), "rendezvous");
+    auto watch_store = OpenRoundStore(*rdzv_cfg);
+    if (!watch_store.ok()) Fail(watch_store.status(), "rendezvous");
+    const c10::Device dev = *device;
+    group = std::make_unique<GroupMembership>(
+        *store, *watch_store, rdzv_cfg->rank, rdzv_cfg->world_size,
+        std::chrono::duration_cast<std::chrono::milliseconds>(rdzv_cfg->timeout),
+        [dev, collective_timeout](c10::intrusive_ptr<c10d::Store> s, int rank, int size) {
+          return MakeCommunicator(std::move(s), rank, size, dev, collective_timeout);
+        });
+    ctx.group = group.get();
+  } else {
+    auto rdzv = JoinRendezvous(*rdzv_cfg);
+    if (!rdzv.ok()) Fail(rdzv.status(), "rendezvous");
+    auto comm = MakeCommunicator(rdzv->store, rdzv_cfg->rank, rdzv_cfg->world_size, *device,
+                                 collective_timeout);
+    if (!comm.ok()) Fail(comm.status(), "communicator");
+    fixed = std::move(*comm);
+    ctx.comm = fixed.get();
+  }
   ctx.device = *device;
   ctx.metrics = &metrics;
   ctx.fs = PosixFileSystem();
@@ -114,7 +146,7 @@ int TrainMain(const std::vector<std::string>& args) {
     result = Status::Internal("training: " + what.substr(0, what.find('\n')));
   }
   if (!result.ok()) {
-    (*comm)->Abort();
+    if (fixed) fixed->Abort();
     Fail(result.status(), ("rank " + std::to_string(rdzv_cfg->rank)).c_str());
   }
   std::cout << SummaryLine(*result, rdzv_cfg->rank, rdzv_cfg->world_size) << std::endl;
@@ -138,6 +170,14 @@ int main(int argc, char** argv) {
   }
   if (!args.empty() && args[0] == "launch") {
     args.erase(args.begin());
+    return LaunchMain(argv[0], args);
+  }
+  // In-place recovery: a pod's ddp-worker supervises itself (DESIGN.md): the process the pod
+  // runs becomes the supervisor and the trainer is its child.
+  const char* recovery = std::getenv(kEnvRecovery);
+  const char* supervised = std::getenv(kEnvSupervised);
+  if (recovery != nullptr && std::string(recovery) == "InPlace" &&
+      (supervised == nullptr || std::string(supervised) != "1")) {
     return LaunchMain(argv[0], args);
   }
   return TrainMain(args);

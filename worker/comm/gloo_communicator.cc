@@ -24,8 +24,12 @@ struct Timing {
 class GlooWork : public Work {
  public:
   GlooWork(c10::intrusive_ptr<c10d::Work> work, GlooCommunicator* comm,
-           std::chrono::milliseconds timeout)
-      : work_(std::move(work)), comm_(comm), timeout_(timeout), timing_(std::make_shared<Timing>()) {
+           std::chrono::milliseconds timeout, const char* op = "all-reduce")
+      : work_(std::move(work)),
+        comm_(comm),
+        timeout_(timeout),
+        op_(op),
+        timing_(std::make_shared<Timing>()) {
     try {
       std::shared_ptr<Timing> t = timing_;
       work_->getFuture()->addCallback([t](c10::ivalue::Future&) {
@@ -39,7 +43,7 @@ class GlooWork : public Work {
   Status Wait() override {
     if (waited_) return status_;
     waited_ = true;
-    const std::string what = "gloo all-reduce (rank " + std::to_string(comm_->rank()) + " of " +
+    const std::string what = "gloo " + op_ + " (rank " + std::to_string(comm_->rank()) + " of " +
                              std::to_string(comm_->size()) + ")";
     // Wait in slices so that Abort() from another thread releases us; Gloo's own timeout (the
     // same length, with a clearer message) normally fires before ours.
@@ -85,14 +89,12 @@ class GlooWork : public Work {
   c10::intrusive_ptr<c10d::Work> work_;
   GlooCommunicator* comm_;
   std::chrono::milliseconds timeout_;
+  std::string op_;
   std::shared_ptr<Timing> timing_;
   bool waited_ = false;
   Status status_;
 };
 
-// Distinguishes the store keys of several Gloo groups created in the same process (and, as the
-// contract requires, in the same order on every rank).
-std::atomic<int> g_group_counter{0};
 
 }  // namespace
 
@@ -113,8 +115,7 @@ StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::Create(
       opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
     }
     opts->threads = options.threads;
-    auto prefixed = c10::make_intrusive<c10d::PrefixStore>(
-        "gloo" + std::to_string(g_group_counter.fetch_add(1)), store);
+    auto prefixed = c10::make_intrusive<c10d::PrefixStore>("gloo" + GroupSequence(*store, rank), store);
     auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, opts);
     return std::unique_ptr<Communicator>(new GlooCommunicator(std::move(pg), rank, size, timeout));
   } catch (const std::exception& e) {
@@ -167,7 +168,10 @@ Status GlooCommunicator::Broadcast(std::vector<at::Tensor>& ts, int root) {
       std::vector<at::Tensor> v{FlattenTensors(ts, idx)};
       c10d::BroadcastOptions opts;
       opts.rootRank = root;
-      pg_->broadcast(v, opts)->wait(timeout_);
+      // Waited in slices, as every collective, so that Abort() from the membership watcher
+      // releases a broadcast stuck on a peer that left the generation.
+      Status s = GlooWork(pg_->broadcast(v, opts), this, timeout_, "broadcast").Wait();
+      if (!s.ok()) return s;
       if (rank_ != root) UnflattenInto(v[0], ts, idx);
     }
   } catch (const std::exception& e) {
@@ -180,12 +184,11 @@ Status GlooCommunicator::Broadcast(std::vector<at::Tensor>& ts, int root) {
 Status GlooCommunicator::Barrier() {
   DDP_RETURN_IF_ERROR(Check("barrier"));
   try {
-    pg_->barrier()->wait(timeout_);
+    return GlooWork(pg_->barrier(), this, timeout_, "barrier").Wait();
   } catch (const std::exception& e) {
     Abort();
     return StatusFromBackendError("gloo barrier", BackendErrorText(e));
   }
-  return Status::OK();
 }
 
 void GlooCommunicator::Abort() {

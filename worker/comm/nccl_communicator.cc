@@ -50,9 +50,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kPollSleep = std::chrono::microseconds(50);
 
-// Store keys of several NCCL communicators made in the same order on every rank.
-std::atomic<int> g_comm_counter{0};
-
 StatusOr<ncclDataType_t> NcclType(at::ScalarType t) {
   switch (t) {
     case at::kFloat: return ncclFloat32;
@@ -136,7 +133,12 @@ StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Create(
   const std::string what = "nccl init (rank " + std::to_string(rank) + " of " +
                            std::to_string(size) + ", cuda:" + std::to_string(device_index) + ")";
   DDP_CHECK_CUDA(cudaSetDevice(device_index), what);
-  const std::string key = "nccl" + std::to_string(g_comm_counter.fetch_add(1)) + "/unique_id";
+  std::string key;
+  try {
+    key = "nccl" + GroupSequence(*store, rank) + "/unique_id";
+  } catch (const std::exception& e) {
+    return StatusFromBackendError(what + ": store", BackendErrorText(e));
+  }
   ncclUniqueId id;
   try {
     if (rank == 0) {

@@ -67,6 +67,16 @@ StatusOr<c10::intrusive_ptr<c10d::Store>> OpenStore(const RendezvousConfig& conf
 
 }  // namespace
 
+StatusOr<c10::intrusive_ptr<c10d::Store>> OpenRoundStore(const RendezvousConfig& config) {
+  DDP_RETURN_IF_ERROR(ValidateRendezvousConfig(config));
+  auto base = OpenStore(config, "rendezvous round " + std::to_string(config.round));
+  if (!base.ok()) return base.status();
+  return c10::intrusive_ptr<c10d::Store>(
+      c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(config.round), *base));
+}
+
+std::string RoundPrefix(int round) { return "ddp/round" + std::to_string(round); }
+
 Status ValidateRendezvousConfig(const RendezvousConfig& c) {
   if (c.master_addr.empty()) return Status::InvalidArgument(std::string(kEnvMasterAddr) + " is empty");
   if (c.master_port < 1 || c.master_port > 65535) {
@@ -148,8 +158,7 @@ StatusOr<Rendezvous> JoinRendezvous(const RendezvousConfig& config) {
   // 1. Host or connect.
   auto base = OpenStore(config, what);
   if (!base.ok()) return base.status();
-  auto store = c10::make_intrusive<c10d::PrefixStore>("ddp/round" + std::to_string(config.round),
-                                                     *base);
+  auto store = c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(config.round), *base);
   // 2. Announce this rank, then 3. wait for the count to reach world_size.
   try {
     store->set(Key("arrived/", config.rank), std::vector<uint8_t>{'1'});

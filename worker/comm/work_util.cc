@@ -78,4 +78,8 @@ Status StatusFromBackendError(const std::string& what, const std::string& full_m
   return Status::Unavailable(what + ": " + message);
 }
 
+std::string GroupSequence(c10d::Store& store, int rank) {
+  return std::to_string(store.add("group_seq/" + std::to_string(rank), 1));
+}
+
 }  // namespace ddp::worker

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
 #include "worker/comm/communicator.h"
 
 namespace ddp::worker {
@@ -27,6 +29,13 @@ at::Tensor FlattenTensors(const std::vector<at::Tensor>& ts, const std::vector<s
 // Copies the pieces of `flat` back into ts[idx...] (in place, keeping their storage).
 void UnflattenInto(const at::Tensor& flat, std::vector<at::Tensor>& ts,
                    const std::vector<size_t>& idx);
+
+// Distinguishes the keys of several communicators made on one store: the n-th communicator
+// `rank` creates on `store` gets "n" (1, 2, ...). Every rank creates the same communicators in the
+// same order (the Communicator contract), so all ranks of one group get the same number; counted
+// in the store rather than in the process, so a restarted process agrees with the survivors on a
+// fresh store (membership.h). Throws what the store throws.
+std::string GroupSequence(c10d::Store& store, int rank);
 
 // The message of a third-party exception without c10's appended C++ backtrace.
 std::string BackendErrorText(const std::exception& e);

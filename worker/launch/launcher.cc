@@ -18,6 +18,9 @@
 #include "common/http_server.h"
 #include "common/logging.h"
 #include "worker/launch/launch_plan.h"
+#include "worker/launch/supervise.h"
+#include "worker/launch/supervisor_store.h"
+#include "worker/comm/rendezvous.h"
 #include "worker/train/config.h"
 #include "worker/train/exit_codes.h"
 #include "worker/train/filesystem.h"
@@ -34,6 +37,7 @@ struct Child {
   ChildSpec spec;
   pid_t pid = -1;
   bool done = false;
+  int incarnation = 0;  // starts of this local rank so far, minus one
 };
 
 // Builds envp before fork: after fork in a threaded process only async-signal-safe calls are OK.
@@ -90,6 +94,35 @@ std::string MergedMetrics(const std::vector<Child>& children, const std::string&
   return metrics::MergeExpositions(sources);
 }
 
+// Heals a failed trainer by starting its rank again, when the group's budget allows. False: the
+// pod must fail (budget spent, a permanent exit code, the store lost, or fork failed).
+bool RestartInPlace(const char* self, Child* c, int code, const RecoverySettings& settings,
+                    SupervisorStore* store) {
+  int64_t count = settings.max_recoveries + 1;
+  if (DecideTrainerExit(code, settings, 0) == OnTrainerExit::kRestart) {
+    auto n = store->CountRecovery(std::chrono::seconds(5));
+    if (!n.ok()) {
+      DDP_LOG(WARNING) << "launch: cannot heal rank " << c->spec.rank << ": " << n.status().ToString();
+      return false;
+    }
+    count = *n;
+  }
+  if (DecideTrainerExit(code, settings, count) != OnTrainerExit::kRestart) {
+    if (code != kExitInvalidConfig && code != kExitInvalidData) {
+      DDP_LOG(WARNING) << "launch: recovery budget spent (" << count - 1 << " of "
+                       << settings.max_recoveries << "): not restarting rank " << c->spec.rank;
+    }
+    return false;
+  }
+  c->incarnation += 1;
+  c->spec.env[kEnvIncarnation] = std::to_string(c->incarnation);
+  c->pid = Spawn(self, c->spec);
+  if (c->pid < 0) return false;
+  DDP_LOG(INFO) << "launch: restarted rank " << c->spec.rank << " in place (recovery " << count
+                << " of " << settings.max_recoveries << ", pid " << c->pid << ")";
+  return true;
+}
+
 }  // namespace
 
 int LaunchMain(const char* self, const std::vector<std::string>& args) {
@@ -117,6 +150,32 @@ int LaunchMain(const char* self, const std::vector<std::string>& args) {
   }
   int grace_s = 30;
   if (const char* g = std::getenv(kEnvLaunchGrace)) grace_s = std::max(0, std::atoi(g));
+  auto recovery = RecoverySettingsFromLookup([](const char* n) { return std::getenv(n); });
+  if (!recovery.ok()) {
+    std::cerr << "ddp-worker launch: " << recovery.status().ToString() << std::endl;
+    return kExitInvalidConfig;
+  }
+  // In place: this pod's supervisor outlives its trainers; pod 0's hosts the store for all.
+  std::unique_ptr<SupervisorStore> store;
+  if (recovery->in_place) {
+    auto rdzv = RendezvousConfigFromEnv();
+    if (!rdzv.ok()) {
+      std::cerr << "ddp-worker launch: " << rdzv.status().ToString() << std::endl;
+      return kExitInvalidConfig;
+    }
+    auto opened = SupervisorStore::Open(*rdzv, plan->node_rank == 0);
+    if (!opened.ok()) {
+      std::cerr << "ddp-worker launch: " << opened.status().ToString() << std::endl;
+      return kExitRetryable;
+    }
+    store = std::move(*opened);
+    for (auto& c : plan->children) {
+      c.env[kEnvUseAgentStore] = "True";
+      c.env[kEnvSupervised] = "1";
+    }
+    DDP_LOG(INFO) << "launch: in-place recovery (up to " << recovery->max_recoveries
+                  << " recoveries this round)" << (plan->node_rank == 0 ? ", hosting the store" : "");
+  }
 
   struct sigaction sa = {};
   sa.sa_handler = OnLauncherSignal;
@@ -141,6 +200,7 @@ int LaunchMain(const char* self, const std::vector<std::string>& args) {
     }
   }
   for (auto& c : children) {
+    c.spec.env[kEnvIncarnation] = "0";
     c.pid = Spawn(self, c.spec);
     if (c.pid < 0) {
       std::cerr << "ddp-worker launch: fork: " << std::strerror(errno) << std::endl;
@@ -171,10 +231,14 @@ int LaunchMain(const char* self, const std::vector<std::string>& args) {
     if (pid > 0) {
       for (auto& c : children) {
         if (c.pid != pid || c.done) continue;
+        const int code = CodeOf(status);
+        DDP_LOG(INFO) << "launch: local rank " << c.spec.local_rank << " exited " << code;
+        if (store && !stopping && code != kExitOk && RestartInPlace(self, &c, code, *recovery, store.get())) {
+          continue;
+        }
         c.done = true;
         --running;
-        exits.push_back({c.spec.local_rank, CodeOf(status)});
-        DDP_LOG(INFO) << "launch: local rank " << c.spec.local_rank << " exited " << exits.back().code;
+        exits.push_back({c.spec.local_rank, code});
         if (exits.back().code != kExitOk && !stopping) {
           stopping = true;
           stop_all(SIGTERM);

@@ -66,9 +66,12 @@ Status VerifyManifest(const std::string& manifest, int64_t step, const std::stri
 CheckpointStore::CheckpointStore(FileSystem* fs, std::string dir, int keep)
     : fs_(fs), dir_(std::move(dir)), keep_(keep) {}
 
-Status CheckpointStore::Save(int64_t step, const std::string& payload) {
+Status CheckpointStore::Save(int64_t step, const std::string& payload, const std::string& writer) {
   const std::string name = CheckpointName(step);
-  const std::string tmp = Path(kTmpPrefix + name), final_dir = Path(name);
+  const std::string tmp = Path(kTmpPrefix + name + (writer.empty() ? "" : "." + writer));
+  const std::string final_dir = Path(name);
+  // A just-in-time save by several survivors: the same step with the same state; one is enough.
+  if (!writer.empty() && fs_->Exists(final_dir + "/" + kDone)) return Status::OK();
   DDP_RETURN_IF_ERROR(fs_->MakeDirs(dir_));
   DDP_RETURN_IF_ERROR(fs_->RemoveAll(tmp));
   DDP_RETURN_IF_ERROR(fs_->MakeDirs(tmp));

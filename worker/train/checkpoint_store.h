@@ -31,7 +31,8 @@ std::vector<int64_t> StepsToPrune(std::vector<int64_t> steps, int keep);
 Status VerifyManifest(const std::string& manifest, int64_t step, const std::string& payload);
 std::string MakeManifest(int64_t step, const std::string& payload);
 
-// Not thread-safe; one writer (rank 0) per directory. `fs` is not owned and must outlive this.
+// Not thread-safe; one writer (rank 0) per directory, except just-in-time saves (Save's
+// `writer`). `fs` is not owned and must outlive this.
 class CheckpointStore {
  public:
   CheckpointStore(FileSystem* fs, std::string dir, int keep);
@@ -40,7 +41,10 @@ class CheckpointStore {
   // 2. rename .tmp-<name> -> <name>, fsync the checkpoint dir;
   // 3. write <name>/DONE, fsync <name>/;   4. prune to the newest `keep` complete ones.
   // A crash before 3 leaves no DONE, so readers skip it. Unavailable on I/O errors.
-  Status Save(int64_t step, const std::string& payload);
+  // `writer` (e.g. "r3") names the temporary directory for a just-in-time save, which several
+  // survivors may attempt at once with identical state (trainer.cc): each writes its own
+  // temporary, and a step already complete is left as it is (OK).
+  Status Save(int64_t step, const std::string& payload, const std::string& writer = "");
 
   struct Loaded {
     int64_t step = 0;

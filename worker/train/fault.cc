@@ -28,12 +28,17 @@ StatusOr<std::optional<Fault>> ParseFault(const std::string& text) {
   std::stringstream ss(text);
   for (std::string p; std::getline(ss, p, ':');) parts.push_back(p);
   const Status bad = Status::InvalidArgument(
-      std::string(kEnvFault) + "='" + text + "': want rank:step:exit:CODE, rank:step:kill or rank:step:term");
-  int64_t rank = 0, step = 0;
-  if (parts.size() < 3 || !ToInt(parts[0], &rank) || !ToInt(parts[1], &step) || rank < 0 || step < 0) {
-    return bad;
+      std::string(kEnvFault) + "='" + text +
+      "': want rank:step:exit:CODE, rank:step:kill or rank:step:term (step may be step@incarnation)");
+  int64_t rank = 0, step = 0, incarnation = -1;
+  if (parts.size() < 3) return bad;
+  if (size_t at = parts[1].find('@'); at != std::string::npos) {
+    if (!ToInt(parts[1].substr(at + 1), &incarnation) || incarnation < 0) return bad;
+    parts[1].resize(at);
   }
+  if (!ToInt(parts[0], &rank) || !ToInt(parts[1], &step) || rank < 0 || step < 0) return bad;
   Fault f;
+  f.incarnation = static_cast<int>(incarnation);
   f.rank = static_cast<int>(rank);
   f.step = step;
   if (parts[2] == "kill" && parts.size() == 3) {

@@ -1,5 +1,7 @@
 // Fault injection for end-to-end tests: DDP_FAULT=rank:step:exit:CODE | rank:step:kill |
-// rank:step:term. Pure parsing plus one action function that main-loop code calls per step.
+// rank:step:term, where step may be step@N: only in incarnation N of that rank's trainer (the
+// supervisor's DDP_INCARNATION; without @N the fault fires in every incarnation, a deterministic
+// crash). Pure parsing plus one action function that main-loop code calls per step.
 #ifndef DDP_WORKER_TRAIN_FAULT_H_
 #define DDP_WORKER_TRAIN_FAULT_H_
 
@@ -20,6 +22,7 @@ struct Fault {
   int64_t step = 0;  // fires when this optimizer step is about to start
   Kind kind = Kind::kKill;
   int exit_code = 0;  // kExit only
+  int incarnation = -1;  // -1: every incarnation
 };
 
 // Empty text -> nullopt. InvalidArgument naming DDP_FAULT for anything malformed.

@@ -18,6 +18,7 @@
 #include "worker/ddp/reducer.h"
 #include "worker/train/autocast.h"
 #include "worker/train/checkpoint_store.h"
+#include "worker/train/heal.h"
 #include "worker/train/schedule.h"
 #include "worker/train/train_state.h"
 #include "worker/train/trainer_setup.h"
@@ -27,6 +28,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// A collective or the group failed: the kind of error in-place recovery heals (Gone: the store
+// itself is lost, which only a new round can fix, but a survivor still saves its step first).
+bool IsCommFailure(const Status& s) {
+  return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kDeadlineExceeded ||
+         s.code() == StatusCode::kGone;
+}
 
 void SetLearningRate(torch::optim::Optimizer& opt, double lr) {
   for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
@@ -80,8 +88,9 @@ std::string SummaryLine(const TrainResult& r, int rank, int world_size) {
 
 StatusOr<TrainResult> Train(const TrainContext& ctx) {
   const TrainConfig& cfg = *ctx.config;
-  Communicator* comm = ctx.comm;
-  const int rank = comm->rank(), world = comm->size();
+  GroupMembership* group = ctx.group;
+  const int rank = group ? group->rank() : ctx.comm->rank();
+  const int world = group ? group->size() : ctx.comm->size();
   WorkerMetrics* m = ctx.metrics;
 
   // 1. Data and model, identical on every rank by construction (seeded).
@@ -98,79 +107,141 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   if (!built.ok()) return built.status();
   ModelAndOptimizer mo = std::move(*built);
 
-  // 2. Resume (group-wide), then make replicas identical and attach the reducer.
+  // 2. Form the group: resume (group-wide) from a checkpoint, or heal from a member that has
+  // state; then make replicas identical and attach the reducer.
   TrainResult result;
-  auto progress = ResumeFromCheckpoint(cfg, ctx.fs, comm, ctx.device, (*tokens)->vocab_size, &mo,
-                                       &result.resumed_from);
-  if (!progress.ok()) return progress.status();
-  SamplerPosition pos = sampler.Rescale(progress->sampler, static_cast<int>(progress->world_size));
-  DDP_RETURN_IF_ERROR(BroadcastModule(*mo.model, comm).WithContext("broadcast parameters"));
+  TrainProgress committed;  // what this rank has applied: step, sampler position, world
+  committed.step = -1;
+  std::unique_ptr<Communicator> owned;
+  Communicator* comm = ctx.comm;
+  auto start_fresh = [&]() -> Status {
+    auto progress = ResumeFromCheckpoint(cfg, ctx.fs, comm, ctx.device, (*tokens)->vocab_size,
+                                         &mo, &result.resumed_from);
+    if (!progress.ok()) return progress.status();
+    committed = *progress;
+    committed.sampler = sampler.Rescale(progress->sampler, static_cast<int>(progress->world_size));
+    committed.world_size = world;
+    return BroadcastModule(*mo.model, comm).WithContext("broadcast parameters");
+  };
+  // Joins the next generation until one forms and heals; bounded by the rendezvous timeout of
+  // each Join and by kMaxFormAttempts failures in a row.
+  auto form = [&]() -> Status {
+    constexpr int kMaxFormAttempts = 8;
+    Status last;
+    for (int attempt = 0; attempt < kMaxFormAttempts; ++attempt) {
+      if (owned) owned->Abort();  // a communicator of a generation that is gone
+      auto f = group->Join(committed.step);
+      if (!f.ok()) {
+        if (f.status().code() != StatusCode::kUnavailable) return f.status();
+        last = f.status();
+        continue;
+      }
+      owned = std::move(f->comm);
+      comm = owned.get();
+      group->Watch(comm, std::chrono::milliseconds(100));
+      if (m) m->generation.Set(static_cast<double>(f->generation));
+      const HealPlan plan = PlanHeal(f->committed_steps);
+      Status s = plan.step < 0 ? start_fresh()
+                               : TransferState(comm, plan, committed.step, ctx.device, *mo.model,
+                                               *mo.optimizer, &committed);
+      if (s.ok()) {
+        if (plan.step >= 0 && rank == 0) {
+          DDP_LOG(INFO) << "generation " << f->generation << ": healed " << plan.behind
+                        << " member(s) from rank " << plan.source << " at step " << plan.step;
+        }
+        return Status::OK();
+      }
+      if (s.code() != StatusCode::kUnavailable) return s;
+      last = s;
+    }
+    return last.WithContext("the group did not re-form in " + std::to_string(kMaxFormAttempts) +
+                            " attempts");
+  };
+  DDP_RETURN_IF_ERROR(group ? form() : start_fresh());
   ReducerOptions ropts;
   ropts.bucket_cap_bytes = static_cast<size_t>(cfg.bucket_cap_mb * (1 << 20));
   ropts.first_bucket_cap_bytes = static_cast<size_t>(cfg.first_bucket_cap_mb * (1 << 20));
-  Reducer reducer(mo.model->parameters(), comm, ropts);
+  auto reducer = std::make_unique<Reducer>(mo.model->parameters(), comm, ropts);
   if (rank == 0) {
     DDP_LOG(INFO) << "model " << cfg.model.kind << " params=" << CountParameters(*mo.model)
-                  << " buckets=" << reducer.buckets().size() << " data=" << (*tokens)->source
+                  << " buckets=" << reducer->buckets().size() << " data=" << (*tokens)->source
                   << " vocab=" << (*tokens)->vocab_size << " world_size=" << world
-                  << " device=" << ctx.device.str() << " comm=" << comm->name();
+                  << " device=" << ctx.device.str() << " comm=" << comm->name()
+                  << (group ? " recovery=InPlace" : "");
   }
 
   CheckpointStore store(ctx.fs, cfg.checkpoint_dir, static_cast<int>(cfg.keep_checkpoints));
-  int64_t last_saved = progress->step;
-  auto checkpoint = [&](int64_t step_done) -> Status {
-    if (cfg.checkpoint_dir.empty() || step_done == last_saved) return Status::OK();
+  int64_t last_saved = committed.step;
+  // Rank 0 writes; the barrier keeps anyone from running ahead (or exiting) while it writes.
+  auto checkpoint = [&]() -> Status {
+    if (cfg.checkpoint_dir.empty() || committed.step == last_saved) return Status::OK();
     const auto t0 = Clock::now();
     if (rank == 0) {
-      TrainProgress p{step_done, pos, world};
-      auto payload = SerializeTrainState(*mo.model, *mo.optimizer, p);
-      Status s = payload.ok() ? store.Save(step_done, *payload) : payload.status();
+      auto payload = SerializeTrainState(*mo.model, *mo.optimizer, committed);
+      Status s = payload.ok() ? store.Save(committed.step, *payload) : payload.status();
       // A failed checkpoint costs progress on a restart, not correctness: keep training.
       if (!s.ok()) {
-        DDP_LOG(ERROR) << "checkpoint step " << step_done << " failed: " << s.ToString();
+        DDP_LOG(ERROR) << "checkpoint step " << committed.step << " failed: " << s.ToString();
       } else if (m != nullptr) {
-        m->checkpoint_last_step.Set(static_cast<double>(step_done));
+        m->checkpoint_last_step.Set(static_cast<double>(committed.step));
         m->checkpoint_timestamp_seconds.Set(static_cast<double>(std::time(nullptr)));
       }
     }
-    // Nobody runs ahead (or exits) while rank 0 still writes.
     DDP_RETURN_IF_ERROR(comm->Barrier().WithContext("checkpoint barrier"));
     if (m) m->checkpoint_seconds.Observe(Since(t0));
-    last_saved = step_done;
+    last_saved = committed.step;
     return Status::OK();
+  };
+  // Before giving up on the group: every survivor saves its committed step (identical state on
+  // all that reached it), unless a checkpoint of it exists; see CheckpointStore::Save's writer.
+  auto just_in_time_checkpoint = [&]() {
+    if (cfg.checkpoint_dir.empty() || committed.step <= 0 || committed.step == last_saved) return;
+    auto payload = SerializeTrainState(*mo.model, *mo.optimizer, committed);
+    Status s = payload.ok() ? store.Save(committed.step, *payload, "r" + std::to_string(rank))
+                            : payload.status();
+    if (s.ok()) {
+      DDP_LOG(INFO) << "rank " << rank << ": just-in-time checkpoint of step " << committed.step;
+      if (m) m->checkpoint_last_step.Set(static_cast<double>(committed.step));
+    } else {
+      DDP_LOG(ERROR) << "rank " << rank << ": just-in-time checkpoint of step " << committed.step
+                     << " failed: " << s.ToString();
+    }
   };
 
   LrSchedule sched{cfg.lr, cfg.min_lr, cfg.warmup_steps, cfg.steps};
   const double samples_per_step = static_cast<double>(cfg.batch_size * cfg.grad_accum);
   const double tokens_per_step = samples_per_step * static_cast<double>(cfg.model.block_size);
   const bool bf16 = cfg.bf16 && ctx.device.is_cuda();
-  const int64_t warmup = std::min<int64_t>(5, (cfg.steps - progress->step) / 5);
+  const int64_t first_step = committed.step;
+  const int64_t warmup = std::min<int64_t>(5, (cfg.steps - first_step) / 5);
   if (m) {
     m->total_steps.Set(static_cast<double>(cfg.steps));
     // The step counter reads as training progress, so a resumed run starts it where the
     // checkpoint left off; Prometheus sees a new process's counter start, not a reset.
-    m->steps.Inc(static_cast<double>(progress->step));
+    m->steps.Inc(static_cast<double>(committed.step));
   }
   PhaseTotals totals, window;
-  result.step = progress->step;
+  result.step = committed.step;
+  std::optional<Clock::time_point> failed_at;  // a recovery in progress, until the next commit
 
-  // 3. The loop.
-  for (int64_t step = progress->step; step < cfg.steps; ++step) {
+  // One optimizer step. Sets *applied once the optimizer step ran (the step is committed).
+  auto run_step = [&](int64_t step, bool* applied, bool* stop) -> Status {
     MaybeInjectFault(ctx.fault, rank, step);
     const auto t_step = Clock::now();
     StepBreakdown t;
     const double lr = LearningRateAt(sched, step);
     SetLearningRate(*mo.optimizer, lr);
+    SamplerPosition pos = committed.sampler;
     at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(ctx.device));
     for (int64_t micro = 0; micro < cfg.grad_accum; ++micro) {
-      reducer.set_sync(micro + 1 == cfg.grad_accum);  // no_sync on all but the last micro-step
+      reducer->set_sync(micro + 1 == cfg.grad_accum);  // no_sync on all but the last micro-step
       auto t0 = Clock::now();
       at::Tensor x, y;
       dataset.Batch(sampler.NextBatch(cfg.batch_size, &pos), &x, &y);
       x = x.to(ctx.device), y = y.to(ctx.device);
       t.data += Since(t0);
       t0 = Clock::now();
-      reducer.PrepareForBackward();
+      reducer->PrepareForBackward();
       at::Tensor loss;
       {
         BF16Autocast autocast(bf16);
@@ -183,9 +254,9 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       loss_sum += loss.detach();
     }
     auto t0 = Clock::now();
-    DDP_RETURN_IF_ERROR(reducer.FinalizeBackward().WithContext("step " + std::to_string(step)));
+    DDP_RETURN_IF_ERROR(reducer->FinalizeBackward().WithContext("step " + std::to_string(step)));
     t.exposed_allreduce = Since(t0);
-    const Reducer::Stats stats = reducer.last_stats();
+    const Reducer::Stats stats = reducer->last_stats();
     t.allreduce = stats.allreduce_seconds;
     // Agree on the mean loss and on stopping: SIGTERM may reach ranks at different steps, but
     // all of them must checkpoint and leave at the same one. Launched before the optimizer step
@@ -200,17 +271,21 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     if (cfg.grad_clip > 0) torch::nn::utils::clip_grad_norm_(mo.model->parameters(), cfg.grad_clip);
     mo.optimizer->step();
     ZeroGrads(*mo.model);
+    // Committed: every gradient of this step was the full all-reduced sum.
+    *applied = true;
+    committed.step = step + 1;
+    committed.sampler = pos;
+    result.step = committed.step;
     t.optimizer = Since(t0);
     t0 = Clock::now();
     DDP_RETURN_IF_ERROR(agreement->Wait().WithContext("step agreement"));
     at::Tensor agreed = agree.cpu();
     result.last_loss = agreed[0].item<double>() / world;
-    const bool stop = agreed[1].item<double>() > 0;
+    *stop = agreed[1].item<double>() > 0;
     t.sync += Since(t0);
     t.step = Since(t_step);
-    result.step = step + 1;
 
-    if (step - progress->step >= warmup) totals.Add(t);
+    if (step - first_step >= warmup) totals.Add(t);
     window.Add(t);
     if (m) {
       m->steps.Inc();
@@ -227,7 +302,14 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       m->allreduce_seconds.Inc(stats.allreduce_seconds);
       m->exposed_allreduce_seconds.Inc(t.exposed_allreduce);
     }
-    if (rank == 0 && (result.step % cfg.log_every == 0 || result.step == cfg.steps || stop)) {
+    if (failed_at) {
+      const double seconds = Since(*failed_at);
+      if (m) m->recovery_seconds.Observe(seconds);
+      DDP_LOG(INFO) << "rank " << rank << ": recovered in " << seconds
+                    << "s (failure to the next committed step, " << committed.step << ")";
+      failed_at.reset();
+    }
+    if (rank == 0 && (result.step % cfg.log_every == 0 || result.step == cfg.steps || *stop)) {
       StepBreakdown a = window.Average(samples_per_step * world, tokens_per_step * world);
       char line[256];
       std::snprintf(line, sizeof(line),
@@ -240,13 +322,38 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       window = PhaseTotals();
     }
     const bool periodic = cfg.checkpoint_every > 0 && result.step % cfg.checkpoint_every == 0;
-    if (periodic || stop) DDP_RETURN_IF_ERROR(checkpoint(result.step));
-    if (stop) {
+    if (periodic || *stop) DDP_RETURN_IF_ERROR(checkpoint());
+    return Status::OK();
+  };
+
+  // 3. The loop.
+  while (committed.step < cfg.steps) {
+    bool applied = false, stop = false;
+    Status s = run_step(committed.step, &applied, &stop);
+    if (s.ok() && stop) {
       result.preempted = true;
       break;
     }
+    if (s.ok()) continue;
+    // A failed step. Nothing of it was applied unless the optimizer step ran (then it counts).
+    if (!applied) ZeroGrads(*mo.model);
+    if (group == nullptr || !IsCommFailure(s)) {
+      if (IsCommFailure(s)) just_in_time_checkpoint();
+      return s;
+    }
+    DDP_LOG(WARNING) << "rank " << rank << ": " << s.ToString() << "; re-forming the group at step "
+                     << committed.step;
+    if (!failed_at) failed_at = Clock::now();
+    if (m) m->recoveries.Inc();
+    reducer.reset();  // its buckets may still be referenced by the abandoned collectives
+    if (Status f = form(); !f.ok()) {
+      if (IsCommFailure(f)) just_in_time_checkpoint();
+      return f.WithContext("after " + s.ToString());
+    }
+    reducer = std::make_unique<Reducer>(mo.model->parameters(), comm, ropts);
+    result.step = committed.step;
   }
-  if (!result.preempted) DDP_RETURN_IF_ERROR(checkpoint(result.step));
+  if (!result.preempted) DDP_RETURN_IF_ERROR(checkpoint());
   result.breakdown = totals.Average(samples_per_step * world, tokens_per_step * world);
   result.param_checksum = ParamChecksum(*mo.model);
   return result;

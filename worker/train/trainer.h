@@ -11,6 +11,7 @@
 
 #include "common/status.h"
 #include "worker/comm/communicator.h"
+#include "worker/comm/membership.h"
 #include "worker/train/config.h"
 #include "worker/train/fault.h"
 #include "worker/train/filesystem.h"
@@ -22,7 +23,8 @@ namespace ddp::worker {
 // config; the communicator is this rank's view of the group.
 struct TrainContext {
   const TrainConfig* config = nullptr;
-  Communicator* comm = nullptr;
+  Communicator* comm = nullptr;               // a fixed group (recovery: Restart)
+  GroupMembership* group = nullptr;           // or a group that heals in place (comm unused)
   c10::Device device = c10::Device(c10::kCPU);
   WorkerMetrics* metrics = nullptr;           // may be null
   FileSystem* fs = nullptr;                   // checkpoints
@@ -50,7 +52,17 @@ struct TrainResult {
 
 // Errors: NotFound/DataLoss for data (exit 3), InvalidArgument/FailedPrecondition for config
 // (exit 2), Unavailable/DeadlineExceeded from collectives (exit 75; the communicator is then
-// aborted). REQUIRES: all pointers in ctx except metrics non-null.
+// aborted). REQUIRES: config, fs and exactly one of comm and group non-null.
+//
+// Failure handling (DESIGN.md, "In-place recovery"):
+//   1. a step commits when the optimizer step ran; a collective failure before that discards
+//      the step in flight (sampler position rewound, gradients zeroed: nothing applied);
+//   2. with `group`, the survivor re-forms the group at the next generation, and members behind
+//      the latest committed step receive the whole training state from one at it (heal.h); a
+//      new process (the supervisor restarted it) joins and heals the same way;
+//   3. when the group cannot re-form (the store is gone, a heal failed past its deadline) or
+//      without `group`, the survivor writes a just-in-time checkpoint of its committed step
+//      before returning the error, so the next round repeats no completed step.
 StatusOr<TrainResult> Train(const TrainContext& ctx);
 
 // "rank=0 world_size=2 step=200 loss=1.2345 param_checksum=0123456789abcdef": the summary line.

@@ -14,6 +14,8 @@ std::vector<double> StepBuckets() {
   return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
 }
 
+std::vector<double> RecoveryBuckets() { return {0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60, 120, 300}; }
+
 }  // namespace
 
 WorkerMetrics::WorkerMetrics(const WorkerIdentity& id)
@@ -31,6 +33,9 @@ WorkerMetrics::WorkerMetrics(const WorkerIdentity& id)
       checkpoint_seconds(registry_.AddHistogram("ddp_worker_checkpoint_seconds", "Wall time of writing one checkpoint.", StepBuckets()).Get()),
       checkpoint_last_step(registry_.AddGauge("ddp_worker_checkpoint_last_step", "Step of the last complete checkpoint.").Get()),
       checkpoint_timestamp_seconds(registry_.AddGauge("ddp_worker_checkpoint_timestamp_seconds", "Unix time of the last complete checkpoint.").Get()),
+      generation(registry_.AddGauge("ddp_worker_generation", "In-place recovery generation of the group in this round (+1 per re-formation; 0 without failures).").Get()),
+      recoveries(registry_.AddCounter("ddp_worker_recoveries_total", "In-place recoveries this trainer process survived (the group re-formed without it restarting).").Get()),
+      recovery_seconds(registry_.AddHistogram("ddp_worker_recovery_seconds", "Seconds from a failure seen by this rank to the group's next committed step (in-place recovery).", RecoveryBuckets()).Get()),
       gpu_memory_bytes(registry_.AddGauge("ddp_worker_gpu_memory_bytes", "GPU memory in use on this rank's device (total - free, from the CUDA runtime).")) {
   if (id.launched) {
     registry_.AddGauge("ddp_worker_info", "Identity of this worker process.", {"job", "world_size", "round"})

@@ -48,6 +48,9 @@ class WorkerMetrics {
   metrics::Histogram& checkpoint_seconds;
   metrics::Gauge& checkpoint_last_step;
   metrics::Gauge& checkpoint_timestamp_seconds;
+  metrics::Gauge& generation;
+  metrics::Counter& recoveries;
+  metrics::Histogram& recovery_seconds;
   // ddp_worker_gpu_memory_bytes: a family with no series until a GPU reading exists, so a
   // CPU worker exports no misleading 0.
   metrics::GaugeFamily& gpu_memory_bytes;
