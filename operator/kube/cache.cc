@@ -1,7 +1,5 @@
 #include "operator/kube/cache.h"
 
-#include "operator/plan/names.h"
-
 namespace ddp::controller {
 
 std::string ObjectKey(const nlohmann::json& obj) {
@@ -26,12 +24,12 @@ int64_t GenerationOf(const nlohmann::json& obj) {
   return g != m->end() && g->is_number_integer() ? g->get<int64_t>() : 0;
 }
 
-std::string JobKeyFromLabel(const nlohmann::json& obj) {
+std::string JobKeyFromLabel(const nlohmann::json& obj, const std::string& label_key) {
   auto m = obj.find("metadata");
   if (m == obj.end() || !m->is_object()) return "";
   auto labels = m->find("labels");
   if (labels == m->end() || !labels->is_object()) return "";
-  auto job = labels->find(plan::kJobNameLabel);
+  auto job = labels->find(label_key);
   if (job == labels->end() || !job->is_string() || job->get<std::string>().empty()) return "";
   return m->value("namespace", "") + "/" + job->get<std::string>();
 }

@@ -28,8 +28,8 @@ std::string ObjectKey(const nlohmann::json& obj);
 std::string ResourceVersionOf(const nlohmann::json& obj);
 // metadata.generation (bumped by the API server on spec changes and on deletion), or 0.
 int64_t GenerationOf(const nlohmann::json& obj);
-// The value of the ddp.dev/job-name label as a job key "namespace/<label>", or "" when absent.
-std::string JobKeyFromLabel(const nlohmann::json& obj);
+// The value of label `label_key` as a job key "namespace/<value>", or "" when absent or empty.
+std::string JobKeyFromLabel(const nlohmann::json& obj, const std::string& label_key);
 
 // What an informer feeds its cache. Implementations are thread-safe.
 class InformerSink {

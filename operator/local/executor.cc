@@ -60,8 +60,8 @@ std::vector<std::string> LocalExecutor::Apply(const plan::Plan& plan, plan::Time
     pod.object = object;
     pod.name = name;
     pod.uid = "local-" + std::to_string(next_uid_++);
-    pod.index = LabelInt(object, plan::kReplicaIndexLabel);
-    pod.round = LabelInt(object, plan::kRoundLabel);
+    pod.index = LabelInt(object, api::kReplicaIndexLabel);
+    pod.round = LabelInt(object, api::kRoundLabel);
     pod.created = now;
     pod.log_path = options_.log_dir + "/" + name + ".round" + std::to_string(pod.round) + ".log";
     Status s = Start(&pod, &messages);

@@ -64,8 +64,8 @@ ObservedPod ObservePod(const json& pod) {
   out.name = Str(meta, "name");
   out.uid = Str(meta, "uid");
   const json& labels = Get(meta, "labels");
-  out.index = ParseIndexLabel(labels, kReplicaIndexLabel);
-  out.round = ParseIndexLabel(labels, kRoundLabel);
+  out.index = ParseIndexLabel(labels, api::kReplicaIndexLabel);
+  out.round = ParseIndexLabel(labels, api::kRoundLabel);
   out.deleting = !Get(meta, "deletionTimestamp").is_null();
   if (auto t = Time(meta, "creationTimestamp")) out.created = *t;
   out.phase = Str(status, "phase");

@@ -8,10 +8,13 @@ namespace {
 
 using nlohmann::json;
 
+// The cache takes the label key as a plain value; any key works, this is the operator's.
+constexpr char kJobLabel[] = "ddp.dev/job-name";
+
 json Pod(const std::string& ns, const std::string& name, const std::string& job,
          const std::string& phase = "Pending") {
   json p = {{"metadata", {{"name", name}, {"namespace", ns}}}, {"status", {{"phase", phase}}}};
-  if (!job.empty()) p["metadata"]["labels"] = {{"ddp.dev/job-name", job}};
+  if (!job.empty()) p["metadata"]["labels"] = {{kJobLabel, job}};
   return p;
 }
 
@@ -26,7 +29,7 @@ class CacheTest : public ::testing::Test {
  protected:
   IndexedCache<std::string> cache_{
       [](const json& obj) -> std::optional<IndexedCache<std::string>::Entry> {
-        std::string job = JobKeyFromLabel(obj);
+        std::string job = JobKeyFromLabel(obj, kJobLabel);
         if (job.empty()) return std::nullopt;
         return IndexedCache<std::string>::Entry{job, obj["status"]["phase"].get<std::string>()};
       },
@@ -43,11 +46,11 @@ TEST(ObjectKeyTest, NamespacedAndClusterScoped) {
 }
 
 TEST(JobKeyFromLabelTest, UsesTheObjectsNamespace) {
-  EXPECT_EQ(JobKeyFromLabel(Pod("ml", "x-worker-0", "x")), "ml/x");
-  EXPECT_EQ(JobKeyFromLabel(Pod("ml", "x-worker-0", "")), "");
+  EXPECT_EQ(JobKeyFromLabel(Pod("ml", "x-worker-0", "x"), kJobLabel), "ml/x");
+  EXPECT_EQ(JobKeyFromLabel(Pod("ml", "x-worker-0", ""), kJobLabel), "");
   json bad = Pod("ml", "p", "");
-  bad["metadata"]["labels"] = {{"ddp.dev/job-name", 3}};
-  EXPECT_EQ(JobKeyFromLabel(bad), "");
+  bad["metadata"]["labels"] = {{kJobLabel, 3}};
+  EXPECT_EQ(JobKeyFromLabel(bad, kJobLabel), "");
 }
 
 TEST_F(CacheTest, IndexesByJobAndNotifiesAddUpdateRemove) {

@@ -1,5 +1,5 @@
 // `ddp-operator run` flag parsing, including the error messages for bad input.
-#include "operator/controller_flags.h"
+#include "operator/controller/controller_flags.h"
 
 #include <gtest/gtest.h>
 

@@ -15,6 +15,9 @@ namespace ddp::controller {
 namespace {
 
 using nlohmann::json;
+
+// The cache takes the label key as a plain value; any key works, this is the operator's.
+constexpr char kJobLabel[] = "ddp.dev/job-name";
 using std::chrono::milliseconds;
 
 bool WaitFor(const std::function<bool()>& cond, milliseconds timeout = milliseconds(10000)) {
@@ -25,7 +28,7 @@ json Pod(const std::string& name, const std::string& job) {
   json p = {{"apiVersion", "v1"}, {"kind", "Pod"},
             {"metadata", {{"name", name}, {"namespace", "ml"}}},
             {"spec", {{"containers", json::array({{{"name", "worker"}, {"image", "x"}}})}}}};
-  if (!job.empty()) p["metadata"]["labels"] = {{"ddp.dev/job-name", job}};
+  if (!job.empty()) p["metadata"]["labels"] = {{kJobLabel, job}};
   return p;
 }
 
@@ -52,7 +55,7 @@ class InformerTest : public ::testing::Test {
     InformerOptions o;
     o.resource = kPods;
     o.ns = "ml";
-    o.label_selector = "ddp.dev/job-name";
+    o.label_selector = kJobLabel;
     o.page_size = 2;  // several pages even for a handful of pods
     o.backoff_initial = milliseconds(20);
     informer_ = std::make_unique<Informer>(client_.get(), o, &cache_);
@@ -68,7 +71,7 @@ class InformerTest : public ::testing::Test {
   std::unique_ptr<KubeClient> client_;
   IndexedCache<std::string> cache_{
       [](const json& obj) -> std::optional<IndexedCache<std::string>::Entry> {
-        std::string job = JobKeyFromLabel(obj);
+        std::string job = JobKeyFromLabel(obj, kJobLabel);
         if (job.empty()) return std::nullopt;
         return IndexedCache<std::string>::Entry{job, obj["metadata"]["name"].get<std::string>()};
       },

@@ -144,7 +144,7 @@ std::vector<std::string> DescribeCreates(const Plan& plan) {
     std::string s = obj["kind"].get<std::string>() + " " +
                     obj["metadata"]["name"].get<std::string>();
     if (obj["kind"] == "Pod") {
-      s += " r" + obj["metadata"]["labels"][kRoundLabel].get<std::string>();
+      s += " r" + obj["metadata"]["labels"][api::kRoundLabel].get<std::string>();
     }
     out.push_back(s);
   }

@@ -1,7 +1,7 @@
 // Flags of `ddp-operator run`, parsed into a struct (pure: no I/O), so the command's wiring stays
 // short and the parsing is unit-tested. Accepts `--flag value` and `--flag=value`.
-#ifndef DDP_OPERATOR_CONTROLLER_FLAGS_H_
-#define DDP_OPERATOR_CONTROLLER_FLAGS_H_
+#ifndef DDP_OPERATOR_CONTROLLER_CONTROLLER_FLAGS_H_
+#define DDP_OPERATOR_CONTROLLER_CONTROLLER_FLAGS_H_
 
 #include <chrono>
 #include <string>
@@ -40,4 +40,4 @@ const char* RunUsage();
 
 }  // namespace ddp::controller
 
-#endif  // DDP_OPERATOR_CONTROLLER_FLAGS_H_
+#endif  // DDP_OPERATOR_CONTROLLER_CONTROLLER_FLAGS_H_

@@ -1,4 +1,4 @@
-#include "operator/controller.h"
+#include "operator/controller/controller.h"
 
 #include <map>
 
@@ -53,7 +53,7 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
           [this](const std::string& key, const JobEntry*, const JobEntry*) { queue_.Add(key); }),
       pods_(
           [](const nlohmann::json& obj) -> std::optional<IndexedCache<plan::ObservedPod>::Entry> {
-            std::string job = JobKeyFromLabel(obj);
+            std::string job = JobKeyFromLabel(obj, api::kJobNameLabel);
             if (job.empty()) return std::nullopt;
             // Only the planner's facts are kept: a few hundred bytes per pod.
             return IndexedCache<plan::ObservedPod>::Entry{job, plan::ObservePod(obj)};
@@ -62,7 +62,7 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
                  const plan::ObservedPod* now) { OnPodChange(job, old, now); }),
       services_(
           [](const nlohmann::json& obj) -> std::optional<IndexedCache<std::string>::Entry> {
-            std::string job = JobKeyFromLabel(obj);
+            std::string job = JobKeyFromLabel(obj, api::kJobNameLabel);
             if (job.empty()) return std::nullopt;
             return IndexedCache<std::string>::Entry{job, ObjectKey(obj)};
           },
@@ -71,9 +71,9 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
           }) {
   job_informer_ = std::make_unique<Informer>(client_, InformerFor(kDDPJobs, options_, ""), &jobs_);
   pod_informer_ = std::make_unique<Informer>(
-      client_, InformerFor(kPods, options_, plan::kJobNameLabel), &pods_);
+      client_, InformerFor(kPods, options_, api::kJobNameLabel), &pods_);
   service_informer_ = std::make_unique<Informer>(
-      client_, InformerFor(kServices, options_, plan::kJobNameLabel), &services_);
+      client_, InformerFor(kServices, options_, api::kJobNameLabel), &services_);
 }
 
 Controller::~Controller() { Stop(); }

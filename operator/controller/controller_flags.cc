@@ -1,4 +1,4 @@
-#include "operator/controller_flags.h"
+#include "operator/controller/controller_flags.h"
 
 #include <cctype>
 #include <cstdlib>

@@ -3,8 +3,8 @@
 
 #include "common/logging.h"
 #include "operator/api/serialize.h"
-#include "operator/controller.h"
-#include "operator/kube/events.h"
+#include "operator/controller/controller.h"
+#include "operator/controller/events.h"
 
 namespace ddp::controller {
 namespace {
