@@ -156,6 +156,7 @@ std::vector<std::string> LocalExecutor::Reap() {
       continue;
     }
     pod.exit = ClassifyExit(status, pod.signalled);
+    pod.finished_at = std::chrono::system_clock::now();
     ++it;
   }
   return changed;
@@ -198,6 +199,7 @@ plan::Observed LocalExecutor::Observe() const {
     } else if (pod.exit) {
       o.phase = pod.exit->phase;
       o.exit_code = pod.exit->exit_code;
+      o.finished_at = pod.finished_at;
       o.reason = pod.exit->reason;
       o.message = pod.exit->message;
       o.disruption_condition = pod.exit->disruption;

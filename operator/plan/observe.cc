@@ -77,6 +77,7 @@ ObservedPod ObservePod(const json& pod) {
     const json& terminated = Get(Get(*cs, "state"), "terminated");
     const json& code = Get(terminated, "exitCode");
     if (code.is_number_integer()) out.exit_code = code.get<int>();
+    out.finished_at = Time(terminated, "finishedAt");
     if (out.reason.empty()) out.reason = Str(terminated, "reason");
     if (out.message.empty()) out.message = Str(terminated, "message");
   }

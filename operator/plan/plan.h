@@ -26,6 +26,7 @@ struct ObservedPod {
   std::string phase;  // Pending | Running | Succeeded | Failed | Unknown
   bool deleting = false;  // metadata.deletionTimestamp is set
   std::optional<int> exit_code;  // worker container's terminated exit code (signals: 128+n)
+  std::optional<TimePoint> finished_at;  // worker container's terminated.finishedAt
   std::string reason;   // pod.status.reason (Evicted, Preempted, ...) else the container's
   std::string message;
   bool ready = false;

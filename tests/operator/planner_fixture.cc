@@ -66,6 +66,12 @@ ObservedPod Exited(int index, int round, int code) {
   return p;
 }
 
+ObservedPod ExitedAt(int index, int round, int code, TimePoint finished) {
+  ObservedPod p = Exited(index, round, code);
+  p.finished_at = finished;
+  return p;
+}
+
 ObservedPod Evicted(int index, int round) {
   ObservedPod p = Pod(index, round, "Failed");
   p.reason = "Evicted";

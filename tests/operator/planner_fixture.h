@@ -30,6 +30,8 @@ api::DDPJob Scaled(api::DDPJob j, int replicas);
 
 ObservedPod Pod(int index, int round, const std::string& phase);
 ObservedPod Exited(int index, int round, int code);          // Failed with an exit code
+// Exited, the worker container having terminated at `finished` (container finishedAt).
+ObservedPod ExitedAt(int index, int round, int code, TimePoint finished);
 ObservedPod Evicted(int index, int round);                    // Failed, reason Evicted, no code
 ObservedPod Deleting(ObservedPod p);
 ObservedPod Unschedulable(int index, int round, TimePoint since);
