@@ -13,6 +13,7 @@
 #include "operator/local/pod_process.h"
 #include "operator/local/process.h"
 #include "operator/plan/names.h"
+#include "operator/plan/observe.h"
 
 namespace ddp::controller::local {
 namespace {
@@ -191,6 +192,7 @@ plan::Observed LocalExecutor::Observe() const {
     o.index = pod.index;
     o.round = pod.round;
     o.uid = pod.uid;
+    o.owner_uid = plan::ControllerUid(pod.object);
     o.created = pod.created;
     o.deleting = pod.deleting;
     if (pod.alive) {

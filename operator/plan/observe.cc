@@ -57,12 +57,23 @@ const json* WorkerContainerStatus(const json& pod) {
 
 }  // namespace
 
+std::string ControllerUid(const json& obj) {
+  const json& refs = Get(Get(obj, "metadata"), "ownerReferences");
+  if (!refs.is_array()) return "";
+  for (const auto& ref : refs) {
+    const json& controller = Get(ref, "controller");
+    if (controller.is_boolean() && controller.get<bool>()) return Str(ref, "uid");
+  }
+  return "";
+}
+
 ObservedPod ObservePod(const json& pod) {
   ObservedPod out;
   const json& meta = Get(pod, "metadata");
   const json& status = Get(pod, "status");
   out.name = Str(meta, "name");
   out.uid = Str(meta, "uid");
+  out.owner_uid = ControllerUid(pod);
   const json& labels = Get(meta, "labels");
   out.index = ParseIndexLabel(labels, api::kReplicaIndexLabel);
   out.round = ParseIndexLabel(labels, api::kRoundLabel);

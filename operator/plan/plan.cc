@@ -241,7 +241,18 @@ std::optional<int> ShrinkTarget(Pass* p) {
 Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now) {
   // The garbage collector removes the pods and the Service through their owner references.
   if (job.deletion_timestamp) return Plan{};
-  Pass p = internal::BeginPass(job, seen, now);
+  Observed own;
+  own.service_exists = seen.service_exists;
+  std::vector<std::string> foreign;
+  for (const ObservedPod& pod : seen.pods) {
+    if (job.uid.empty() || pod.owner_uid == job.uid) {
+      own.pods.push_back(pod);
+    } else {
+      foreign.push_back(pod.name);
+    }
+  }
+  Pass p = internal::BeginPass(job, own, now);
+  p.foreign_names = std::move(foreign);
   if (IsFinished(p)) {
     internal::CleanUpFinished(&p);
     return internal::FinishPass(&p);

@@ -34,10 +34,11 @@ struct ObservedPod {
   std::optional<TimePoint> unschedulable_since;
   TimePoint created{};
   std::string uid;
+  std::string owner_uid;  // uid of the controller ownerReference; "" when none
 };
 
 struct Observed {
-  std::vector<ObservedPod> pods;  // every pod with the job's label, any round
+  std::vector<ObservedPod> pods;  // every pod with the job's label, any round, any owner
   bool service_exists = false;
 };
 
@@ -75,6 +76,10 @@ struct Plan {
 };
 
 // The reconcile pass. Follows DESIGN.md's lifecycle rules 1-7; see plan.cc for the steps.
+// Ownership: only pods whose controller ownerReference is job.uid are counted, adopted or
+// deleted (a job deleted and created again under its name must not inherit the old job's pods,
+// nor a pod someone labelled by hand). A foreign pod holding a name the round needs is waited
+// for, never deleted. A job without a uid (never stored: render) owns every pod it sees.
 // The round, restarts and disruptions persist only in job.status; pod round labels are the
 // ground truth for which pods belong to which round (pods of a newer round than status.round are
 // adopted, with a RoundAdopted event). Resize is a spec.replicas that differs from

@@ -146,6 +146,22 @@ std::vector<Row> Rows() {
        {.phase = "Failed", .events = {"InvalidSpec"},
         .message = "spec.nprocPerNode (0) must be >= 1", .condition = "Failed=True/InvalidSpec"}},
 
+      // Ownership: only pods whose controller ownerReference is this job's uid count.
+      {"rule1_a_recreated_job_does_not_inherit_the_old_jobs_succeeded_pods",
+       Job(3), World({OwnedBy(Exited(0, 0, 0), "uid-old"), OwnedBy(Exited(1, 0, 0), "uid-old"),
+                      OwnedBy(Exited(2, 0, 0), "uid-old")}), At(0),
+       {.creates = {}, .deletes = {}, .phase = "Pending", .round = 0}},
+      {"rule1_a_name_held_by_a_foreign_pod_is_created_once_it_is_gone",
+       InPhase(Job(3), "Pending", 0, 3),
+       World({Pod(0, 0, "Pending"), Pod(1, 0, "Pending"), OwnedBy(Pod(2, 0, "Running"), "")}),
+       At(10), {.creates = {}, .deletes = {}, .phase = "Pending"}},
+      {"rule2_a_hand_labelled_failed_pod_is_neither_counted_nor_deleted", Ready(Running3(), 3),
+       With(World(Pods(3, 0, "Running")), [] {
+         ObservedPod p = OwnedBy(Exited(1, 0, 3), "");
+         p.name = "debug-shell";
+         return p;
+       }()), At(10), {.deletes = {}, .phase = "Running", .no_status = true}},
+
       // Rule 2: failure vs disruption, the three restart policies, maxRestarts.
       {"rule2_onfailure_policy_any_exit_code_restarts", Running3(), Failing(Exited(1, 0, 1)),
        At(10),
