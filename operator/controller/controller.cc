@@ -183,12 +183,27 @@ Status Controller::Reconcile(const std::string& key) {
       return Status::OK();
     }
     auto job = api::ParseDDPJobJson(*entry->raw);
-    if (!job.ok()) {
-      // Nothing to do until someone edits the object; the edit re-queues it.
-      DDP_LOG(WARNING) << key << ": cannot parse DDPJob: " << job.status().message();
-      return Status::OK();
+    plan::Plan p;
+    if (job.ok()) {
+      p = plan::PlanReconcile(*job, Observe(key), std::chrono::system_clock::now());
+    } else {
+      // A spec the CRD schema let through (stored before a CRD change): fail the job with a
+      // condition and an event naming the field. Without even parseable metadata and status,
+      // there is nothing to write to; the next edit re-queues it.
+      const std::string error = std::string(job.status().message());
+      nlohmann::json bare = *entry->raw;
+      bare.erase("spec");
+      job = api::ParseDDPJobJson(bare);
+      if (!job.ok()) {
+        bare.erase("status");
+        job = api::ParseDDPJobJson(bare);
+      }
+      if (!job.ok()) {
+        DDP_LOG(WARNING) << key << ": cannot parse DDPJob: " << error;
+        return Status::OK();
+      }
+      p = plan::PlanUnparsableJob(*job, Observe(key), error, std::chrono::system_clock::now());
     }
-    plan::Plan p = plan::PlanReconcile(*job, Observe(key), std::chrono::system_clock::now());
     if (p.empty()) return Status::OK();
     DDP_LOG(DEBUG) << key << ": plan " << p.ToString();
     Status s = Apply(key, *job, *entry->raw, std::move(p));

@@ -238,6 +238,22 @@ std::optional<int> ShrinkTarget(Pass* p) {
 
 }  // namespace
 
+Plan PlanUnparsableJob(const api::DDPJob& identity, const Observed& seen,
+                       const std::string& parse_error, TimePoint now) {
+  if (identity.deletion_timestamp) return Plan{};
+  Observed own;
+  own.service_exists = seen.service_exists;
+  for (const ObservedPod& pod : seen.pods) {
+    if (identity.uid.empty() || pod.owner_uid == identity.uid) own.pods.push_back(pod);
+  }
+  Pass p = internal::BeginPass(identity, own, now);
+  if (IsFinished(p)) {
+    internal::CleanUpFinished(&p);
+    return internal::FinishPass(&p);
+  }
+  return EndJob(&p, false, "InvalidSpec", "invalid spec: " + parse_error);
+}
+
 Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now) {
   // The garbage collector removes the pods and the Service through their owner references.
   if (job.deletion_timestamp) return Plan{};

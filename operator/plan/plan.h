@@ -93,6 +93,13 @@ struct Plan {
 // REQUIRES: nothing; an invalid spec yields a Failed status (reason InvalidSpec) and an event.
 Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now);
 
+// For a stored DDPJob whose spec does not parse (objects stored before a CRD change): the job
+// fails with reason InvalidSpec and one Warning event carrying `parse_error` (which names the
+// field), as a validation failure does; once Failed, only cleanPodPolicy applies.
+// `identity` is the object parsed without its spec (metadata and status).
+Plan PlanUnparsableJob(const api::DDPJob& identity, const Observed& seen,
+                       const std::string& parse_error, TimePoint now);
+
 }  // namespace ddp::plan
 
 #endif  // DDP_OPERATOR_PLAN_PLAN_H_

@@ -151,6 +151,31 @@ TEST_F(OperatorE2eTest, ExitCodePolicyPermanentExitFailsJobWithLastFailure) {
   EXPECT_EQ(StatusInt(w_.JobStatus("j"), "restarts"), 0);
 }
 
+// A spec the CRD schema would stop today but an older object carries: Failed, condition and an
+// Event naming the field, as for a validation failure; no pods.
+TEST_F(OperatorE2eTest, UnparsableSpecFailsWithInvalidSpecAndAnEventNamingTheField) {
+  auto op = w_.StartOperator("op");
+  w_.CreateJob(World::Job("bad", 2, {{"failurePolicy", {{"restartPolicy", "Sometimes"}}}}));
+  ASSERT_TRUE(WaitFor([&] { return w_.JobStatus("bad").value("phase", "") == "Failed"; }, kWait))
+      << w_.JobStatus("bad").dump() << op->Log();
+  const json status = w_.JobStatus("bad");
+  bool condition = false;
+  for (const auto& c : status["conditions"]) {
+    condition |= c.value("type", "") == "Failed" && c.value("reason", "") == "InvalidSpec";
+  }
+  EXPECT_TRUE(condition) << status.dump();
+  ASSERT_TRUE(WaitFor([&] {
+    for (const auto& e : w_.server().Objects("/api/v1/namespaces/ml/events")) {
+      if (e.value("reason", "") == "InvalidSpec" &&
+          e.value("message", "").find("spec.failurePolicy.restartPolicy") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  }, kWait)) << op->Log();
+  EXPECT_TRUE(w_.Pods().empty());
+}
+
 TEST_F(OperatorE2eTest, EvictionIsCountedAsDisruptionNotRestart) {
   auto op = w_.StartOperator("op");
   w_.CreateJob(World::Job("j", 2, {{"failurePolicy", {{"restartPolicy", "Never"}}}}));
