@@ -217,7 +217,7 @@ Status Controller::Reconcile(const std::string& key) {
     if (!fresh.ok()) return fresh.status().WithContext(key + ": re-read after conflict");
     // Unless the watch delivered a newer spec or the deletion meanwhile (as in Apply).
     jobs_.UpsertUnless(*fresh, [&](const JobEntry* cur) {
-      return cur == nullptr || GenerationOf(*cur->raw) > GenerationOf(*fresh);
+      return cur == nullptr || CachedIsNewer(*cur->raw, *fresh);
     });
   }
   return Status::Conflict(key + ": status write kept conflicting");

@@ -28,6 +28,11 @@ std::string ObjectKey(const nlohmann::json& obj);
 std::string ResourceVersionOf(const nlohmann::json& obj);
 // metadata.generation (bumped by the API server on spec changes and on deletion), or 0.
 int64_t GenerationOf(const nlohmann::json& obj);
+// Whether `cached` is a later version of its object than `incoming`, ordered by resourceVersion
+// (the API server's write order: a status write bumps it, generation stays). Kubernetes calls
+// resourceVersion opaque; the API server's are decimal revisions, compared as numbers. When
+// either is not a decimal number, falls back to generation (then: not newer on a tie).
+bool CachedIsNewer(const nlohmann::json& cached, const nlohmann::json& incoming);
 // The value of label `label_key` as a job key "namespace/<value>", or "" when absent or empty.
 std::string JobKeyFromLabel(const nlohmann::json& obj, const std::string& label_key);
 
