@@ -47,6 +47,9 @@ class InformerSink {
   // After a full re-list: drops every entry whose key is not in `listed` (deleted while the
   // watch was down). Returns how many were dropped.
   virtual size_t Prune(const std::unordered_set<std::string>& listed) = 0;
+  // The periodic resync: re-delivers every cached object to whoever reacts to changes, from
+  // memory (no request to the API server), so a handler that missed a change gets another look.
+  virtual void Resync() {}
 };
 
 // Thread-safe cache of T, indexed by an index value (the job key).
@@ -102,6 +105,18 @@ class IndexedCache : public InformerSink {
   }
 
   void Remove(const nlohmann::json& obj) override { RemoveKey(ObjectKey(obj)); }
+
+  // on_change(index, &value, &value) for every entry (old == now: nothing changed).
+  void Resync() override {
+    if (!on_change_) return;
+    std::vector<Entry> all;
+    {
+      std::shared_lock<std::shared_mutex> l(mu_);
+      all.reserve(items_.size());
+      for (const auto& [key, e] : items_) all.push_back(e);
+    }
+    for (const Entry& e : all) on_change_(e.index, &e.value, &e.value);
+  }
 
   size_t Prune(const std::unordered_set<std::string>& listed) override {
     std::vector<std::string> gone;
