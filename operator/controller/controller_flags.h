@@ -24,8 +24,8 @@ struct RunFlags {
   std::chrono::milliseconds retry_period{2000};     // --leader-election-retry-period
   std::string metrics_addr = ":8080";     // --metrics-bind-address ("0" disables)
   std::string health_addr = ":8081";      // --health-probe-bind-address ("0" disables)
-  double qps = 50;                        // --qps (<= 0: unlimited)
-  int burst = 100;                        // --burst
+  double qps = 500;                       // --qps, per bucket (<= 0: unlimited)
+  int burst = 500;                        // --burst
   LogLevel log_level = LogLevel::kInfo;   // --log-level
   std::chrono::milliseconds resync_period{std::chrono::minutes(10)};  // --resync-period
   std::chrono::milliseconds sync_timeout{std::chrono::minutes(2)};    // --cache-sync-timeout
