@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include "operator/api/manifest_file.h"
-#include "operator/api/validate.h"
 #include "operator/api/yaml_json.h"
 #include "operator/command.h"
 #include "operator/plan/builders.h"
@@ -58,26 +57,16 @@ int RenderMain(int argc, char** argv) {
                  file.empty() ? "-f FILE is required" : "-o must be yaml or json", kUsage);
     return 2;
   }
-  StatusOr<std::string> text = api::ReadManifestText(file);
-  if (!text.ok()) {
-    std::fprintf(stderr, "render: %s\n", text.status().message().c_str());
-    return 1;
-  }
-  StatusOr<std::vector<api::ManifestDocument>> docs = api::ParseManifestDocuments(*text);
+  StatusOr<std::vector<api::ManifestDocument>> docs = api::LoadManifest("render", file);
   if (!docs.ok()) {
-    std::fprintf(stderr, "%s: %s\n", file.c_str(), docs.status().message().c_str());
+    std::fprintf(stderr, "%s\n", docs.status().message().c_str());
     return 1;
   }
   nlohmann::json objects = nlohmann::json::array();
   int problems = 0;
   for (const auto& doc : *docs) {
     if (!doc.other_kind.empty()) continue;  // render shows what the operator creates, nothing else
-    std::vector<std::string> errs;
-    if (!doc.parse_status.ok()) {
-      errs.push_back(doc.parse_status.message());
-    } else {
-      errs = api::Validate(doc.job);
-    }
+    const std::vector<std::string> errs = api::DocumentProblems(doc);
     for (const auto& e : errs) std::fprintf(stderr, "%s: %s\n", doc.label.c_str(), e.c_str());
     problems += static_cast<int>(errs.size());
     if (!errs.empty()) continue;

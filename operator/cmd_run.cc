@@ -19,11 +19,11 @@
 #include "common/http_server.h"
 #include "common/logging.h"
 #include "operator/command.h"
-#include "operator/controller.h"
+#include "operator/controller/controller.h"
 #include "operator/kube/client.h"
 #include "operator/kube/leader_election.h"
 #include "operator/kube/operator_metrics.h"
-#include "operator/controller_flags.h"
+#include "operator/controller/controller_flags.h"
 
 namespace ddp::controller {
 namespace {

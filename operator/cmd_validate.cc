@@ -5,7 +5,6 @@
 #include <string>
 
 #include "operator/api/manifest_file.h"
-#include "operator/api/validate.h"
 #include "operator/command.h"
 
 namespace ddp::controller {
@@ -34,14 +33,9 @@ int ValidateMain(int argc, char** argv) {
     std::fprintf(stderr, "validate: -f FILE is required\n%s", kUsage);
     return 2;
   }
-  StatusOr<std::string> text = api::ReadManifestText(file);
-  if (!text.ok()) {
-    std::fprintf(stderr, "validate: %s\n", text.status().message().c_str());
-    return 1;
-  }
-  StatusOr<std::vector<api::ManifestDocument>> docs = api::ParseManifestDocuments(*text);
+  StatusOr<std::vector<api::ManifestDocument>> docs = api::LoadManifest("validate", file);
   if (!docs.ok()) {
-    std::fprintf(stderr, "%s: %s\n", file.c_str(), docs.status().message().c_str());
+    std::fprintf(stderr, "%s\n", docs.status().message().c_str());
     return 1;
   }
   if (docs->empty()) {
@@ -57,12 +51,7 @@ int ValidateMain(int argc, char** argv) {
       continue;
     }
     ++jobs;
-    if (!doc.parse_status.ok()) {
-      std::printf("%s: %s\n", doc.label.c_str(), doc.parse_status.message().c_str());
-      ++problems;
-      continue;
-    }
-    for (const std::string& p : api::Validate(doc.job)) {
+    for (const std::string& p : api::DocumentProblems(doc)) {
       std::printf("%s: %s\n", doc.label.c_str(), p.c_str());
       ++problems;
     }

@@ -5,6 +5,11 @@
 //   operator_bench [--jobs 1000] [--pods 8] [--workers 4] [--qps 0] [--latency-ms 0] [--pin 0]
 //                  [--operator PATH]   (another build of ddp-operator, to compare two builds)
 //                  [--tls 1]           (HTTPS with a throwaway CA, as every real API server)
+//                  [--burst 1000]      the operator's --burst
+//                  [--restart-pods 0]  then one job of N pods: its round 0 created, then rank 0
+//                                      exits 75 and the whole round is deleted and recreated;
+//                                      reports the restart's time against round 0's creation
+//                                      (the peer: the same pods, half the writes)
 // --latency-ms adds that much server-side latency to every request, as a loaded real API server has.
 // --pin 1 runs the API server on CPU 0 and the operator on CPU 1, so that each has one core of
 // its own: the side whose core is busier is the one the other waits for.
@@ -22,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <regex>
@@ -113,7 +119,8 @@ json Job(const std::string& name, int pods) {
 
 int main(int argc, char** argv) {
   int jobs = 1000, pods = 8, workers = 4, latency_ms = 0, pin = 0, tls = 0;
-  std::string qps = "0", operator_bin = DDP_OPERATOR_BIN;
+  int restart_pods = 0;
+  std::string qps = "0", burst = "1000", operator_bin = DDP_OPERATOR_BIN;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--jobs") jobs = std::atoi(argv[i + 1]);
@@ -124,6 +131,8 @@ int main(int argc, char** argv) {
     else if (a == "--pin") pin = std::atoi(argv[i + 1]);
     else if (a == "--operator") operator_bin = argv[i + 1];
     else if (a == "--tls") tls = std::atoi(argv[i + 1]);
+    else if (a == "--burst") burst = argv[i + 1];
+    else if (a == "--restart-pods") restart_pods = std::atoi(argv[i + 1]);
     else { std::fprintf(stderr, "unknown flag %s\n", a.c_str()); return 2; }
   }
   const int want_pods = jobs * pods;
@@ -148,10 +157,11 @@ int main(int argc, char** argv) {
     opts.tls_key_pem = pki.server_key;
   }
   ddp::fake::FakeApiServer server(opts);
-  std::atomic<int> pod_creates{0};
+  std::atomic<int> pod_creates{0}, pod_deletes{0};
   std::mutex mu;
   Clock::time_point all_pods_at{};
   server.SetRequestHook([&](const std::string& verb, const std::string& path) {
+    if (verb == "delete" && path.find("/pods/") != std::string::npos) ++pod_deletes;
     if (verb == "create" && path.size() > 5 && path.compare(path.size() - 5, 5, "/pods") == 0) {
       if (++pod_creates == want_pods) {
         std::lock_guard<std::mutex> l(mu);
@@ -176,7 +186,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args = {operator_bin, "run", "--kubeconfig", kubeconfig,
                                    "--metrics-bind-address", "127.0.0.1:0",
                                    "--health-probe-bind-address", "0", "--workers",
-                                   std::to_string(workers), "--qps", qps, "--burst", "1000",
+                                   std::to_string(workers), "--qps", qps, "--burst", burst,
                                    "--log-level", "info"};
   pid_t pid = fork();
   if (pid == 0) {
@@ -237,6 +247,43 @@ int main(int argc, char** argv) {
   }
   size_t stored_pods = server.Objects("/api/v1/namespaces/bench/pods").size();
   long hwm = StatusKb(pid, "VmHWM"), rss = StatusKb(pid, "VmRSS");
+  std::map<std::string, int64_t> counts;
+  for (const char* v : {"", "create", "update", "get", "list", "watch", "delete", "patch"}) {
+    counts[v] = server.RequestCount(v);
+  }
+
+  // A round restart of one big job, next to the jobs above: round 0's creation is the peer.
+  double create_s = NAN, restart_s = NAN;
+  bool restart_done = restart_pods <= 0;
+  if (restart_pods > 0) {
+    const std::string ns = "bench", name = "big";
+    auto wait_until = [&](const std::function<bool()>& cond) {
+      auto until = Clock::now() + std::chrono::minutes(5);
+      while (!cond() && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      return cond();
+    };
+    const int base = pod_creates.load();
+    auto c0 = Clock::now();
+    bool ok = server.CreateObject("/apis/ddp.dev/v1alpha1/namespaces/bench/ddpjobs",
+                                  Job(name, restart_pods), &err).has_value() &&
+              wait_until([&] { return pod_creates.load() - base >= restart_pods; });
+    create_s = Secs(Clock::now() - c0);
+    for (int i = 0; ok && i < restart_pods; ++i) {
+      ok = server.SetPodPhase(ns, name + "-worker-" + std::to_string(i), "Running");
+    }
+    ok = ok && wait_until([&] {
+      auto job = server.GetObject("/apis/ddp.dev/v1alpha1/namespaces/bench/ddpjobs/big");
+      return job && (*job)["status"].value("phase", "") == "Running";
+    });
+    const int base_c = pod_creates.load(), base_d = pod_deletes.load();
+    auto r0 = Clock::now();
+    ok = ok && server.TerminatePod(ns, name + "-worker-0", 75) &&
+         wait_until([&] { return pod_creates.load() - base_c >= restart_pods; });
+    restart_s = Secs(Clock::now() - r0);
+    restart_done = ok;
+    if (!ok) std::fprintf(stderr, "round restart of %d pods did not finish: %d deletes, %d creates\n",
+                          restart_pods, pod_deletes.load() - base_d, pod_creates.load() - base_c);
+  }
   kill(pid, SIGTERM);
   int st = 0;
   waitpid(pid, &st, 0);
@@ -258,9 +305,9 @@ int main(int argc, char** argv) {
                         ? std::stod(m[1]) : NAN;
     std::printf("  reconcile passes            %.0f (%.1f per job)\n", passes, passes / jobs);
   }
-  std::printf("  API requests per job        %.2f (", server.RequestCount("") / double(jobs));
+  std::printf("  API requests per job        %.2f (", counts[""] / double(jobs));
   for (const char* v : {"create", "update", "get", "list", "watch", "delete", "patch"}) {
-    std::printf("%s %.2f ", v, server.RequestCount(v) / double(jobs));
+    std::printf("%s %.2f ", v, counts[v] / double(jobs));
   }
   std::printf(")\n");
   std::printf("  operator peak RSS (VmHWM)   %.1f MiB (idle after sync %.1f MiB, at end %.1f MiB)\n",
@@ -272,8 +319,13 @@ int main(int argc, char** argv) {
   const double requests = static_cast<double>(requests_at_done);
   std::printf("  CPU per API request         operator %.3f ms, API server %.3f ms: ratio %.2f\n",
               1000 * op_cpu / requests, 1000 * self_cpu / requests, op_cpu / self_cpu);
+  if (restart_pods > 0) {
+    std::printf("  round restart, %d pods      %.2f s (%d deletes + %d creates) vs round 0's creation "
+                "%.2f s: ratio %.2f\n", restart_pods, restart_s, restart_pods, restart_pods, create_s,
+                restart_s / create_s);
+  }
   std::printf("  operator exit on SIGTERM    %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
   std::string rm = "rm -rf '" + dir + "'";
   if (std::system(rm.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", dir.c_str());
-  return done ? 0 : 1;
+  return done && restart_done ? 0 : 1;
 }

@@ -58,4 +58,18 @@ StatusOr<std::vector<ManifestDocument>> ParseManifestDocuments(const std::string
   return out;
 }
 
+StatusOr<std::vector<ManifestDocument>> LoadManifest(const std::string& command,
+                                                     const std::string& path) {
+  StatusOr<std::string> text = ReadManifestText(path);
+  if (!text.ok()) return Status(text.status().code(), command + ": " + text.status().message());
+  StatusOr<std::vector<ManifestDocument>> docs = ParseManifestDocuments(*text);
+  if (!docs.ok()) return Status(docs.status().code(), path + ": " + docs.status().message());
+  return docs;
+}
+
+std::vector<std::string> DocumentProblems(const ManifestDocument& doc) {
+  if (!doc.parse_status.ok()) return {doc.parse_status.message()};
+  return Validate(doc.job);
+}
+
 }  // namespace ddp::api

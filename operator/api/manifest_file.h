@@ -29,6 +29,16 @@ struct ManifestDocument {
 // other_kind set so commands can skip them. A YAML syntax error fails the whole stream.
 StatusOr<std::vector<ManifestDocument>> ParseManifestDocuments(const std::string& text);
 
+// ReadManifestText + ParseManifestDocuments, what `validate` and `render` share. On error the
+// message is the whole line to print: "<command>: cannot open <path>" when the file cannot be
+// read, "<path>: <reason>" when the YAML stream does not parse.
+StatusOr<std::vector<ManifestDocument>> LoadManifest(const std::string& command,
+                                                     const std::string& path);
+
+// Why a DDPJob document cannot be used: its parse error, else every validation problem; empty
+// when it is a valid job. REQUIRES: doc.other_kind is empty (a DDPJob document).
+std::vector<std::string> DocumentProblems(const ManifestDocument& doc);
+
 }  // namespace ddp::api
 
 #endif  // DDP_OPERATOR_API_MANIFEST_FILE_H_

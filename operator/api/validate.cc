@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <regex>
 
-#include "operator/plan/env.h"
+#include "operator/api/env_names.h"
 
 namespace ddp::api {
 namespace {
@@ -165,7 +165,7 @@ void CheckTemplate(const nlohmann::json& tmpl, std::vector<std::string>* errs) {
 
 }  // namespace
 
-const std::vector<std::string>& ReservedEnvNames() { return plan::OperatorEnvNames(); }
+const std::vector<std::string>& ReservedEnvNames() { return OperatorEnvNames(); }
 
 void ApplyDefaults(DDPJob* job) {
   if (job->namespace_name.empty()) job->namespace_name = "default";

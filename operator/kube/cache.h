@@ -28,8 +28,13 @@ std::string ObjectKey(const nlohmann::json& obj);
 std::string ResourceVersionOf(const nlohmann::json& obj);
 // metadata.generation (bumped by the API server on spec changes and on deletion), or 0.
 int64_t GenerationOf(const nlohmann::json& obj);
-// The value of the ddp.dev/job-name label as a job key "namespace/<label>", or "" when absent.
-std::string JobKeyFromLabel(const nlohmann::json& obj);
+// Whether `cached` is a later version of its object than `incoming`, ordered by resourceVersion
+// (the API server's write order: a status write bumps it, generation stays). Kubernetes calls
+// resourceVersion opaque; the API server's are decimal revisions, compared as numbers. When
+// either is not a decimal number, falls back to generation (then: not newer on a tie).
+bool CachedIsNewer(const nlohmann::json& cached, const nlohmann::json& incoming);
+// The value of label `label_key` as a job key "namespace/<value>", or "" when absent or empty.
+std::string JobKeyFromLabel(const nlohmann::json& obj, const std::string& label_key);
 
 // What an informer feeds its cache. Implementations are thread-safe.
 class InformerSink {
@@ -42,6 +47,9 @@ class InformerSink {
   // After a full re-list: drops every entry whose key is not in `listed` (deleted while the
   // watch was down). Returns how many were dropped.
   virtual size_t Prune(const std::unordered_set<std::string>& listed) = 0;
+  // The periodic resync: re-delivers every cached object to whoever reacts to changes, from
+  // memory (no request to the API server), so a handler that missed a change gets another look.
+  virtual void Resync() {}
 };
 
 // Thread-safe cache of T, indexed by an index value (the job key).
@@ -97,6 +105,18 @@ class IndexedCache : public InformerSink {
   }
 
   void Remove(const nlohmann::json& obj) override { RemoveKey(ObjectKey(obj)); }
+
+  // on_change(index, &value, &value) for every entry (old == now: nothing changed).
+  void Resync() override {
+    if (!on_change_) return;
+    std::vector<Entry> all;
+    {
+      std::shared_lock<std::shared_mutex> l(mu_);
+      all.reserve(items_.size());
+      for (const auto& [key, e] : items_) all.push_back(e);
+    }
+    for (const Entry& e : all) on_change_(e.index, &e.value, &e.value);
+  }
 
   size_t Prune(const std::unordered_set<std::string>& listed) override {
     std::vector<std::string> gone;

@@ -38,10 +38,14 @@ Call MakeCall(const std::string& verb, const http::method& method, std::string p
               std::move(context)};
 }
 
+bool IsWorkload(const Resource& r) { return r.kind == kPods.kind || r.kind == kServices.kind; }
+
 Call CreateOf(const Resource& r, const std::string& ns, const json& obj) {
   std::string name = obj.contains("metadata") ? obj["metadata"].value("name", "") : "";
-  return MakeCall("create", http::methods::POST, r.Path(ns), obj.dump(), "application/json",
-                  Context("create", r, ns, name));
+  Call c = MakeCall("create", http::methods::POST, r.Path(ns), obj.dump(), "application/json",
+                    Context("create", r, ns, name));
+  c.workload = IsWorkload(r);
+  return c;
 }
 
 Call DeleteOf(const Resource& r, const std::string& ns, const std::string& name,
@@ -53,8 +57,10 @@ Call DeleteOf(const Resource& r, const std::string& ns, const std::string& name,
   if (!o.precondition_resource_version.empty()) {
     body["preconditions"]["resourceVersion"] = o.precondition_resource_version;
   }
-  return MakeCall("delete", http::methods::DEL, r.Path(ns, name), body.dump(), "application/json",
-                  Context("delete", r, ns, name));
+  Call c = MakeCall("delete", http::methods::DEL, r.Path(ns, name), body.dump(),
+                    "application/json", Context("delete", r, ns, name));
+  c.workload = IsWorkload(r);
+  return c;
 }
 
 }  // namespace
@@ -77,6 +83,7 @@ RestClient::RestClient(ClientConfig cfg, std::shared_ptr<X509_STORE> ca_store,
                        std::string cert_pem, std::string key_pem)
     : cfg_(std::move(cfg)), ca_store_(std::move(ca_store)), cert_pem_(std::move(cert_pem)),
       key_pem_(std::move(key_pem)), limiter_(cfg_.qps, cfg_.burst),
+      workload_limiter_(cfg_.qps, cfg_.burst),
       client_(utility::conversions::to_string_t(cfg_.server), MakeConfig(cfg_.request_timeout)) {}
 
 StatusOr<json> RestClient::Get(const Resource& r, const std::string& ns, const std::string& name) {
@@ -213,7 +220,7 @@ http::http_request RestClient::NewRequest(const http::method& method,
 }
 
 pplx::task<Reply> RestClient::SendAsync(const Call& call) {
-  limiter_.Wait();
+  (call.workload ? workload_limiter_ : limiter_).Wait();
   try {
     http::http_request req = NewRequest(call.method, call.path_query);
     if (!call.body.empty()) req.set_body(call.body, call.content_type);

@@ -37,6 +37,9 @@ struct Call {
   std::string body;  // empty: no body
   std::string content_type;
   std::string context;
+  // A create or delete of a Pod or Service: the writes a round is made of. They have their own
+  // token bucket, so a restart's pods never wait behind other jobs' status writes and events.
+  bool workload = false;
 };
 
 // A reply from one HTTP exchange; code 0 when none arrived.
@@ -101,7 +104,8 @@ class RestClient : public KubeClient {
   const ClientConfig cfg_;
   const std::shared_ptr<X509_STORE> ca_store_;  // declared before client_, which uses it
   const std::string cert_pem_, key_pem_;
-  TokenBucket limiter_;
+  TokenBucket limiter_;           // every request except workload writes
+  TokenBucket workload_limiter_;  // Call::workload: pod and Service creates and deletes
   web::http::client::http_client client_;
   pplx::cancellation_token_source stop_source_;
   std::atomic<bool> stopped_{false};

@@ -23,8 +23,10 @@ struct ClientConfig {
   std::string client_key_data;   // PEM
   std::string client_key_file;
   bool insecure_skip_tls_verify = false;
-  double qps = 20;               // client-side rate limit; <= 0 disables it
-  int burst = 30;
+  // Client-side rate limit, per token bucket: pod and Service creates and deletes have one,
+  // every other request the other (see RestClient). <= 0 disables it.
+  double qps = 500;
+  int burst = 500;
   std::chrono::milliseconds request_timeout{30000};  // every request except watch streams
   int max_retries = 3;           // extra attempts: 429 any verb; 5xx/transport errors get/list only
   std::string default_namespace; // from the context or the service account; "default" if unset

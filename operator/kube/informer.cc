@@ -72,9 +72,9 @@ Status Informer::ListIntoSink(std::string* rv) {
 
 Status Informer::WatchUntil(std::string* rv, std::chrono::steady_clock::time_point resync_at) {
   while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::seconds>(
-        resync_at - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return Status::OK();
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= resync_at) return Status::OK();
+    auto left = std::chrono::ceil<std::chrono::seconds>(resync_at - now);
     WatchOptions w;
     w.label_selector = options_.label_selector;
     w.resource_version = *rv;
@@ -126,8 +126,18 @@ void Informer::Run() {
         cv_.notify_all();
       }
       backoff = options_.backoff_initial;
-      s = WatchUntil(&rv, std::chrono::steady_clock::now() + options_.resync_period);
-      if (s.ok()) continue;  // resync (or stopped: checked at the loop's top)
+      // Watch from the list's resourceVersion for as long as the watch can resume; at each
+      // resync period, resync from the cache instead of listing again.
+      while (true) {
+        s = WatchUntil(&rv, std::chrono::steady_clock::now() + options_.resync_period);
+        if (!s.ok()) break;
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          if (stopped_) return;
+        }
+        sink_->Resync();
+        resyncs_++;
+      }
     }
     {
       std::lock_guard<std::mutex> l(mu_);

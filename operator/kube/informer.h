@@ -24,6 +24,9 @@ struct InformerOptions {
   std::string ns;              // "" = all namespaces
   std::string label_selector;  // e.g. "ddp.dev/job-name": only the operator's objects
   int64_t page_size = 500;     // list pages, so a re-list never holds the whole world at once
+  // Every resync_period the sink re-delivers its cached objects (InformerSink::Resync), as
+  // client-go's informers do; the informer lists again only when a watch cannot resume (410
+  // Gone, or the watch request fails), never on a timer.
   std::chrono::milliseconds resync_period{std::chrono::minutes(10)};
   std::chrono::milliseconds backoff_initial{200};
   std::chrono::milliseconds backoff_max{std::chrono::seconds(30)};
@@ -48,6 +51,8 @@ class Informer {
   bool WaitForSync(std::chrono::milliseconds timeout);
   // How many full lists were done (1 after the first sync); for tests and logs.
   int ListCount() const { return lists_.load(); }
+  // How many periodic resyncs from the cache were done.
+  int ResyncCount() const { return resyncs_.load(); }
 
  private:
   void Run();
@@ -68,6 +73,7 @@ class Informer {
   std::shared_ptr<Cancellation> cancel_ = std::make_shared<Cancellation>();
   std::atomic<bool> synced_{false};
   std::atomic<int> lists_{0};
+  std::atomic<int> resyncs_{0};
 };
 
 }  // namespace ddp::controller

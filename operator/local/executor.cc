@@ -13,6 +13,7 @@
 #include "operator/local/pod_process.h"
 #include "operator/local/process.h"
 #include "operator/plan/names.h"
+#include "operator/plan/observe.h"
 
 namespace ddp::controller::local {
 namespace {
@@ -60,8 +61,8 @@ std::vector<std::string> LocalExecutor::Apply(const plan::Plan& plan, plan::Time
     pod.object = object;
     pod.name = name;
     pod.uid = "local-" + std::to_string(next_uid_++);
-    pod.index = LabelInt(object, plan::kReplicaIndexLabel);
-    pod.round = LabelInt(object, plan::kRoundLabel);
+    pod.index = LabelInt(object, api::kReplicaIndexLabel);
+    pod.round = LabelInt(object, api::kRoundLabel);
     pod.created = now;
     pod.log_path = options_.log_dir + "/" + name + ".round" + std::to_string(pod.round) + ".log";
     Status s = Start(&pod, &messages);
@@ -156,6 +157,7 @@ std::vector<std::string> LocalExecutor::Reap() {
       continue;
     }
     pod.exit = ClassifyExit(status, pod.signalled);
+    pod.finished_at = std::chrono::system_clock::now();
     ++it;
   }
   return changed;
@@ -190,6 +192,7 @@ plan::Observed LocalExecutor::Observe() const {
     o.index = pod.index;
     o.round = pod.round;
     o.uid = pod.uid;
+    o.owner_uid = plan::ControllerUid(pod.object);
     o.created = pod.created;
     o.deleting = pod.deleting;
     if (pod.alive) {
@@ -198,6 +201,7 @@ plan::Observed LocalExecutor::Observe() const {
     } else if (pod.exit) {
       o.phase = pod.exit->phase;
       o.exit_code = pod.exit->exit_code;
+      o.finished_at = pod.finished_at;
       o.reason = pod.exit->reason;
       o.message = pod.exit->message;
       o.disruption_condition = pod.exit->disruption;

@@ -44,6 +44,7 @@ struct LocalPod {
   int grace_seconds = 30;
   plan::TimePoint created{};
   std::optional<PodExit> exit;
+  std::optional<plan::TimePoint> finished_at;  // when the exit was reaped (container finishedAt)
   int metrics_port = 0;
   std::string log_path;
 };

@@ -112,12 +112,12 @@ StatusOr<ProcessSpec> ProcessSpecFromPod(const Json& pod, const HostOverrides& h
     }
   }
   for (auto& [name, value] : out.env) {
-    if (name == plan::kEnvMasterAddr || name == plan::kEnvPetMasterAddr) {
+    if (name == api::kEnvMasterAddr || name == api::kEnvPetMasterAddr) {
       value = host.master_addr;
-    } else if ((name == plan::kEnvMasterPort || name == plan::kEnvPetMasterPort) &&
+    } else if ((name == api::kEnvMasterPort || name == api::kEnvPetMasterPort) &&
                host.master_port > 0) {
       value = std::to_string(host.master_port);
-    } else if (name == plan::kEnvMetricsPort && host.metrics_port > 0) {
+    } else if (name == api::kEnvMetricsPort && host.metrics_port > 0) {
       value = std::to_string(host.metrics_port);
     }
   }

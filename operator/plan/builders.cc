@@ -54,7 +54,7 @@ json BuildService(const api::DDPJob& job) {
   const int port = job.spec.rendezvous.port;
   json meta = {{"name", ServiceName(job)},
                {"namespace", job.namespace_name},
-               {"labels", {{kJobNameLabel, job.name}}}};
+               {"labels", {{api::kJobNameLabel, job.name}}}};
   if (!job.uid.empty()) meta["ownerReferences"] = json::array({OwnerReference(job)});
   return {
       {"apiVersion", "v1"},
@@ -64,7 +64,7 @@ json BuildService(const api::DDPJob& job) {
        {{"clusterIP", "None"},
         // Rank 0 must be resolvable before it is Ready: readiness needs the group to form.
         {"publishNotReadyAddresses", true},
-        {"selector", {{kJobNameLabel, job.name}}},
+        {"selector", {{api::kJobNameLabel, job.name}}},
         {"ports", json::array({{{"name", kRendezvousPortName},
                                 {"port", port},
                                 {"targetPort", port},
@@ -81,9 +81,9 @@ json BuildWorkerPod(const api::DDPJob& job, int index, int round, int replicas,
   meta["name"] = PodName(job, index);
   meta["namespace"] = job.namespace_name;
   json labels = ObjectAt(meta, "labels");
-  labels[kJobNameLabel] = job.name;
-  labels[kReplicaIndexLabel] = std::to_string(index);
-  labels[kRoundLabel] = std::to_string(round);
+  labels[api::kJobNameLabel] = job.name;
+  labels[api::kReplicaIndexLabel] = std::to_string(index);
+  labels[api::kRoundLabel] = std::to_string(round);
   meta["labels"] = std::move(labels);
   // A job that was never stored (render's dry run) has no uid to point at.
   if (!job.uid.empty()) meta["ownerReferences"] = json::array({OwnerReference(job)});
@@ -103,12 +103,12 @@ json BuildWorkerPod(const api::DDPJob& job, int index, int round, int replicas,
                                                         : job.spec.metrics.port;
     json env = json::array();
     for (auto& [name, value] : ours) {
-      if (name == kEnvMetricsPort) value = std::to_string(metrics_port);
+      if (name == api::kEnvMetricsPort) value = std::to_string(metrics_port);
       env.push_back({{"name", name}, {"value", value}});
     }
     // Ours first, so the user's values may refer to them as $(MASTER_ADDR). Validation rejects
     // user entries with our names; an unvalidated duplicate is dropped rather than let it win.
-    const std::vector<std::string>& reserved = OperatorEnvNames();
+    const std::vector<std::string>& reserved = api::OperatorEnvNames();
     if (container.contains("env") && container["env"].is_array()) {
       for (const auto& e : container["env"]) {
         const std::string n = e.is_object() ? e.value("name", "") : "";

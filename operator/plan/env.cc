@@ -15,44 +15,34 @@ EnvList RendezvousEnv(const api::DDPJob& job, int index, int round, int replicas
   const std::string node_rank = std::to_string(index);
   const std::string nproc_s = std::to_string(nproc);
   EnvList env = {
-      {kEnvMasterAddr, addr},
-      {kEnvMasterPort, port},
-      {kEnvWorldSize, std::to_string(replicas * nproc)},
-      {kEnvNnodes, nnodes},
-      {kEnvNodeRank, node_rank},
-      {kEnvNprocPerNode, nproc_s},
+      {api::kEnvMasterAddr, addr},
+      {api::kEnvMasterPort, port},
+      {api::kEnvWorldSize, std::to_string(replicas * nproc)},
+      {api::kEnvNnodes, nnodes},
+      {api::kEnvNodeRank, node_rank},
+      {api::kEnvNprocPerNode, nproc_s},
   };
   if (nproc == 1) {
     // One process per pod: its global rank is the node rank. With more, `ddp-worker launch`
     // computes RANK = NODE_RANK * NPROC_PER_NODE + LOCAL_RANK per process.
-    env.push_back({kEnvRank, node_rank});
-    env.push_back({kEnvLocalRank, "0"});
-    env.push_back({kEnvLocalWorldSize, "1"});
+    env.push_back({api::kEnvRank, node_rank});
+    env.push_back({api::kEnvLocalRank, "0"});
+    env.push_back({api::kEnvLocalWorldSize, "1"});
   }
-  env.push_back({kEnvPetNnodes, nnodes});
-  env.push_back({kEnvPetNodeRank, node_rank});
-  env.push_back({kEnvPetNprocPerNode, nproc_s});
-  env.push_back({kEnvPetMasterAddr, addr});
-  env.push_back({kEnvPetMasterPort, port});
-  env.push_back({kEnvJobName, job.name});
-  env.push_back({kEnvRound, std::to_string(round)});
-  env.push_back({kEnvRendezvousTimeout, std::to_string(job.spec.rendezvous.timeout_seconds)});
+  env.push_back({api::kEnvPetNnodes, nnodes});
+  env.push_back({api::kEnvPetNodeRank, node_rank});
+  env.push_back({api::kEnvPetNprocPerNode, nproc_s});
+  env.push_back({api::kEnvPetMasterAddr, addr});
+  env.push_back({api::kEnvPetMasterPort, port});
+  env.push_back({api::kEnvJobName, job.name});
+  env.push_back({api::kEnvRound, std::to_string(round)});
+  env.push_back({api::kEnvRendezvousTimeout, std::to_string(job.spec.rendezvous.timeout_seconds)});
   if (job.spec.checkpoint.path && !job.spec.checkpoint.path->empty()) {
-    env.push_back({kEnvCheckpointDir, *job.spec.checkpoint.path});
+    env.push_back({api::kEnvCheckpointDir, *job.spec.checkpoint.path});
   }
-  env.push_back({kEnvMetricsPort, std::to_string(job.spec.metrics.port)});
-  env.push_back({kEnvTorchelasticRestartCount, std::to_string(round)});
+  env.push_back({api::kEnvMetricsPort, std::to_string(job.spec.metrics.port)});
+  env.push_back({api::kEnvTorchelasticRestartCount, std::to_string(round)});
   return env;
-}
-
-const std::vector<std::string>& OperatorEnvNames() {
-  static const std::vector<std::string> names = {
-      kEnvMasterAddr, kEnvMasterPort, kEnvWorldSize, kEnvNnodes, kEnvNodeRank,
-      kEnvNprocPerNode, kEnvRank, kEnvLocalRank, kEnvLocalWorldSize, kEnvPetNnodes,
-      kEnvPetNodeRank, kEnvPetNprocPerNode, kEnvPetMasterAddr, kEnvPetMasterPort, kEnvJobName,
-      kEnvRound, kEnvRendezvousTimeout, kEnvCheckpointDir, kEnvMetricsPort,
-      kEnvTorchelasticRestartCount};
-  return names;
 }
 
 }  // namespace ddp::plan

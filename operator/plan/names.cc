@@ -10,7 +10,7 @@ std::string PodName(const api::DDPJob& job, int index) {
 std::string ServiceName(const api::DDPJob& job) { return job.name; }
 
 std::string Selector(const api::DDPJob& job) {
-  return std::string(kJobNameLabel) + "=" + job.name;
+  return std::string(api::kJobNameLabel) + "=" + job.name;
 }
 
 std::string MasterAddr(const api::DDPJob& job) {

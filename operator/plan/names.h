@@ -1,20 +1,14 @@
-// Names and label keys of the objects the operator creates. Every label key has one home: here.
+// Names of the objects the operator creates. The label keys are API: operator/api/labels.h.
 #ifndef DDP_OPERATOR_PLAN_NAMES_H_
 #define DDP_OPERATOR_PLAN_NAMES_H_
 
 #include <string>
 
+#include "operator/api/labels.h"
 #include "operator/api/types.h"
 
 namespace ddp::plan {
 
-// Written by BuildWorkerPod/BuildService; read by the controller's pod informer (selector) and
-// by ObservePod. The value is the DDPJob's name.
-inline constexpr char kJobNameLabel[] = "ddp.dev/job-name";
-// Written by BuildWorkerPod; read by ObservePod: the pod's node rank i (decimal).
-inline constexpr char kReplicaIndexLabel[] = "ddp.dev/replica-index";
-// Written by BuildWorkerPod; read by ObservePod: the rendezvous round the pod belongs to.
-inline constexpr char kRoundLabel[] = "ddp.dev/round";
 // The container that gets the rendezvous env: this name, else the template's first container.
 inline constexpr char kWorkerContainerName[] = "worker";
 // Port names on the Service and worker container.

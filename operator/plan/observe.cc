@@ -57,15 +57,26 @@ const json* WorkerContainerStatus(const json& pod) {
 
 }  // namespace
 
+std::string ControllerUid(const json& obj) {
+  const json& refs = Get(Get(obj, "metadata"), "ownerReferences");
+  if (!refs.is_array()) return "";
+  for (const auto& ref : refs) {
+    const json& controller = Get(ref, "controller");
+    if (controller.is_boolean() && controller.get<bool>()) return Str(ref, "uid");
+  }
+  return "";
+}
+
 ObservedPod ObservePod(const json& pod) {
   ObservedPod out;
   const json& meta = Get(pod, "metadata");
   const json& status = Get(pod, "status");
   out.name = Str(meta, "name");
   out.uid = Str(meta, "uid");
+  out.owner_uid = ControllerUid(pod);
   const json& labels = Get(meta, "labels");
-  out.index = ParseIndexLabel(labels, kReplicaIndexLabel);
-  out.round = ParseIndexLabel(labels, kRoundLabel);
+  out.index = ParseIndexLabel(labels, api::kReplicaIndexLabel);
+  out.round = ParseIndexLabel(labels, api::kRoundLabel);
   out.deleting = !Get(meta, "deletionTimestamp").is_null();
   if (auto t = Time(meta, "creationTimestamp")) out.created = *t;
   out.phase = Str(status, "phase");
@@ -77,6 +88,7 @@ ObservedPod ObservePod(const json& pod) {
     const json& terminated = Get(Get(*cs, "state"), "terminated");
     const json& code = Get(terminated, "exitCode");
     if (code.is_number_integer()) out.exit_code = code.get<int>();
+    out.finished_at = Time(terminated, "finishedAt");
     if (out.reason.empty()) out.reason = Str(terminated, "reason");
     if (out.message.empty()) out.message = Str(terminated, "message");
   }

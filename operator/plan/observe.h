@@ -18,7 +18,11 @@ namespace ddp::plan {
 //  - disruption_condition: condition DisruptionTarget=True;
 //  - unschedulable_since: condition PodScheduled=False reason Unschedulable, its transition time;
 //  - deleting: metadata.deletionTimestamp set.
+//  - owner_uid: the uid of the ownerReference with controller: true.
 ObservedPod ObservePod(const nlohmann::json& pod);
+
+// The uid of `obj`'s controller ownerReference, or "" when it has none.
+std::string ControllerUid(const nlohmann::json& obj);
 
 }  // namespace ddp::plan
 

@@ -113,9 +113,15 @@ void CreateMissing(Pass* p, bool hold_pods) {
   for (int i = 0; !hold_pods && i < p->size; ++i) {
     // A name still held by a pod of another round is recreated only once that pod is gone, so
     // two rounds never overlap.
-    const ObservedPod* holder = PodNamed(*p, PodName(p->job, i));
+    const std::string name = PodName(p->job, i);
+    const ObservedPod* holder = PodNamed(*p, name);
     if (holder) {
       if (holder->round != p->round || holder->deleting) ++waiting;
+      continue;
+    }
+    if (std::find(p->foreign_names.begin(), p->foreign_names.end(), name) !=
+        p->foreign_names.end()) {
+      ++waiting;  // not ours to delete: its owner (or the garbage collector) removes it
       continue;
     }
     p->plan.creates.push_back(BuildWorkerPod(p->job, i, p->round, p->size));

@@ -14,7 +14,8 @@ namespace ddp::plan::internal {
 // Not thread-safe; lives for one PlanReconcile call. `seen` must outlive it.
 struct Pass {
   api::DDPJob job;     // defaulted copy of the input
-  const Observed* seen = nullptr;
+  const Observed* seen = nullptr;  // the job's own pods only (see PlanReconcile)
+  std::vector<std::string> foreign_names;  // names held by pods another owner controls
   TimePoint now;       // truncated to seconds: status times must survive the API server
   api::DDPJobStatus st;  // the status being built; starts as job.status
   Plan plan;

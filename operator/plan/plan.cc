@@ -13,6 +13,7 @@
 #include "operator/plan/plan.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "operator/api/time_format.h"
 #include "operator/api/validate.h"
@@ -142,6 +143,24 @@ const ObservedPod* FirstWith(const std::vector<const ObservedPod*>& pods, PodOut
   return nullptr;
 }
 
+// Rule 2's root cause among the round's failures: the first to terminate (container finishedAt;
+// a failure without one counts as last), on a tie a non-retryable code (it decides the job's fate
+// whatever the order), then the lowest rank. Peers of a crashed rank exit 75 a moment later;
+// reporting the lowest rank would turn a permanent error into a restart.
+const ObservedPod* RootFailure(const std::vector<const ObservedPod*>& pods,
+                               const api::FailurePolicy& policy) {
+  const ObservedPod* best = nullptr;
+  auto key = [&](const ObservedPod* pod) {
+    return std::make_tuple(!pod->finished_at.has_value(), pod->finished_at.value_or(TimePoint{}),
+                           IsRetryable(policy, pod->exit_code.value_or(1)), pod->index);
+  };
+  for (const ObservedPod* pod : pods) {
+    if (!pod || ClassifyPod(*pod) != PodOutcome::kFailure) continue;
+    if (best == nullptr || key(pod) < key(best)) best = pod;
+  }
+  return best;
+}
+
 // A current-round pod that is being deleted was deleted by someone else: the planner never
 // deletes current-round pods. Once every pod has run, a vanished one was taken away as well.
 std::optional<ObservedPod> FindDisruption(const Pass& p) {
@@ -219,10 +238,37 @@ std::optional<int> ShrinkTarget(Pass* p) {
 
 }  // namespace
 
+Plan PlanUnparsableJob(const api::DDPJob& identity, const Observed& seen,
+                       const std::string& parse_error, TimePoint now) {
+  if (identity.deletion_timestamp) return Plan{};
+  Observed own;
+  own.service_exists = seen.service_exists;
+  for (const ObservedPod& pod : seen.pods) {
+    if (identity.uid.empty() || pod.owner_uid == identity.uid) own.pods.push_back(pod);
+  }
+  Pass p = internal::BeginPass(identity, own, now);
+  if (IsFinished(p)) {
+    internal::CleanUpFinished(&p);
+    return internal::FinishPass(&p);
+  }
+  return EndJob(&p, false, "InvalidSpec", "invalid spec: " + parse_error);
+}
+
 Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now) {
   // The garbage collector removes the pods and the Service through their owner references.
   if (job.deletion_timestamp) return Plan{};
-  Pass p = internal::BeginPass(job, seen, now);
+  Observed own;
+  own.service_exists = seen.service_exists;
+  std::vector<std::string> foreign;
+  for (const ObservedPod& pod : seen.pods) {
+    if (job.uid.empty() || pod.owner_uid == job.uid) {
+      own.pods.push_back(pod);
+    } else {
+      foreign.push_back(pod.name);
+    }
+  }
+  Pass p = internal::BeginPass(job, own, now);
+  p.foreign_names = std::move(foreign);
   if (IsFinished(p)) {
     internal::CleanUpFinished(&p);
     return internal::FinishPass(&p);
@@ -257,7 +303,7 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now) 
                   "rank " + std::to_string(d->index) + " " +
                       DescribeOutcome(*d, PodOutcome::kDisruption),
                   true);
-  } else if (const ObservedPod* f = FirstWith(current, PodOutcome::kFailure)) {
+  } else if (const ObservedPod* f = RootFailure(current, job.spec.failure_policy)) {
     RecordFailure(&p, *f, PodOutcome::kFailure);
     const std::string what = "rank " + std::to_string(f->index) + " " +
                              DescribeOutcome(*f, PodOutcome::kFailure);

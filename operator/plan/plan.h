@@ -26,6 +26,7 @@ struct ObservedPod {
   std::string phase;  // Pending | Running | Succeeded | Failed | Unknown
   bool deleting = false;  // metadata.deletionTimestamp is set
   std::optional<int> exit_code;  // worker container's terminated exit code (signals: 128+n)
+  std::optional<TimePoint> finished_at;  // worker container's terminated.finishedAt
   std::string reason;   // pod.status.reason (Evicted, Preempted, ...) else the container's
   std::string message;
   bool ready = false;
@@ -33,10 +34,11 @@ struct ObservedPod {
   std::optional<TimePoint> unschedulable_since;
   TimePoint created{};
   std::string uid;
+  std::string owner_uid;  // uid of the controller ownerReference; "" when none
 };
 
 struct Observed {
-  std::vector<ObservedPod> pods;  // every pod with the job's label, any round
+  std::vector<ObservedPod> pods;  // every pod with the job's label, any round, any owner
   bool service_exists = false;
 };
 
@@ -74,6 +76,10 @@ struct Plan {
 };
 
 // The reconcile pass. Follows DESIGN.md's lifecycle rules 1-7; see plan.cc for the steps.
+// Ownership: only pods whose controller ownerReference is job.uid are counted, adopted or
+// deleted (a job deleted and created again under its name must not inherit the old job's pods,
+// nor a pod someone labelled by hand). A foreign pod holding a name the round needs is waited
+// for, never deleted. A job without a uid (never stored: render) owns every pod it sees.
 // The round, restarts and disruptions persist only in job.status; pod round labels are the
 // ground truth for which pods belong to which round (pods of a newer round than status.round are
 // adopted, with a RoundAdopted event). Resize is a spec.replicas that differs from
@@ -86,6 +92,13 @@ struct Plan {
 // Times written into the status are truncated to whole seconds. Thread-safe (pure).
 // REQUIRES: nothing; an invalid spec yields a Failed status (reason InvalidSpec) and an event.
 Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now);
+
+// For a stored DDPJob whose spec does not parse (objects stored before a CRD change): the job
+// fails with reason InvalidSpec and one Warning event carrying `parse_error` (which names the
+// field), as a validation failure does; once Failed, only cleanPodPolicy applies.
+// `identity` is the object parsed without its spec (metadata and status).
+Plan PlanUnparsableJob(const api::DDPJob& identity, const Observed& seen,
+                       const std::string& parse_error, TimePoint now);
 
 }  // namespace ddp::plan
 

@@ -8,10 +8,13 @@ namespace {
 
 using nlohmann::json;
 
+// The cache takes the label key as a plain value; any key works, this is the operator's.
+constexpr char kJobLabel[] = "ddp.dev/job-name";
+
 json Pod(const std::string& ns, const std::string& name, const std::string& job,
          const std::string& phase = "Pending") {
   json p = {{"metadata", {{"name", name}, {"namespace", ns}}}, {"status", {{"phase", phase}}}};
-  if (!job.empty()) p["metadata"]["labels"] = {{"ddp.dev/job-name", job}};
+  if (!job.empty()) p["metadata"]["labels"] = {{kJobLabel, job}};
   return p;
 }
 
@@ -26,7 +29,7 @@ class CacheTest : public ::testing::Test {
  protected:
   IndexedCache<std::string> cache_{
       [](const json& obj) -> std::optional<IndexedCache<std::string>::Entry> {
-        std::string job = JobKeyFromLabel(obj);
+        std::string job = JobKeyFromLabel(obj, kJobLabel);
         if (job.empty()) return std::nullopt;
         return IndexedCache<std::string>::Entry{job, obj["status"]["phase"].get<std::string>()};
       },
@@ -43,11 +46,11 @@ TEST(ObjectKeyTest, NamespacedAndClusterScoped) {
 }
 
 TEST(JobKeyFromLabelTest, UsesTheObjectsNamespace) {
-  EXPECT_EQ(JobKeyFromLabel(Pod("ml", "x-worker-0", "x")), "ml/x");
-  EXPECT_EQ(JobKeyFromLabel(Pod("ml", "x-worker-0", "")), "");
+  EXPECT_EQ(JobKeyFromLabel(Pod("ml", "x-worker-0", "x"), kJobLabel), "ml/x");
+  EXPECT_EQ(JobKeyFromLabel(Pod("ml", "x-worker-0", ""), kJobLabel), "");
   json bad = Pod("ml", "p", "");
-  bad["metadata"]["labels"] = {{"ddp.dev/job-name", 3}};
-  EXPECT_EQ(JobKeyFromLabel(bad), "");
+  bad["metadata"]["labels"] = {{kJobLabel, 3}};
+  EXPECT_EQ(JobKeyFromLabel(bad, kJobLabel), "");
 }
 
 TEST_F(CacheTest, IndexesByJobAndNotifiesAddUpdateRemove) {
@@ -89,6 +92,26 @@ TEST_F(CacheTest, UpsertUnlessKeepsWhatTheWatchDeliveredMeanwhile) {
   EXPECT_TRUE(changes_.empty());
   EXPECT_TRUE(cache_.UpsertUnless(Pod("ml", "a-worker-0", "a", "Failed"), nullptr));
   EXPECT_EQ(cache_.Get("ml/a-worker-0"), "Failed");
+}
+
+json Versioned(const std::string& rv, int64_t generation) {
+  return json{{"metadata", {{"name", "j"}, {"namespace", "ml"}, {"resourceVersion", rv},
+                            {"generation", generation}}}};
+}
+
+// A status write's result and a watch event of the same generation: the later write wins, as
+// the API server's resourceVersion orders them (numerically: "12" is after "9").
+TEST(CachedIsNewerTest, OrdersByResourceVersionNotGeneration) {
+  EXPECT_TRUE(CachedIsNewer(Versioned("15", 3), Versioned("12", 3)));
+  EXPECT_FALSE(CachedIsNewer(Versioned("12", 3), Versioned("15", 3)));
+  EXPECT_TRUE(CachedIsNewer(Versioned("12", 3), Versioned("9", 3)));
+  EXPECT_FALSE(CachedIsNewer(Versioned("12", 3), Versioned("12", 3)));
+  // A newer resourceVersion wins over a higher generation written earlier (cannot happen with
+  // one object's history reordered, but the order is the server's, not the spec's).
+  EXPECT_TRUE(CachedIsNewer(Versioned("20", 3), Versioned("18", 4)));
+  // Not decimal: generation decides.
+  EXPECT_TRUE(CachedIsNewer(Versioned("a", 4), Versioned("b", 3)));
+  EXPECT_FALSE(CachedIsNewer(Versioned("a", 3), Versioned("b", 3)));
 }
 
 TEST(GenerationOfTest, ReadsMetadataOrZero) {

@@ -1,5 +1,5 @@
 // `ddp-operator run` flag parsing, including the error messages for bad input.
-#include "operator/controller_flags.h"
+#include "operator/controller/controller_flags.h"
 
 #include <gtest/gtest.h>
 
@@ -40,6 +40,10 @@ TEST(ParseRunFlagsTest, DefaultsMatchTheIssue) {
   EXPECT_EQ(f.renew_deadline, milliseconds(10000));
   EXPECT_EQ(f.retry_period, milliseconds(2000));
   EXPECT_EQ(f.ns, "");
+  // Per token bucket (pod/Service writes; the rest), as JobSet ships: a 1,000-pod restart is
+  // then bounded by the API server, not by 100 s of client-side throttling.
+  EXPECT_EQ(f.qps, 500);
+  EXPECT_EQ(f.burst, 500);
 }
 
 TEST(ParseRunFlagsTest, BothFormsAndBooleans) {

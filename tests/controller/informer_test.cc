@@ -3,6 +3,8 @@
 // pruning of objects deleted while no watch was running.
 #include "operator/kube/informer.h"
 
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -15,6 +17,9 @@ namespace ddp::controller {
 namespace {
 
 using nlohmann::json;
+
+// The cache takes the label key as a plain value; any key works, this is the operator's.
+constexpr char kJobLabel[] = "ddp.dev/job-name";
 using std::chrono::milliseconds;
 
 bool WaitFor(const std::function<bool()>& cond, milliseconds timeout = milliseconds(10000)) {
@@ -25,7 +30,7 @@ json Pod(const std::string& name, const std::string& job) {
   json p = {{"apiVersion", "v1"}, {"kind", "Pod"},
             {"metadata", {{"name", name}, {"namespace", "ml"}}},
             {"spec", {{"containers", json::array({{{"name", "worker"}, {"image", "x"}}})}}}};
-  if (!job.empty()) p["metadata"]["labels"] = {{"ddp.dev/job-name", job}};
+  if (!job.empty()) p["metadata"]["labels"] = {{kJobLabel, job}};
   return p;
 }
 
@@ -52,7 +57,7 @@ class InformerTest : public ::testing::Test {
     InformerOptions o;
     o.resource = kPods;
     o.ns = "ml";
-    o.label_selector = "ddp.dev/job-name";
+    o.label_selector = kJobLabel;
     o.page_size = 2;  // several pages even for a handful of pods
     o.backoff_initial = milliseconds(20);
     informer_ = std::make_unique<Informer>(client_.get(), o, &cache_);
@@ -68,7 +73,7 @@ class InformerTest : public ::testing::Test {
   std::unique_ptr<KubeClient> client_;
   IndexedCache<std::string> cache_{
       [](const json& obj) -> std::optional<IndexedCache<std::string>::Entry> {
-        std::string job = JobKeyFromLabel(obj);
+        std::string job = JobKeyFromLabel(obj, kJobLabel);
         if (job.empty()) return std::nullopt;
         return IndexedCache<std::string>::Entry{job, obj["metadata"]["name"].get<std::string>()};
       },
@@ -116,6 +121,41 @@ TEST_F(InformerTest, GoneWatchLeadsToAFreshList) {
   ASSERT_TRUE(WaitFor([&] { return informer_->ListCount() >= 2; }));
   Create(Pod("a-worker-1", "a"));
   ASSERT_TRUE(WaitFor([&] { return cache_.ByIndex("ml/a").size() == 2; }));
+}
+
+// The periodic resync re-delivers the cached objects from memory: no list request, and changes
+// keep arriving through the same watch.
+TEST_F(InformerTest, ResyncsFromTheCacheWithoutListingAgain) {
+  std::mutex mu;
+  std::map<std::string, int> unchanged;  // name -> notifications with old == now
+  IndexedCache<std::string> cache(
+      [](const json& obj) -> std::optional<IndexedCache<std::string>::Entry> {
+        std::string job = JobKeyFromLabel(obj, kJobLabel);
+        if (job.empty()) return std::nullopt;
+        return IndexedCache<std::string>::Entry{job, obj["metadata"]["name"].get<std::string>()};
+      },
+      [&](const std::string&, const std::string* old, const std::string* now) {
+        std::lock_guard<std::mutex> l(mu);
+        if (old && now && *old == *now) unchanged[*now]++;
+      });
+  Create(Pod("a-worker-0", "a"));
+  Create(Pod("a-worker-1", "a"));
+  InformerOptions o;
+  o.resource = kPods;
+  o.ns = "ml";
+  o.label_selector = kJobLabel;
+  o.resync_period = milliseconds(300);
+  informer_ = std::make_unique<Informer>(client_.get(), o, &cache);
+  informer_->Start();
+  ASSERT_TRUE(informer_->WaitForSync(milliseconds(10000)));
+  ASSERT_TRUE(WaitFor([&] { return informer_->ResyncCount() >= 2; }));
+  Create(Pod("a-worker-2", "a"));
+  ASSERT_TRUE(WaitFor([&] { return cache.ByIndex("ml/a").size() == 3; }));
+  EXPECT_EQ(informer_->ListCount(), 1) << "resyncs come from the cache, not from re-lists";
+  std::lock_guard<std::mutex> l(mu);
+  EXPECT_GE(unchanged["a-worker-0"], 2);
+  EXPECT_GE(unchanged["a-worker-1"], 2);
+  informer_.reset();  // before `cache` goes
 }
 
 TEST_F(InformerTest, KeepsTryingThroughServerErrors) {

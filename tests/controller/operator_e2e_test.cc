@@ -151,6 +151,69 @@ TEST_F(OperatorE2eTest, ExitCodePolicyPermanentExitFailsJobWithLastFailure) {
   EXPECT_EQ(StatusInt(w_.JobStatus("j"), "restarts"), 0);
 }
 
+// A spec the CRD schema would stop today but an older object carries: Failed, condition and an
+// Event naming the field, as for a validation failure; no pods.
+TEST_F(OperatorE2eTest, UnparsableSpecFailsWithInvalidSpecAndAnEventNamingTheField) {
+  auto op = w_.StartOperator("op");
+  w_.CreateJob(World::Job("bad", 2, {{"failurePolicy", {{"restartPolicy", "Sometimes"}}}}));
+  ASSERT_TRUE(WaitFor([&] { return w_.JobStatus("bad").value("phase", "") == "Failed"; }, kWait))
+      << w_.JobStatus("bad").dump() << op->Log();
+  const json status = w_.JobStatus("bad");
+  bool condition = false;
+  for (const auto& c : status["conditions"]) {
+    condition |= c.value("type", "") == "Failed" && c.value("reason", "") == "InvalidSpec";
+  }
+  EXPECT_TRUE(condition) << status.dump();
+  ASSERT_TRUE(WaitFor([&] {
+    for (const auto& e : w_.server().Objects("/api/v1/namespaces/ml/events")) {
+      if (e.value("reason", "") == "InvalidSpec" &&
+          e.value("message", "").find("spec.failurePolicy.restartPolicy") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  }, kWait)) << op->Log();
+  EXPECT_TRUE(w_.Pods().empty());
+}
+
+// A job deleted and created again under its name while the old job's pods still exist (the
+// garbage collector has not got to them; here they are orphaned): the new job counts only pods
+// it controls, so the old Succeeded pods do not make it Succeeded, and it waits for their names.
+TEST_F(OperatorE2eTest, RecreatedJobDoesNotAdoptTheOldJobsPods) {
+  auto op = w_.StartOperator("op");
+  w_.CreateJob(World::Job("j", 2));
+  ASSERT_TRUE(w_.RunRound("j", 0, 2, kWait)) << op->Log();
+  ASSERT_TRUE(w_.server().TerminatePod(World::kNs, "j-worker-0", 0));
+  ASSERT_TRUE(w_.server().TerminatePod(World::kNs, "j-worker-1", 0));
+  ASSERT_TRUE(WaitFor([&] { return w_.JobStatus("j").value("phase", "") == "Succeeded"; }, kWait))
+      << w_.JobStatus("j").dump() << op->Log();
+  controller::DeleteOptions orphan;
+  orphan.propagation_policy = "Orphan";
+  ASSERT_TRUE(w_.client().Delete(controller::kDDPJobs, World::kNs, "j", orphan).ok());
+  ASSERT_TRUE(WaitFor([&] { return !w_.GetJob("j").has_value(); }, kWait));
+  w_.CreateJob(World::Job("j", 2));
+  const std::string uid = (*w_.GetJob("j"))["metadata"]["uid"];
+  auto owned_by_new = [&] {
+    int n = 0;
+    for (const auto& p : w_.Pods()) {
+      const json refs = p["metadata"].value("ownerReferences", json::array());
+      for (const auto& r : refs) n += r.value("uid", "") == uid ? 1 : 0;
+    }
+    return n;
+  };
+  ASSERT_TRUE(WaitFor([&] { return w_.JobStatus("j").value("phase", "") == "Pending"; }, kWait))
+      << w_.JobStatus("j").dump() << op->Log();
+  EXPECT_EQ(owned_by_new(), 0) << "the old pods still hold both names";
+  EXPECT_EQ(w_.Pods().size(), 2u) << "the old pods are not ours to delete";
+  // The garbage collector (here: the test) removes the old pods; the new job creates its own.
+  ASSERT_TRUE(w_.server().RemoveObject("/api/v1/namespaces/ml/pods/j-worker-0"));
+  ASSERT_TRUE(w_.server().RemoveObject("/api/v1/namespaces/ml/pods/j-worker-1"));
+  ASSERT_TRUE(WaitFor([&] { return owned_by_new() == 2; }, kWait)) << op->Log();
+  ASSERT_TRUE(w_.RunRound("j", 0, 2, kWait));
+  ASSERT_TRUE(WaitFor([&] { return w_.JobStatus("j").value("phase", "") == "Running"; }, kWait))
+      << w_.JobStatus("j").dump();
+}
+
 TEST_F(OperatorE2eTest, EvictionIsCountedAsDisruptionNotRestart) {
   auto op = w_.StartOperator("op");
   w_.CreateJob(World::Job("j", 2, {{"failurePolicy", {{"restartPolicy", "Never"}}}}));

@@ -217,9 +217,8 @@ function resourceTable() {
 
 function operatorSources() {
   const files = [];
-  for (const dir of ['operator/kube', 'operator']) {
+  for (const dir of ['operator/kube', 'operator/controller']) {
     for (const f of listDir(dir, /\.cc$/)) {
-      if (dir === 'operator' && !/^controller/.test(f)) continue;
       // client*.cc implements the verbs for any resource; the callers decide which.
       if (dir === 'operator/kube' && /^client/.test(f)) continue;
       files.push(dir + '/' + f);

@@ -17,7 +17,7 @@
 
 #include <gtest/gtest.h>
 
-#include "operator/controller_flags.h"
+#include "operator/controller/controller_flags.h"
 #include "tests/delivery/repo_files.h"
 
 namespace ddp::delivery {

@@ -133,9 +133,9 @@ TEST(BuildWorkerPod, MergesIntoTheTemplateWithoutDroppingUserFields) {
   EXPECT_EQ(meta["name"], "mingpt-worker-1");
   EXPECT_EQ(meta["namespace"], "ml");
   EXPECT_EQ(meta["labels"]["team"], "nlp");
-  EXPECT_EQ(meta["labels"][kJobNameLabel], "mingpt");
-  EXPECT_EQ(meta["labels"][kReplicaIndexLabel], "1");
-  EXPECT_EQ(meta["labels"][kRoundLabel], "3");  // ours win over a user's copy
+  EXPECT_EQ(meta["labels"][api::kJobNameLabel], "mingpt");
+  EXPECT_EQ(meta["labels"][api::kReplicaIndexLabel], "1");
+  EXPECT_EQ(meta["labels"][api::kRoundLabel], "3");  // ours win over a user's copy
   EXPECT_EQ(meta["annotations"]["sidecar.istio.io/inject"], "false");
   ASSERT_EQ(meta["ownerReferences"].size(), 1u);
   EXPECT_EQ(meta["ownerReferences"][0]["uid"], "uid-1");

@@ -35,10 +35,13 @@ TEST(ObservePod, ExitCodeComesFromTheWorkerContainerNotTheFirst) {
   pod["status"] = json::parse(R"({"phase": "Failed", "containerStatuses": [
       {"name": "sidecar", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
       {"name": "worker", "state": {"terminated": {"exitCode": 75, "reason": "Error",
-                                                  "message": "peer lost"}}}]})");
+                                                  "message": "peer lost",
+                                                  "finishedAt": "2026-01-01T00:00:07Z"}}}]})");
   const ObservedPod p = ObservePod(pod);
   ASSERT_TRUE(p.exit_code.has_value());
   EXPECT_EQ(*p.exit_code, 75);
+  ASSERT_TRUE(p.finished_at.has_value());
+  EXPECT_EQ(*p.finished_at, *api::ParseTime("2026-01-01T00:00:00Z") + std::chrono::seconds(7));
   EXPECT_EQ(p.reason, "Error");
   EXPECT_EQ(p.message, "peer lost");
 }

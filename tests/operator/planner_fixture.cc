@@ -54,6 +54,7 @@ ObservedPod Pod(int index, int round, const std::string& phase) {
   p.phase = phase;
   p.ready = phase == "Running";
   p.uid = p.name + "-r" + std::to_string(round);
+  p.owner_uid = Job(1).uid;  // controlled by the job the rows plan for
   p.created = At(0);
   if (phase == "Succeeded") p.exit_code = 0;
   return p;
@@ -63,6 +64,17 @@ ObservedPod Exited(int index, int round, int code) {
   ObservedPod p = Pod(index, round, code == 0 ? "Succeeded" : "Failed");
   p.exit_code = code;
   p.reason = code == 0 ? "Completed" : "Error";
+  return p;
+}
+
+ObservedPod OwnedBy(ObservedPod p, const std::string& owner_uid) {
+  p.owner_uid = owner_uid;
+  return p;
+}
+
+ObservedPod ExitedAt(int index, int round, int code, TimePoint finished) {
+  ObservedPod p = Exited(index, round, code);
+  p.finished_at = finished;
   return p;
 }
 
@@ -144,7 +156,7 @@ std::vector<std::string> DescribeCreates(const Plan& plan) {
     std::string s = obj["kind"].get<std::string>() + " " +
                     obj["metadata"]["name"].get<std::string>();
     if (obj["kind"] == "Pod") {
-      s += " r" + obj["metadata"]["labels"][kRoundLabel].get<std::string>();
+      s += " r" + obj["metadata"]["labels"][api::kRoundLabel].get<std::string>();
     }
     out.push_back(s);
   }

@@ -30,8 +30,12 @@ api::DDPJob Scaled(api::DDPJob j, int replicas);
 
 ObservedPod Pod(int index, int round, const std::string& phase);
 ObservedPod Exited(int index, int round, int code);          // Failed with an exit code
+// Exited, the worker container having terminated at `finished` (container finishedAt).
+ObservedPod ExitedAt(int index, int round, int code, TimePoint finished);
 ObservedPod Evicted(int index, int round);                    // Failed, reason Evicted, no code
 ObservedPod Deleting(ObservedPod p);
+// The pod's controller ownerReference names `owner_uid` ("" = none), not the rows' job.
+ObservedPod OwnedBy(ObservedPod p, const std::string& owner_uid);
 ObservedPod Unschedulable(int index, int round, TimePoint since);
 // `n` pods 0..n-1 of `round` in `phase` (Running ones are also ready).
 std::vector<ObservedPod> Pods(int n, int round, const std::string& phase);

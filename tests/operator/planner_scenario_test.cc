@@ -168,5 +168,32 @@ TEST(PlannerScenario, ConditionTimesMoveOnlyOnTransitions) {
   EXPECT_EQ(created->last_transition_time, At(0));
 }
 
+// A stored job whose spec does not parse fails like a validation failure, once: the second pass
+// over the failed job (its status now written) plans nothing.
+TEST(PlannerScenario, UnparsableSpecFailsOnceWithInvalidSpecNamingTheField) {
+  api::DDPJob identity = Job(2);  // only metadata and status are read
+  identity.spec = api::DDPJobSpec{};
+  Observed world = World(Pods(2, 0, "Running"));
+  const std::string error = "spec.failurePolicy.restartPolicy (\"Sometimes\") must be ...";
+  Plan plan = PlanUnparsableJob(identity, world, error, At(3));
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ(plan.status->phase, "Failed");
+  // The decision, then cleanPodPolicy Running's deletion of the running pods.
+  ASSERT_EQ(plan.events.size(), 2u) << plan.ToString();
+  EXPECT_EQ(plan.deletes.size(), 3u) << plan.ToString();  // 2 pods and the Service
+  EXPECT_EQ(plan.events[0].type, "Warning");
+  EXPECT_EQ(plan.events[0].reason, "InvalidSpec");
+  EXPECT_NE(plan.events[0].message.find("spec.failurePolicy.restartPolicy"), std::string::npos);
+  bool condition = false;
+  for (const auto& c : plan.status->conditions) {
+    condition |= c.type == "Failed" && c.status == "True" && c.reason == "InvalidSpec";
+  }
+  EXPECT_TRUE(condition);
+  Apply(plan, &identity, &world, At(3));
+  ReapDeleting(&world);
+  EXPECT_TRUE(PlanUnparsableJob(identity, world, error, At(4)).empty())
+      << PlanUnparsableJob(identity, world, error, At(4)).ToString();
+}
+
 }  // namespace
 }  // namespace ddp::plan::testing

@@ -146,6 +146,22 @@ std::vector<Row> Rows() {
        {.phase = "Failed", .events = {"InvalidSpec"},
         .message = "spec.nprocPerNode (0) must be >= 1", .condition = "Failed=True/InvalidSpec"}},
 
+      // Ownership: only pods whose controller ownerReference is this job's uid count.
+      {"rule1_a_recreated_job_does_not_inherit_the_old_jobs_succeeded_pods",
+       Job(3), World({OwnedBy(Exited(0, 0, 0), "uid-old"), OwnedBy(Exited(1, 0, 0), "uid-old"),
+                      OwnedBy(Exited(2, 0, 0), "uid-old")}), At(0),
+       {.creates = {}, .deletes = {}, .phase = "Pending", .round = 0}},
+      {"rule1_a_name_held_by_a_foreign_pod_is_created_once_it_is_gone",
+       InPhase(Job(3), "Pending", 0, 3),
+       World({Pod(0, 0, "Pending"), Pod(1, 0, "Pending"), OwnedBy(Pod(2, 0, "Running"), "")}),
+       At(10), {.creates = {}, .deletes = {}, .phase = "Pending"}},
+      {"rule2_a_hand_labelled_failed_pod_is_neither_counted_nor_deleted", Ready(Running3(), 3),
+       With(World(Pods(3, 0, "Running")), [] {
+         ObservedPod p = OwnedBy(Exited(1, 0, 3), "");
+         p.name = "debug-shell";
+         return p;
+       }()), At(10), {.deletes = {}, .phase = "Running", .no_status = true}},
+
       // Rule 2: failure vs disruption, the three restart policies, maxRestarts.
       {"rule2_onfailure_policy_any_exit_code_restarts", Running3(), Failing(Exited(1, 0, 1)),
        At(10),
@@ -171,6 +187,22 @@ std::vector<Row> Rows() {
        Failing(Exited(0, 0, 3)), At(10),
        {.deletes = {"Pod mingpt-worker-1", "Pod mingpt-worker-2", "Service mingpt"},
         .phase = "Failed", .message = "rank 0 exited 3"}},
+      // Root cause: the first to terminate, not the lowest rank; on a tie the permanent code.
+      {"rule2_root_cause_is_the_first_to_finish_not_the_lowest_rank",
+       Policy(Running3(), kExitCode, 3),
+       With(Failing(ExitedAt(1, 0, 3, At(5))), ExitedAt(0, 0, 75, At(6))), At(10),
+       {.deletes = {"Pod mingpt-worker-2", "Service mingpt"}, .phase = "Failed", .round = 0,
+        .restarts = 0, .message = "rank 1 exited 3: not retryable under restartPolicy ExitCode",
+        .condition = "Failed=True/PodFailed"}},
+      {"rule2_root_cause_earlier_retryable_restarts_although_a_later_rank_failed_hard",
+       Policy(Running3(), kExitCode, 3),
+       With(Failing(ExitedAt(2, 0, 75, At(4))), ExitedAt(0, 0, 3, At(8))), At(10),
+       {.deletes = kDeleteAll3, .phase = "Restarting", .round = 1, .restarts = 1,
+        .message = "round 0 -> 1 (rank 2 exited 75; restart 1 of 3)", .requeue_s = 1}},
+      {"rule2_root_cause_tie_in_finish_time_nonretryable_wins", Policy(Running3(), kExitCode, 3),
+       With(Failing(ExitedAt(0, 0, 75, At(5))), ExitedAt(2, 0, 3, At(5))), At(10),
+       {.deletes = {"Pod mingpt-worker-1", "Service mingpt"}, .phase = "Failed",
+        .message = "rank 2 exited 3: not retryable"}},
       {"rule2_never_policy_fails_even_on_retryable_75", Policy(Running3(), kNever, 3),
        Failing(Exited(1, 0, 75)), At(10),
        {.deletes = kCleanAfterRank1, .phase = "Failed", .restarts = 0,

@@ -1,4 +1,4 @@
-#include "operator/kube/events.h"
+#include "operator/controller/events.h"
 
 #include <atomic>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "operator/controller.h"
+#include "operator/controller/controller.h"
 
 #include <map>
 
@@ -53,7 +53,7 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
           [this](const std::string& key, const JobEntry*, const JobEntry*) { queue_.Add(key); }),
       pods_(
           [](const nlohmann::json& obj) -> std::optional<IndexedCache<plan::ObservedPod>::Entry> {
-            std::string job = JobKeyFromLabel(obj);
+            std::string job = JobKeyFromLabel(obj, api::kJobNameLabel);
             if (job.empty()) return std::nullopt;
             // Only the planner's facts are kept: a few hundred bytes per pod.
             return IndexedCache<plan::ObservedPod>::Entry{job, plan::ObservePod(obj)};
@@ -62,7 +62,7 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
                  const plan::ObservedPod* now) { OnPodChange(job, old, now); }),
       services_(
           [](const nlohmann::json& obj) -> std::optional<IndexedCache<std::string>::Entry> {
-            std::string job = JobKeyFromLabel(obj);
+            std::string job = JobKeyFromLabel(obj, api::kJobNameLabel);
             if (job.empty()) return std::nullopt;
             return IndexedCache<std::string>::Entry{job, ObjectKey(obj)};
           },
@@ -71,9 +71,9 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
           }) {
   job_informer_ = std::make_unique<Informer>(client_, InformerFor(kDDPJobs, options_, ""), &jobs_);
   pod_informer_ = std::make_unique<Informer>(
-      client_, InformerFor(kPods, options_, plan::kJobNameLabel), &pods_);
+      client_, InformerFor(kPods, options_, api::kJobNameLabel), &pods_);
   service_informer_ = std::make_unique<Informer>(
-      client_, InformerFor(kServices, options_, plan::kJobNameLabel), &services_);
+      client_, InformerFor(kServices, options_, api::kJobNameLabel), &services_);
 }
 
 Controller::~Controller() { Stop(); }
@@ -183,12 +183,27 @@ Status Controller::Reconcile(const std::string& key) {
       return Status::OK();
     }
     auto job = api::ParseDDPJobJson(*entry->raw);
-    if (!job.ok()) {
-      // Nothing to do until someone edits the object; the edit re-queues it.
-      DDP_LOG(WARNING) << key << ": cannot parse DDPJob: " << job.status().message();
-      return Status::OK();
+    plan::Plan p;
+    if (job.ok()) {
+      p = plan::PlanReconcile(*job, Observe(key), std::chrono::system_clock::now());
+    } else {
+      // A spec the CRD schema let through (stored before a CRD change): fail the job with a
+      // condition and an event naming the field. Without even parseable metadata and status,
+      // there is nothing to write to; the next edit re-queues it.
+      const std::string error = std::string(job.status().message());
+      nlohmann::json bare = *entry->raw;
+      bare.erase("spec");
+      job = api::ParseDDPJobJson(bare);
+      if (!job.ok()) {
+        bare.erase("status");
+        job = api::ParseDDPJobJson(bare);
+      }
+      if (!job.ok()) {
+        DDP_LOG(WARNING) << key << ": cannot parse DDPJob: " << error;
+        return Status::OK();
+      }
+      p = plan::PlanUnparsableJob(*job, Observe(key), error, std::chrono::system_clock::now());
     }
-    plan::Plan p = plan::PlanReconcile(*job, Observe(key), std::chrono::system_clock::now());
     if (p.empty()) return Status::OK();
     DDP_LOG(DEBUG) << key << ": plan " << p.ToString();
     Status s = Apply(key, *job, *entry->raw, std::move(p));
@@ -202,7 +217,7 @@ Status Controller::Reconcile(const std::string& key) {
     if (!fresh.ok()) return fresh.status().WithContext(key + ": re-read after conflict");
     // Unless the watch delivered a newer spec or the deletion meanwhile (as in Apply).
     jobs_.UpsertUnless(*fresh, [&](const JobEntry* cur) {
-      return cur == nullptr || GenerationOf(*cur->raw) > GenerationOf(*fresh);
+      return cur == nullptr || CachedIsNewer(*cur->raw, *fresh);
     });
   }
   return Status::Conflict(key + ": status write kept conflicting");

@@ -1,7 +1,7 @@
 // core/v1 Event objects recording the controller's decisions on a DDPJob (`kubectl describe`
 // shows them). Pure builders; the controller creates them after the status write.
-#ifndef DDP_OPERATOR_KUBE_EVENTS_H_
-#define DDP_OPERATOR_KUBE_EVENTS_H_
+#ifndef DDP_OPERATOR_CONTROLLER_EVENTS_H_
+#define DDP_OPERATOR_CONTROLLER_EVENTS_H_
 
 #include <chrono>
 #include <string>
@@ -24,4 +24,4 @@ nlohmann::json BuildEvent(const api::DDPJob& job, const plan::Event& event,
 
 }  // namespace ddp::controller
 
-#endif  // DDP_OPERATOR_KUBE_EVENTS_H_
+#endif  // DDP_OPERATOR_CONTROLLER_EVENTS_H_

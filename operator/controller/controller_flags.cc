@@ -1,4 +1,4 @@
-#include "operator/controller_flags.h"
+#include "operator/controller/controller_flags.h"
 
 #include <cctype>
 #include <cstdlib>
@@ -120,9 +120,10 @@ const char* RunUsage() {
          "  --leader-election-retry-period D  (defaults 15s, 10s, 2s)\n"
          "  --metrics-bind-address ADDR       /metrics (default :8080; 0 disables)\n"
          "  --health-probe-bind-address ADDR  /healthz, /readyz (default :8081; 0 disables)\n"
-         "  --qps Q --burst B                 client-side API rate limit (default 50, 100)\n"
+         "  --qps Q --burst B                 client-side API rate limit, each of two buckets:\n"
+         "                                    pod/Service writes, the rest (default 500, 500)\n"
          "  --log-level LEVEL                 debug|info|warning|error (default info)\n"
-         "  --resync-period D                 full re-list interval (default 10m)\n"
+         "  --resync-period D                 informers re-deliver their cache (default 10m)\n"
          "  --cache-sync-timeout D            (default 2m)\n";
 }
 

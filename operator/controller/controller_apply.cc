@@ -3,8 +3,8 @@
 
 #include "common/logging.h"
 #include "operator/api/serialize.h"
-#include "operator/controller.h"
-#include "operator/kube/events.h"
+#include "operator/controller/controller.h"
+#include "operator/controller/events.h"
 
 namespace ddp::controller {
 namespace {
@@ -147,11 +147,12 @@ Status Controller::Apply(const std::string& key, const api::DDPJob& job,
     }
     CountRestarts(job, *p.status);
     // The cache now holds what we wrote, so the next pass does not plan from the old status
-    // while the watch event is in flight; unless the watch already delivered a newer spec (an
-    // edit right after our write: a higher generation) or the deletion of the job. Storing ours
-    // over those would hide the change until the next resync.
+    // while the watch event is in flight; unless the watch already delivered a later version
+    // (an edit or a status write right after ours: a higher resourceVersion, whatever the
+    // generation) or the deletion of the job. Storing ours over those would hide the change
+    // until the next resync.
     jobs_.UpsertUnless(*written, [&](const JobEntry* cur) {
-      return cur == nullptr || GenerationOf(*cur->raw) > GenerationOf(*written);
+      return cur == nullptr || CachedIsNewer(*cur->raw, *written);
     });
   }
   // 2. Deletes, then 3. creates (the Service first). Both are attempted even if the other

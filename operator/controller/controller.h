@@ -4,8 +4,8 @@
 // been touched); then deletes (one batch); then creates (the Service first, then the pods as one
 // batch in flight together; AlreadyExists / NotFound are success); then the plan's events (one
 // batch); then requeue_after as a delayed add.
-#ifndef DDP_OPERATOR_CONTROLLER_H_
-#define DDP_OPERATOR_CONTROLLER_H_
+#ifndef DDP_OPERATOR_CONTROLLER_CONTROLLER_H_
+#define DDP_OPERATOR_CONTROLLER_CONTROLLER_H_
 
 #include <atomic>
 #include <chrono>
@@ -93,4 +93,4 @@ class Controller {
 
 }  // namespace ddp::controller
 
-#endif  // DDP_OPERATOR_CONTROLLER_H_
+#endif  // DDP_OPERATOR_CONTROLLER_CONTROLLER_H_

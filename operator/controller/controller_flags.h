@@ -1,7 +1,7 @@
 // Flags of `ddp-operator run`, parsed into a struct (pure: no I/O), so the command's wiring stays
 // short and the parsing is unit-tested. Accepts `--flag value` and `--flag=value`.
-#ifndef DDP_OPERATOR_CONTROLLER_FLAGS_H_
-#define DDP_OPERATOR_CONTROLLER_FLAGS_H_
+#ifndef DDP_OPERATOR_CONTROLLER_CONTROLLER_FLAGS_H_
+#define DDP_OPERATOR_CONTROLLER_CONTROLLER_FLAGS_H_
 
 #include <chrono>
 #include <string>
@@ -24,8 +24,8 @@ struct RunFlags {
   std::chrono::milliseconds retry_period{2000};     // --leader-election-retry-period
   std::string metrics_addr = ":8080";     // --metrics-bind-address ("0" disables)
   std::string health_addr = ":8081";      // --health-probe-bind-address ("0" disables)
-  double qps = 50;                        // --qps (<= 0: unlimited)
-  int burst = 100;                        // --burst
+  double qps = 500;                       // --qps, per bucket (<= 0: unlimited)
+  int burst = 500;                        // --burst
   LogLevel log_level = LogLevel::kInfo;   // --log-level
   std::chrono::milliseconds resync_period{std::chrono::minutes(10)};  // --resync-period
   std::chrono::milliseconds sync_timeout{std::chrono::minutes(2)};    // --cache-sync-timeout
@@ -40,4 +40,4 @@ const char* RunUsage();
 
 }  // namespace ddp::controller
 
-#endif  // DDP_OPERATOR_CONTROLLER_FLAGS_H_
+#endif  // DDP_OPERATOR_CONTROLLER_CONTROLLER_FLAGS_H_

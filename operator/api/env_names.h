@@ -1,0 +1,42 @@
+// The names of the environment variables the operator sets in every worker container (DESIGN.md's
+// table). They are API: validation rejects user env with these names; plan/env.cc sets them.
+#ifndef DDP_OPERATOR_API_ENV_NAMES_H_
+#define DDP_OPERATOR_API_ENV_NAMES_H_
+
+#include <string>
+#include <vector>
+
+namespace ddp::api {
+
+// torch's names, read by ddp-worker's rendezvous and by torch.distributed scripts.
+inline constexpr char kEnvMasterAddr[] = "MASTER_ADDR";  // rank 0's host
+inline constexpr char kEnvMasterPort[] = "MASTER_PORT";  // rank 0's TCPStore port
+inline constexpr char kEnvWorldSize[] = "WORLD_SIZE";    // replicas * nprocPerNode
+inline constexpr char kEnvNnodes[] = "NNODES";           // replicas (pods)
+inline constexpr char kEnvNodeRank[] = "NODE_RANK";      // the pod's index
+inline constexpr char kEnvNprocPerNode[] = "NPROC_PER_NODE";
+// Set by the operator only when nprocPerNode == 1; else `ddp-worker launch` sets them per process.
+inline constexpr char kEnvRank[] = "RANK";
+inline constexpr char kEnvLocalRank[] = "LOCAL_RANK";
+inline constexpr char kEnvLocalWorldSize[] = "LOCAL_WORLD_SIZE";
+// torchrun's copies of the above (read by torchrun inside user images).
+inline constexpr char kEnvPetNnodes[] = "PET_NNODES";
+inline constexpr char kEnvPetNodeRank[] = "PET_NODE_RANK";
+inline constexpr char kEnvPetNprocPerNode[] = "PET_NPROC_PER_NODE";
+inline constexpr char kEnvPetMasterAddr[] = "PET_MASTER_ADDR";
+inline constexpr char kEnvPetMasterPort[] = "PET_MASTER_PORT";
+// Ours, read by ddp-worker.
+inline constexpr char kEnvJobName[] = "DDP_JOB_NAME";      // metrics label `job`
+inline constexpr char kEnvRound[] = "DDP_ROUND";           // metrics label `round`, store prefix
+inline constexpr char kEnvRendezvousTimeout[] = "DDP_RENDEZVOUS_TIMEOUT";  // seconds; then exit 75
+inline constexpr char kEnvCheckpointDir[] = "DDP_CHECKPOINT_DIR";  // only when spec sets it
+inline constexpr char kEnvMetricsPort[] = "DDP_METRICS_PORT";      // worker serves /metrics there
+// For scripts written for torchelastic: equals the round.
+inline constexpr char kEnvTorchelasticRestartCount[] = "TORCHELASTIC_RESTART_COUNT";
+
+// Every name the operator sets (RendezvousEnv's names): user env with one of them is invalid.
+const std::vector<std::string>& OperatorEnvNames();
+
+}  // namespace ddp::api
+
+#endif  // DDP_OPERATOR_API_ENV_NAMES_H_
