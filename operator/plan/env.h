@@ -34,6 +34,11 @@ inline constexpr char kEnvRound[] = "DDP_ROUND";           // metrics label `rou
 inline constexpr char kEnvRendezvousTimeout[] = "DDP_RENDEZVOUS_TIMEOUT";  // seconds; then exit 75
 inline constexpr char kEnvCheckpointDir[] = "DDP_CHECKPOINT_DIR";  // only when spec sets it
 inline constexpr char kEnvMetricsPort[] = "DDP_METRICS_PORT";      // worker serves /metrics there
+// spec.failurePolicy.recovery ("Restart" | "InPlace"), always set; read by the pod supervisor.
+inline constexpr char kEnvRecovery[] = "DDP_RECOVERY";
+// max(0, maxRestarts - status.restarts - status.recoveries) when the pod is created: the in-place
+// recoveries the pod supervisor may heal this round before it lets the pod fail.
+inline constexpr char kEnvMaxRecoveries[] = "DDP_MAX_RECOVERIES";
 // For scripts written for torchelastic: equals the round.
 inline constexpr char kEnvTorchelasticRestartCount[] = "TORCHELASTIC_RESTART_COUNT";
 
@@ -42,7 +47,8 @@ using EnvList = std::vector<std::pair<std::string, std::string>>;
 // The operator's env for pod `index` of a round with `replicas` pods, in the table's order.
 // master_addr_override: "" in a cluster (MasterAddr(job)); local mode passes "127.0.0.1".
 // master_port_override: 0 = spec.rendezvous.port.
-// REQUIRES: 0 <= index < replicas; job defaulted.
+// DDP_MAX_RECOVERIES reads job.status.restarts and job.status.recoveries, so pass the status
+// the pod is created under. REQUIRES: 0 <= index < replicas; job defaulted.
 EnvList RendezvousEnv(const api::DDPJob& job, int index, int round, int replicas,
                       const std::string& master_addr_override = "", int master_port_override = 0);
 

@@ -74,7 +74,7 @@ struct Plan {
 };
 
 // The reconcile pass. Follows DESIGN.md's lifecycle rules 1-7; see plan.cc for the steps.
-// The round, restarts and disruptions persist only in job.status; pod round labels are the
+// The round, restarts, disruptions and recoveries persist only in job.status; pod round labels are the
 // ground truth for which pods belong to which round (pods of a newer round than status.round are
 // adopted, with a RoundAdopted event). Resize is a spec.replicas that differs from
 // status.replicas in a new generation (generation != status.observedGeneration), so a round
