@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "common/http_server.h"
 #include "tests/controller/e2e_harness.h"
 
 namespace ddp::e2e {
@@ -82,6 +83,13 @@ TEST(InPlaceE2e, FailedPodOneIsReplacedAloneAndTheOthersKeepTheirUids) {
     }
   }
   EXPECT_TRUE(event) << op->Log();
+  ASSERT_TRUE(WaitFor([&] { return op->MetricsPort() > 0; }, kWait));
+  auto text = HttpGet("127.0.0.1", op->MetricsPort(), "/metrics");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_NE(text->find("ddp_operator_job_restarts_total{kind=\"recovery\"} 1"), std::string::npos)
+      << *text;
+  EXPECT_EQ(text->find("ddp_operator_job_restarts_total{kind=\"failure\"}"), std::string::npos)
+      << *text;
 }
 
 }  // namespace

@@ -304,8 +304,9 @@ TEST(CrdApiSync, ScaleSubresourceAndColumnsPointAtSchemaFields) {
     ASSERT_NE(n, nullptr) << "printer column " << col["name"] << ": " << path << " not in schema";
     EXPECT_EQ((*n)["type"], col["type"]) << path;
   }
+  // DESIGN.md's columns, and Recoveries (priority 1: `kubectl get -o wide`).
   EXPECT_EQ(names, (std::set<std::string>{"Phase", "Replicas", "World Size", "Round", "Restarts",
-                                          "Age"}));
+                                          "Recoveries", "Age"}));
 }
 
 // CEL rules cannot run here, but every `self.a.b` they mention must exist where they are declared.
