@@ -92,6 +92,38 @@ TEST_F(LocalInPlaceTest, FailedPodOneIsReplacedAloneInTheSameRound) {
   EXPECT_NE(op->Output().find("recoveries 1"), std::string::npos) << op->Output();
 }
 
+// A deterministic crash of rank 1 is healed alone until restarts + recoveries reach maxRestarts,
+// then the job fails; each incarnation kept its own log and the summary shows the last one.
+TEST_F(LocalInPlaceTest, DeterministicCrashExhaustsTheBudgetThenFails) {
+  const std::string d = Dir();
+  const std::string script =
+      "echo \"$DDP_ROUND $$$$\" >> " + d + "/starts-$RANK; "
+      "if [ $RANK = 1 ]; then echo \"crash with budget $DDP_MAX_RECOVERIES\"; exit 75; fi; "
+      "exec sleep 60";
+  auto op = Start(ShellJob("crash", 2, script,
+                           "  failurePolicy: {recovery: InPlace, maxRestarts: 2}\n"));
+  ASSERT_EQ(op->Wait(seconds(60)), 1) << op->Output();
+  nlohmann::json s = ReadStatus(RunDir());
+  EXPECT_EQ(s["phase"], "Failed");
+  EXPECT_EQ(s["round"], 0);
+  EXPECT_EQ(s["recoveries"], 2);
+  EXPECT_EQ(s["restarts"], 0);
+  EXPECT_EQ(Starts(0).size(), 1u);  // pod 0 ran throughout, until the job ended
+  EXPECT_EQ(Starts(1).size(), 3u);  // the first pod and two replacements
+  EXPECT_NE(ReadFile(RunDir() + "/crash-worker-1.round0.log").find("crash with budget 2"),
+            std::string::npos);
+  EXPECT_NE(ReadFile(RunDir() + "/crash-worker-1.round0.1.log").find("crash with budget 1"),
+            std::string::npos);
+  EXPECT_NE(ReadFile(RunDir() + "/crash-worker-1.round0.2.log").find("crash with budget 0"),
+            std::string::npos);
+  const std::string out = op->Output();
+  EXPECT_NE(out.find("0 restarts and 2 recoveries reached spec.failurePolicy.maxRestarts (2)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("crash-worker-1.round0.2.log"), std::string::npos) << out;
+  EXPECT_NE(out.find("| crash with budget 0"), std::string::npos) << out;
+}
+
 // Pod 0 hosts the rendezvous store: its failure is a new round even with InPlace.
 TEST_F(LocalInPlaceTest, FailedPodZeroFallsBackToANewRound) {
   const std::string d = Dir();
