@@ -29,7 +29,9 @@ bool ReplacedInThisPass(const Pass& p, int index) {
 bool AlreadyReplacing(const Pass& p, const ObservedPod& pod) {
   if (!CanReplaceAlone(p, pod)) return false;
   if (ReplacedInThisPass(p, pod.index)) return true;
-  if (p.st.last_failure && !pod.uid.empty() && p.st.last_failure->pod_uid == pod.uid) return true;
+  // The last failure as the pass found it: one counted in an earlier pass.
+  const auto& last = p.job.status.last_failure;
+  if (last && !pod.uid.empty() && last->pod_uid == pod.uid) return true;
   return pod.deleting && ReplacementUnderWay(p);
 }
 

@@ -31,10 +31,10 @@ bool ReplacedInThisPass(const Pass& p, int index);
 void KeepReplacing(Pass* p);
 
 // Replaces `pod` alone. REQUIRES: CanReplaceAlone; the caller recorded the failure and counted
-// it (recoveries or disruptions). Appends pod.index to p->replaced. Deletes the pod unless it is already going (CreateMissing
-// recreates the name in the same round once it is gone), sets phase Restarting with
-// condition Restarting=True/PodReplaced, and records one Event with `why` and `budget`:
-// "round 2: replacing pod mingpt-worker-1 (rank 1 exited 137; recovery 1 of 3)".
+// it (recoveries or disruptions). Appends pod.index to p->replaced; deletes the pod unless it
+// is already going (CreateMissing recreates the name in the same round once it is gone); sets
+// phase Restarting with condition Restarting=True/PodReplaced; records one Event with `why` and
+// `budget`: "round 2: replacing pod mingpt-worker-1 (rank 1 exited 137; recovery 1 of 3)".
 void ReplacePod(Pass* p, const ObservedPod& pod, const std::string& why,
                 const std::string& budget);
 

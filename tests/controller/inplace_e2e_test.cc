@@ -47,7 +47,8 @@ TEST(InPlaceE2e, FailedPodOneIsReplacedAloneAndTheOthersKeepTheirUids) {
   ASSERT_TRUE(WaitFor(
       [&] {
         auto p = w.GetPod("j-worker-1");
-        return p && Uid(p) != before["j-worker-1"] && !(*p)["metadata"].contains("deletionTimestamp");
+        return p && Uid(p) != before["j-worker-1"] &&
+               !(*p)["metadata"].contains("deletionTimestamp");
       },
       kWait))
       << w.JobStatus("j").dump() << op->Log();
