@@ -9,7 +9,7 @@ const std::vector<std::string>& OperatorEnvNames() {
       kEnvNprocPerNode, kEnvRank, kEnvLocalRank, kEnvLocalWorldSize, kEnvPetNnodes,
       kEnvPetNodeRank, kEnvPetNprocPerNode, kEnvPetMasterAddr, kEnvPetMasterPort, kEnvJobName,
       kEnvRound, kEnvRendezvousTimeout, kEnvCheckpointDir, kEnvMetricsPort,
-      kEnvTorchelasticRestartCount};
+      kEnvTorchelasticRestartCount, kEnvRecovery, kEnvMaxRecoveries};
   return names;
 }
 

@@ -33,6 +33,11 @@ inline constexpr char kEnvCheckpointDir[] = "DDP_CHECKPOINT_DIR";  // only when 
 inline constexpr char kEnvMetricsPort[] = "DDP_METRICS_PORT";      // worker serves /metrics there
 // For scripts written for torchelastic: equals the round.
 inline constexpr char kEnvTorchelasticRestartCount[] = "TORCHELASTIC_RESTART_COUNT";
+// spec.failurePolicy.recovery ("Restart" | "InPlace"), always set; read by the pod supervisor.
+inline constexpr char kEnvRecovery[] = "DDP_RECOVERY";
+// max(0, maxRestarts - status.restarts - status.recoveries) when the pod is created: the in-place
+// recoveries the pod supervisors may heal this round before they let the pod fail.
+inline constexpr char kEnvMaxRecoveries[] = "DDP_MAX_RECOVERIES";
 
 // Every name the operator sets (RendezvousEnv's names): user env with one of them is invalid.
 const std::vector<std::string>& OperatorEnvNames();

@@ -33,6 +33,12 @@ Status ParseFailurePolicy(const json& f, FailurePolicy* out) {
                                    "\") must be one of OnFailure, ExitCode, Never");
   }
   DDP_RETURN_IF_ERROR(ReadInt(f, "maxRestarts", "spec.failurePolicy", &out->max_restarts));
+  std::string recovery;
+  DDP_RETURN_IF_ERROR(ReadString(f, "recovery", "spec.failurePolicy", &recovery));
+  if (!recovery.empty() && !ParseRecovery(recovery, &out->recovery)) {
+    return Status::InvalidArgument("spec.failurePolicy.recovery (\"" + recovery +
+                                   "\") must be one of Restart, InPlace");
+  }
   auto it = f.find("retryableExitCodes");
   if (it != f.end() && !it->is_null()) {
     if (!it->is_array()) {
@@ -159,6 +165,7 @@ StatusOr<DDPJobStatus> ParseStatusJson(const json& s) {
   DDP_RETURN_IF_ERROR(ReadInt(s, "round", "status", &out.round));
   DDP_RETURN_IF_ERROR(ReadInt(s, "restarts", "status", &out.restarts));
   DDP_RETURN_IF_ERROR(ReadInt(s, "disruptions", "status", &out.disruptions));
+  DDP_RETURN_IF_ERROR(ReadInt(s, "recoveries", "status", &out.recoveries));
   DDP_RETURN_IF_ERROR(ReadString(s, "selector", "status", &out.selector));
   DDP_RETURN_IF_ERROR(ReadTime(s, "startTime", "status", &out.start_time));
   DDP_RETURN_IF_ERROR(ReadTime(s, "completionTime", "status", &out.completion_time));
@@ -175,6 +182,7 @@ StatusOr<DDPJobStatus> ParseStatusJson(const json& s) {
     DDP_RETURN_IF_ERROR(ReadString(*lf, "reason", p, &f.reason));
     DDP_RETURN_IF_ERROR(ReadString(*lf, "message", p, &f.message));
     DDP_RETURN_IF_ERROR(ReadTime(*lf, "time", p, &f.time));
+    DDP_RETURN_IF_ERROR(ReadString(*lf, "podUID", p, &f.pod_uid));
     out.last_failure = f;
   }
   return out;
@@ -261,6 +269,7 @@ json SpecToJson(const DDPJobSpec& spec, json base) {
   f["restartPolicy"] = RestartPolicyName(spec.failure_policy.restart_policy);
   f["maxRestarts"] = spec.failure_policy.max_restarts;
   f["retryableExitCodes"] = spec.failure_policy.retryable_exit_codes;
+  f["recovery"] = RecoveryName(spec.failure_policy.recovery);
   base["failurePolicy"] = f;
   json run = Overlay(base, "runPolicy");
   SetOrErase(&run, "activeDeadlineSeconds", spec.run_policy.active_deadline_seconds);
@@ -302,11 +311,13 @@ json StatusToJson(const DDPJobStatus& s) {
   out["round"] = s.round;
   out["restarts"] = s.restarts;
   out["disruptions"] = s.disruptions;
+  out["recoveries"] = s.recoveries;
   if (s.last_failure) {
     const LastFailure& f = *s.last_failure;
     json lf = {{"pod", f.pod}, {"rank", f.rank}, {"reason", f.reason}, {"message", f.message}};
     if (f.exit_code) lf["exitCode"] = *f.exit_code;
     if (f.time) lf["time"] = FormatTime(*f.time);
+    if (!f.pod_uid.empty()) lf["podUID"] = f.pod_uid;
     out["lastFailure"] = lf;
   }
   out["selector"] = s.selector;

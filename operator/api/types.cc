@@ -49,7 +49,25 @@ bool Condition::operator==(const Condition& o) const {
 
 bool LastFailure::operator==(const LastFailure& o) const {
   return pod == o.pod && rank == o.rank && exit_code == o.exit_code && reason == o.reason &&
-         message == o.message && time == o.time;
+         message == o.message && time == o.time && pod_uid == o.pod_uid;
+}
+
+const char* RecoveryName(Recovery r) {
+  switch (r) {
+    case Recovery::kRestart: return "Restart";
+    case Recovery::kInPlace: return "InPlace";
+  }
+  return "?";
+}
+
+bool ParseRecovery(const std::string& name, Recovery* out) {
+  for (Recovery r : {Recovery::kRestart, Recovery::kInPlace}) {
+    if (name == RecoveryName(r)) {
+      *out = r;
+      return true;
+    }
+  }
+  return false;
 }
 
 const Condition* DDPJobStatus::FindCondition(const std::string& type) const {
@@ -63,7 +81,8 @@ bool DDPJobStatus::operator==(const DDPJobStatus& o) const {
   return phase == o.phase && conditions == o.conditions &&
          observed_generation == o.observed_generation && replicas == o.replicas &&
          ready_replicas == o.ready_replicas && world_size == o.world_size && round == o.round &&
-         restarts == o.restarts && disruptions == o.disruptions && last_failure == o.last_failure &&
+         restarts == o.restarts && disruptions == o.disruptions &&
+         recoveries == o.recoveries && last_failure == o.last_failure &&
          selector == o.selector && start_time == o.start_time &&
          completion_time == o.completion_time;
 }

@@ -26,12 +26,16 @@ inline constexpr char kPlural[] = "ddpjobs";
 
 enum class RestartPolicy { kOnFailure, kExitCode, kNever };
 enum class CleanPodPolicy { kNone, kRunning, kAll };
+// spec.failurePolicy.recovery: a new round per failure, or replace a failed pod alone.
+enum class Recovery { kRestart, kInPlace };
 
 // "OnFailure" etc.; Parse* return false on an unknown name (case-sensitive, as Kubernetes is).
 const char* RestartPolicyName(RestartPolicy p);
 bool ParseRestartPolicy(const std::string& name, RestartPolicy* out);
 const char* CleanPodPolicyName(CleanPodPolicy p);
 bool ParseCleanPodPolicy(const std::string& name, CleanPodPolicy* out);
+const char* RecoveryName(Recovery r);
+bool ParseRecovery(const std::string& name, Recovery* out);
 
 struct ElasticPolicy {
   int min_replicas = 0;  // 0 = unset; ApplyDefaults makes it 1
@@ -48,6 +52,7 @@ struct FailurePolicy {
   RestartPolicy restart_policy = RestartPolicy::kOnFailure;
   int max_restarts = 3;
   std::vector<int> retryable_exit_codes = {75};
+  Recovery recovery = Recovery::kRestart;
 };
 
 struct RunPolicy {
@@ -115,6 +120,7 @@ struct LastFailure {
   std::string reason;
   std::string message;
   std::optional<TimePoint> time;
+  std::string pod_uid;  // the failed pod's uid: InPlace counts each failed pod once
   bool operator==(const LastFailure& o) const;
   bool operator!=(const LastFailure& o) const { return !(*this == o); }
 };
@@ -129,6 +135,7 @@ struct DDPJobStatus {
   int round = 0;
   int restarts = 0;
   int disruptions = 0;
+  int recoveries = 0;  // failures healed by replacing one pod (recovery InPlace)
   std::optional<LastFailure> last_failure;
   std::string selector;
   std::optional<TimePoint> start_time;

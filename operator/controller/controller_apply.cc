@@ -102,6 +102,8 @@ void Controller::CountRestarts(const api::DDPJob& job, const api::DDPJobStatus& 
   int disruptions = next.disruptions - job.status.disruptions;
   if (failures > 0) metrics_->job_restarts_total.Labels({"failure"}).Inc(failures);
   if (disruptions > 0) metrics_->job_restarts_total.Labels({"disruption"}).Inc(disruptions);
+  int recoveries = next.recoveries - job.status.recoveries;
+  if (recoveries > 0) metrics_->job_restarts_total.Labels({"recovery"}).Inc(recoveries);
 }
 
 void Controller::EmitEvents(const api::DDPJob& job, const std::vector<plan::Event>& events) {

@@ -24,7 +24,7 @@ struct OperatorMetrics {
   metrics::GaugeFamily& jobs;  // {phase}
   metrics::CounterFamily& pods_created_total;
   metrics::CounterFamily& pods_deleted_total;
-  metrics::CounterFamily& job_restarts_total;  // {kind="failure|disruption"}
+  metrics::CounterFamily& job_restarts_total;  // {kind="failure|disruption|recovery"}
   metrics::CounterFamily& api_requests_total;  // {verb,code}
   metrics::GaugeFamily& leader;
   // process_cpu_seconds_total, process_resident_memory_bytes, ...: call process.Update() before

@@ -64,7 +64,10 @@ std::vector<std::string> LocalExecutor::Apply(const plan::Plan& plan, plan::Time
     pod.index = LabelInt(object, api::kReplicaIndexLabel);
     pod.round = LabelInt(object, api::kRoundLabel);
     pod.created = now;
-    pod.log_path = options_.log_dir + "/" + name + ".round" + std::to_string(pod.round) + ".log";
+    const std::string base = name + ".round" + std::to_string(pod.round);
+    const int earlier = starts_[base]++;
+    pod.log_path = options_.log_dir + "/" + base +
+                   (earlier > 0 ? "." + std::to_string(earlier) : std::string()) + ".log";
     Status s = Start(&pod, &messages);
     if (!s.ok()) {
       // The kubelet's answer to a container that cannot start: a failed pod, exit 128 in

@@ -23,7 +23,9 @@
 namespace ddp::controller::local {
 
 struct ExecutorOptions {
-  std::string log_dir;                     // each pod's output: <pod>.round<r>.log
+  // Each pod's output: <pod>.round<r>.log; a pod replaced alone in the same round (recovery
+  // InPlace) writes <pod>.round<r>.<k>.log, k = 1, 2, ..., so no log is overwritten.
+  std::string log_dir;
   std::vector<std::string> command_dirs;   // searched before $PATH (see ResolveCommand)
   std::optional<int> grace_seconds;        // overrides every pod's terminationGracePeriodSeconds
 };
@@ -92,6 +94,7 @@ class LocalExecutor {
   std::map<std::string, LocalPod> pods_;
   bool service_exists_ = false;
   std::map<int, int> master_ports_;  // round -> rendezvous port
+  std::map<std::string, int> starts_;  // "<pod>.round<r>" -> pods created under that name
   std::set<int> used_ports_;
   uint64_t next_uid_ = 1;
 };

@@ -243,6 +243,7 @@ void LocalRun::RefreshStatusLine() {
   in.total = job_.status.replicas > 0 ? job_.status.replicas : job_.spec.replicas;
   in.restarts = job_.status.restarts;
   in.disruptions = job_.status.disruptions;
+  in.recoveries = job_.status.recoveries;
   // Once the job has ended the last scrape is stale; the summary says how it ended.
   if (!IsTerminal(in.phase)) {
     in.progress = progress_;
@@ -254,10 +255,17 @@ void LocalRun::RefreshStatusLine() {
                    key);
 }
 
+// The newest log of `pod`: the latest round, and in it the latest replacement (see
+// ExecutorOptions::log_dir).
 std::string LocalRun::LogPath(const std::string& pod) const {
   for (int r = job_.status.round; r >= 0; --r) {
-    std::string p = run_dir_ + "/" + pod + ".round" + std::to_string(r) + ".log";
-    if (fs::exists(p)) return p;
+    const std::string base = run_dir_ + "/" + pod + ".round" + std::to_string(r);
+    std::string p = base + ".log";
+    if (!fs::exists(p)) continue;
+    for (int k = 1; fs::exists(base + "." + std::to_string(k) + ".log"); ++k) {
+      p = base + "." + std::to_string(k) + ".log";
+    }
+    return p;
   }
   return "";
 }
@@ -282,6 +290,7 @@ int LocalRun::Finish(int code) {
   s.rounds = job_.status.round + 1;
   s.restarts = job_.status.restarts;
   s.disruptions = job_.status.disruptions;
+  s.recoveries = job_.status.recoveries;
   s.duration_seconds = std::chrono::duration<double>(SteadyClock::now() - started_).count();
   s.run_dir = run_dir_;
   if (job_.status.phase == api::kPhaseFailed && job_.status.last_failure) {

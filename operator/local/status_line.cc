@@ -42,6 +42,7 @@ std::string FormatStatusLine(const StatusLineInput& in, int width) {
   line += "  round " + std::to_string(in.round);
   line += "  pods " + std::to_string(in.running) + "/" + std::to_string(in.total);
   line += "  restarts " + std::to_string(in.restarts);
+  if (in.recoveries > 0) line += "  recoveries " + std::to_string(in.recoveries);
   if (in.disruptions > 0) line += "  disruptions " + std::to_string(in.disruptions);
   const WorkerProgress& p = in.progress;
   char buf[64];
@@ -90,7 +91,9 @@ std::string FormatSummary(const SummaryInput& in) {
   out += "\n";
   if (!in.message.empty()) out += "  " + in.message + "\n";
   out += "  rounds " + std::to_string(in.rounds) + ", restarts " + std::to_string(in.restarts) +
-         ", disruptions " + std::to_string(in.disruptions) + ", duration " +
+         ", disruptions " + std::to_string(in.disruptions) +
+         (in.recoveries > 0 ? ", recoveries " + std::to_string(in.recoveries) : "") +
+         ", duration " +
          FormatDuration(in.duration_seconds) + "\n";
   out += "  run dir: " + in.run_dir + "\n";
   if (!in.failed_pod.empty()) {

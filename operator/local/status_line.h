@@ -20,6 +20,7 @@ struct StatusLineInput {
   int total = 0;    // status.replicas (pods in the current round)
   int restarts = 0;
   int disruptions = 0;
+  int recoveries = 0;  // pods replaced alone (recovery InPlace); shown when > 0
   WorkerProgress progress;          // rank 0's, from its /metrics; empty when not scraped yet
   std::optional<double> eta_seconds;
 };
@@ -59,6 +60,7 @@ struct SummaryInput {
   int rounds = 0;       // status.round + 1
   int restarts = 0;
   int disruptions = 0;
+  int recoveries = 0;
   double duration_seconds = 0;
   std::string run_dir;
   std::string failed_pod;        // lastFailure.pod when the job failed

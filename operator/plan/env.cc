@@ -1,6 +1,8 @@
 // DESIGN.md's environment table, computed in one place.
 #include "operator/plan/env.h"
 
+#include <algorithm>
+
 #include "operator/plan/names.h"
 
 namespace ddp::plan {
@@ -42,6 +44,10 @@ EnvList RendezvousEnv(const api::DDPJob& job, int index, int round, int replicas
   }
   env.push_back({api::kEnvMetricsPort, std::to_string(job.spec.metrics.port)});
   env.push_back({api::kEnvTorchelasticRestartCount, std::to_string(round)});
+  env.push_back({api::kEnvRecovery, api::RecoveryName(job.spec.failure_policy.recovery)});
+  const int budget =
+      job.spec.failure_policy.max_restarts - job.status.restarts - job.status.recoveries;
+  env.push_back({api::kEnvMaxRecoveries, std::to_string(std::max(0, budget))});
   return env;
 }
 

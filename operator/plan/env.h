@@ -17,7 +17,8 @@ using EnvList = std::vector<std::pair<std::string, std::string>>;
 // The operator's env for pod `index` of a round with `replicas` pods, in the table's order.
 // master_addr_override: "" in a cluster (MasterAddr(job)); local mode passes "127.0.0.1".
 // master_port_override: 0 = spec.rendezvous.port.
-// REQUIRES: 0 <= index < replicas; job defaulted.
+// DDP_MAX_RECOVERIES reads job.status.restarts and job.status.recoveries, so pass the status
+// the pod is created under. REQUIRES: 0 <= index < replicas; job defaulted.
 EnvList RendezvousEnv(const api::DDPJob& job, int index, int round, int replicas,
                       const std::string& master_addr_override = "", int master_port_override = 0);
 

@@ -110,6 +110,8 @@ void CreateMissing(Pass* p, bool hold_pods) {
   const bool service = !p->seen->service_exists;
   if (service) p->plan.creates.push_back(BuildService(p->job));
   int created = 0, waiting = 0;
+  // A pod's DDP_MAX_RECOVERIES is the budget left under the status being written now.
+  api::DDPJob at_creation;
   for (int i = 0; !hold_pods && i < p->size; ++i) {
     // A name still held by a pod of another round is recreated only once that pod is gone, so
     // two rounds never overlap.
@@ -124,7 +126,11 @@ void CreateMissing(Pass* p, bool hold_pods) {
       ++waiting;  // not ours to delete: its owner (or the garbage collector) removes it
       continue;
     }
-    p->plan.creates.push_back(BuildWorkerPod(p->job, i, p->round, p->size));
+    if (created == 0) {
+      at_creation = p->job;
+      at_creation.status = p->st;
+    }
+    p->plan.creates.push_back(BuildWorkerPod(at_creation, i, p->round, p->size));
     ++created;
   }
   if (!service && created == 0) return;

@@ -21,6 +21,7 @@ struct Pass {
   Plan plan;
   int round = 0;  // the current rendezvous round
   int size = 0;   // pods in the current round
+  std::vector<int> replaced;  // indexes replaced alone in this pass (recovery InPlace)
 };
 
 Pass BeginPass(const api::DDPJob& job, const Observed& seen, TimePoint now);

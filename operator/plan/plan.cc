@@ -7,7 +7,8 @@
 //   4. suspend: delete every pod; resume: a new round;
 //   5. activeDeadlineSeconds: Failed/DeadlineExceeded, else a timer;
 //   6. one decision for the current round: disruption, failure (restart or fail), success,
-//      resize, or shrink on pending timeout;
+//      resize, or shrink on pending timeout; with recovery InPlace a failed or lost pod other
+//      than pod 0 is replaced alone in the same round instead (replace.h);
 //   7. always: delete pods of other rounds, create missing names (after the restart backoff),
 //      summarize the status.
 #include "operator/plan/plan.h"
@@ -21,6 +22,7 @@
 #include "operator/plan/conditions.h"
 #include "operator/plan/names.h"
 #include "operator/plan/pass.h"
+#include "operator/plan/replace.h"
 
 namespace ddp::plan {
 namespace {
@@ -58,6 +60,7 @@ void RecordFailure(Pass* p, const ObservedPod& pod, PodOutcome outcome) {
                                 : pod.reason;
   f.message = pod.message;
   f.time = p->now;
+  f.pod_uid = pod.uid;
   p->st.last_failure = f;
 }
 
@@ -136,9 +139,11 @@ std::optional<TimePoint> Deadline(const Pass& p) {
 
 // Rule 2, disruptions first: when a node dies its peers exit 75 too, and the root cause is the
 // disruption, which does not count against maxRestarts.
-const ObservedPod* FirstWith(const std::vector<const ObservedPod*>& pods, PodOutcome want) {
+// Pods already being replaced in place were counted when they failed: skip them.
+const ObservedPod* FirstWith(const Pass& p, const std::vector<const ObservedPod*>& pods,
+                             PodOutcome want) {
   for (const ObservedPod* pod : pods) {
-    if (pod && ClassifyPod(*pod) == want) return pod;
+    if (pod && ClassifyPod(*pod) == want && !internal::AlreadyReplacing(p, *pod)) return pod;
   }
   return nullptr;
 }
@@ -147,7 +152,8 @@ const ObservedPod* FirstWith(const std::vector<const ObservedPod*>& pods, PodOut
 // a failure without one counts as last), on a tie a non-retryable code (it decides the job's fate
 // whatever the order), then the lowest rank. Peers of a crashed rank exit 75 a moment later;
 // reporting the lowest rank would turn a permanent error into a restart.
-const ObservedPod* RootFailure(const std::vector<const ObservedPod*>& pods,
+// Pods already being replaced in place were counted when they failed: skipped.
+const ObservedPod* RootFailure(const Pass& p, const std::vector<const ObservedPod*>& pods,
                                const api::FailurePolicy& policy) {
   const ObservedPod* best = nullptr;
   auto key = [&](const ObservedPod* pod) {
@@ -156,6 +162,7 @@ const ObservedPod* RootFailure(const std::vector<const ObservedPod*>& pods,
   };
   for (const ObservedPod* pod : pods) {
     if (!pod || ClassifyPod(*pod) != PodOutcome::kFailure) continue;
+    if (internal::AlreadyReplacing(p, *pod)) continue;
     if (best == nullptr || key(pod) < key(best)) best = pod;
   }
   return best;
@@ -165,13 +172,17 @@ const ObservedPod* RootFailure(const std::vector<const ObservedPod*>& pods,
 // deletes current-round pods. Once every pod has run, a vanished one was taken away as well.
 std::optional<ObservedPod> FindDisruption(const Pass& p) {
   for (const auto& pod : p.seen->pods) {
-    if (pod.round == p.round && pod.deleting && pod.index >= 0 && pod.index < p.size) return pod;
+    if (pod.round == p.round && pod.deleting && pod.index >= 0 && pod.index < p.size &&
+        !internal::AlreadyReplacing(p, pod)) {
+      return pod;
+    }
   }
   const auto pods = internal::CurrentPods(p);
-  if (const ObservedPod* d = FirstWith(pods, PodOutcome::kDisruption)) return *d;
-  if (p.st.phase != api::kPhaseRunning) return std::nullopt;
+  if (const ObservedPod* d = FirstWith(p, pods, PodOutcome::kDisruption)) return *d;
+  // The phase before this pass: a pod replaced alone earlier in it makes the phase Restarting.
+  if (p.job.status.phase != api::kPhaseRunning) return std::nullopt;
   for (int i = 0; i < p.size; ++i) {
-    if (pods[static_cast<size_t>(i)] == nullptr) {
+    if (pods[static_cast<size_t>(i)] == nullptr && !internal::ReplacedInThisPass(p, i)) {
       ObservedPod gone;
       gone.name = PodName(p.job, i);
       gone.index = i;
@@ -236,6 +247,71 @@ std::optional<int> ShrinkTarget(Pass* p) {
   return target;
 }
 
+// Step 6: one decision for the current round. Returns the plan when the job ended. A pod replaced
+// alone (recovery InPlace) is appended to p->replaced.
+std::optional<Plan> DecideForRound(Pass* p) {
+  const auto current = internal::CurrentPods(*p);
+  const auto& policy = p->job.spec.failure_policy;
+  if (auto d = FindDisruption(*p)) {
+    RecordFailure(p, *d, PodOutcome::kDisruption);
+    p->st.disruptions += 1;
+    const std::string what =
+        "rank " + std::to_string(d->index) + " " + DescribeOutcome(*d, PodOutcome::kDisruption);
+    if (internal::CanReplaceAlone(*p, *d)) {
+      // As in a new round, a disruption is not the program's fault: not limited by maxRestarts.
+      internal::ReplacePod(p, *d, what,
+                           "disruption " + std::to_string(p->st.disruptions) + ", not limited");
+    } else {
+      StartNewRound(p, RestartSize(*p), api::kPhaseRestarting, "PodDisrupted", what, true);
+    }
+  } else if (const ObservedPod* f = RootFailure(*p, current, policy)) {
+    RecordFailure(p, *f, PodOutcome::kFailure);
+    const std::string what = "rank " + std::to_string(f->index) + " " +
+                             DescribeOutcome(*f, PodOutcome::kFailure);
+    if (!IsRetryable(policy, f->exit_code.value_or(1))) {
+      return EndJob(p, false, "PodFailed",
+                    what + ": not retryable under restartPolicy " +
+                        api::RestartPolicyName(policy.restart_policy));
+    }
+    // Restarts and in-place recoveries share one budget.
+    if (p->st.restarts + p->st.recoveries >= policy.max_restarts) {
+      const std::string recovered =
+          p->st.recoveries > 0 ? " and " + std::to_string(p->st.recoveries) + " recoveries" : "";
+      return EndJob(p, false, "MaxRestartsExceeded",
+                    what + ": " + std::to_string(p->st.restarts) + " restarts" + recovered +
+                        " reached spec.failurePolicy.maxRestarts (" +
+                        std::to_string(policy.max_restarts) + ")");
+    }
+    const std::string of_max = " of " + std::to_string(policy.max_restarts);
+    if (internal::CanReplaceAlone(*p, *f)) {
+      p->st.recoveries += 1;
+      const int used = p->st.restarts + p->st.recoveries;
+      internal::ReplacePod(p, *f, what, "recovery " + std::to_string(used) + of_max);
+    } else {
+      p->st.restarts += 1;
+      const int used = p->st.restarts + p->st.recoveries;
+      StartNewRound(p, RestartSize(*p), api::kPhaseRestarting, "PodFailed",
+                    what + "; restart " + std::to_string(used) + of_max, true);
+    }
+  } else if (AllSucceeded(*p)) {
+    return EndJob(p, true, "AllPodsSucceeded",
+                  "round " + std::to_string(p->round) + ": all " + std::to_string(p->size) +
+                      " pods exited 0");
+  } else if (ResizeRequested(*p)) {
+    const int to = internal::DesiredSize(p->job);
+    StartNewRound(p, to, api::kPhaseScaling, "Resized",
+                  "resize " + std::to_string(p->size) + " -> " + std::to_string(to) + " pods",
+                  false);
+  } else if (auto target = ShrinkTarget(p)) {
+    StartNewRound(p, *target, api::kPhaseScaling, "PendingTimeout",
+                  "shrink " + std::to_string(p->size) + " -> " + std::to_string(*target) +
+                      " pods: unschedulable for " +
+                      std::to_string(p->job.spec.elastic->pending_timeout_seconds) + "s",
+                  true);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Plan PlanUnparsableJob(const api::DDPJob& identity, const Observed& seen,
@@ -295,50 +371,13 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now) 
     internal::Requeue(&p, *deadline);
   }
 
-  const auto current = internal::CurrentPods(p);
-  if (auto d = FindDisruption(p)) {
-    RecordFailure(&p, *d, PodOutcome::kDisruption);
-    p.st.disruptions += 1;
-    StartNewRound(&p, RestartSize(p), api::kPhaseRestarting, "PodDisrupted",
-                  "rank " + std::to_string(d->index) + " " +
-                      DescribeOutcome(*d, PodOutcome::kDisruption),
-                  true);
-  } else if (const ObservedPod* f = RootFailure(current, job.spec.failure_policy)) {
-    RecordFailure(&p, *f, PodOutcome::kFailure);
-    const std::string what = "rank " + std::to_string(f->index) + " " +
-                             DescribeOutcome(*f, PodOutcome::kFailure);
-    const auto& policy = job.spec.failure_policy;
-    if (!IsRetryable(policy, f->exit_code.value_or(1))) {
-      return EndJob(&p, false, "PodFailed",
-                    what + ": not retryable under restartPolicy " +
-                        api::RestartPolicyName(policy.restart_policy));
-    }
-    if (p.st.restarts >= policy.max_restarts) {
-      return EndJob(&p, false, "MaxRestartsExceeded",
-                    what + ": " + std::to_string(p.st.restarts) +
-                        " restarts reached spec.failurePolicy.maxRestarts (" +
-                        std::to_string(policy.max_restarts) + ")");
-    }
-    p.st.restarts += 1;
-    StartNewRound(&p, RestartSize(p), api::kPhaseRestarting, "PodFailed",
-                  what + "; restart " + std::to_string(p.st.restarts) + " of " +
-                      std::to_string(policy.max_restarts),
-                  true);
-  } else if (AllSucceeded(p)) {
-    return EndJob(&p, true, "AllPodsSucceeded",
-                  "round " + std::to_string(p.round) + ": all " + std::to_string(p.size) +
-                      " pods exited 0");
-  } else if (ResizeRequested(p)) {
-    const int to = internal::DesiredSize(p.job);
-    StartNewRound(&p, to, api::kPhaseScaling, "Resized",
-                  "resize " + std::to_string(p.size) + " -> " + std::to_string(to) + " pods",
-                  false);
-  } else if (auto target = ShrinkTarget(&p)) {
-    StartNewRound(&p, *target, api::kPhaseScaling, "PendingTimeout",
-                  "shrink " + std::to_string(p.size) + " -> " + std::to_string(*target) +
-                      " pods: unschedulable for " +
-                      std::to_string(job.spec.elastic->pending_timeout_seconds) + "s",
-                  true);
+  internal::KeepReplacing(&p);
+  // A pod replaced alone leaves the round as it is: look again for another failure of this pass,
+  // so pods lost together (one node) are each replaced and counted.
+  for (;;) {
+    const size_t replaced = p.replaced.size();
+    if (std::optional<Plan> ended = DecideForRound(&p)) return std::move(*ended);
+    if (p.replaced.size() == replaced) break;
   }
   internal::DeleteStalePods(&p);
   const std::optional<TimePoint> backoff = BackoffUntil(p);

@@ -80,7 +80,7 @@ struct Plan {
 // deleted (a job deleted and created again under its name must not inherit the old job's pods,
 // nor a pod someone labelled by hand). A foreign pod holding a name the round needs is waited
 // for, never deleted. A job without a uid (never stored: render) owns every pod it sees.
-// The round, restarts and disruptions persist only in job.status; pod round labels are the
+// The round, restarts, disruptions and recoveries persist only in job.status; pod round labels are the
 // ground truth for which pods belong to which round (pods of a newer round than status.round are
 // adopted, with a RoundAdopted event). Resize is a spec.replicas that differs from
 // status.replicas in a new generation (generation != status.observedGeneration), so a round

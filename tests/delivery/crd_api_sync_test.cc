@@ -104,7 +104,7 @@ api::DDPJob FullyPopulatedJob() {
   s.nproc_per_node = 8;
   s.elastic = api::ElasticPolicy{2, 8, 60};
   s.rendezvous = {29501, 300};
-  s.failure_policy = {api::RestartPolicy::kExitCode, 5, {75, 76}};
+  s.failure_policy = {api::RestartPolicy::kExitCode, 5, {75, 76}, api::Recovery::kInPlace};
   s.run_policy = {3600, 600, true, api::CleanPodPolicy::kAll};
   s.checkpoint.path = "/checkpoints";
   s.metrics.port = 9401;
@@ -120,7 +120,8 @@ api::DDPJob FullyPopulatedJob() {
   st.round = 2;
   st.restarts = 1;
   st.disruptions = 1;
-  st.last_failure = api::LastFailure{"full-worker-1", 1, 75, "Error", "peer lost", t};
+  st.recoveries = 1;
+  st.last_failure = api::LastFailure{"full-worker-1", 1, 75, "Error", "peer lost", t, "uid-1"};
   st.selector = "ddp.dev/job-name=full";
   st.start_time = t;
   st.completion_time = t;
@@ -303,8 +304,9 @@ TEST(CrdApiSync, ScaleSubresourceAndColumnsPointAtSchemaFields) {
     ASSERT_NE(n, nullptr) << "printer column " << col["name"] << ": " << path << " not in schema";
     EXPECT_EQ((*n)["type"], col["type"]) << path;
   }
+  // DESIGN.md's columns, and Recoveries (priority 1: `kubectl get -o wide`).
   EXPECT_EQ(names, (std::set<std::string>{"Phase", "Replicas", "World Size", "Round", "Restarts",
-                                          "Age"}));
+                                          "Recoveries", "Age"}));
 }
 
 // CEL rules cannot run here, but every `self.a.b` they mention must exist where they are declared.

@@ -61,6 +61,17 @@ TEST(FormatStatusLine, ShowsDisruptionsOnlyWhenAny) {
   EXPECT_EQ(FormatStatusLine(in).find("disruptions"), std::string::npos);
 }
 
+TEST(FormatStatusLine, ShowsRecoveriesOnlyWhenAny) {
+  StatusLineInput in;
+  in.phase = "Running";
+  in.total = 3;
+  in.running = 3;
+  in.recoveries = 2;
+  EXPECT_EQ(FormatStatusLine(in), "Running  round 0  pods 3/3  restarts 0  recoveries 2");
+  in.recoveries = 0;
+  EXPECT_EQ(FormatStatusLine(in).find("recoveries"), std::string::npos);
+}
+
 TEST(EtaEstimator, LinearRate) {
   EtaEstimator eta(30);
   EXPECT_FALSE(eta.EtaSeconds(100));

@@ -28,7 +28,8 @@ spec:
   nprocPerNode: 8
   elastic: {minReplicas: 2, maxReplicas: 8, pendingTimeoutSeconds: 90, futureKnob: on-demand}
   rendezvous: {port: 29600, timeoutSeconds: 300}
-  failurePolicy: {restartPolicy: ExitCode, maxRestarts: 5, retryableExitCodes: [75, 76]}
+  failurePolicy: {restartPolicy: ExitCode, maxRestarts: 5, retryableExitCodes: [75, 76],
+                  recovery: InPlace}
   runPolicy: {activeDeadlineSeconds: 7200, ttlSecondsAfterFinished: 60, suspend: true,
               cleanPodPolicy: All, schedulingHint: gang}
   checkpoint: {path: /checkpoints}
@@ -48,6 +49,7 @@ status:
   round: 2
   restarts: 1
   disruptions: 1
+  recoveries: 2
   replicas: 4
   readyReplicas: 3
   worldSize: 32
@@ -55,7 +57,7 @@ status:
   selector: ddp.dev/job-name=mingpt
   startTime: "2026-01-01T00:00:00Z"
   lastFailure: {pod: mingpt-worker-1, rank: 1, exitCode: 75, reason: Error, message: peer lost,
-                time: "2026-01-01T00:05:00Z"}
+                time: "2026-01-01T00:05:00Z", podUID: uid-7}
   conditions:
     - {type: Running, status: "True", reason: AllPodsRunning, message: ok,
        lastTransitionTime: "2026-01-01T00:06:00Z", observedGeneration: 3}
@@ -89,6 +91,7 @@ TEST(ParseDDPJob, ReadsEveryField) {
   EXPECT_EQ(j.spec.failure_policy.restart_policy, RestartPolicy::kExitCode);
   EXPECT_EQ(j.spec.failure_policy.max_restarts, 5);
   EXPECT_EQ(j.spec.failure_policy.retryable_exit_codes, (std::vector<int>{75, 76}));
+  EXPECT_EQ(j.spec.failure_policy.recovery, Recovery::kInPlace);
   EXPECT_EQ(j.spec.run_policy.active_deadline_seconds, 7200);
   EXPECT_EQ(j.spec.run_policy.ttl_seconds_after_finished, 60);
   EXPECT_TRUE(j.spec.run_policy.suspend);
@@ -102,6 +105,8 @@ TEST(ParseDDPJob, ReadsEveryField) {
   EXPECT_EQ(j.status.start_time, *ParseTime("2026-01-01T00:00:00Z"));
   ASSERT_TRUE(j.status.last_failure.has_value());
   EXPECT_EQ(j.status.last_failure->exit_code, 75);
+  EXPECT_EQ(j.status.last_failure->pod_uid, "uid-7");
+  EXPECT_EQ(j.status.recoveries, 2);
   ASSERT_EQ(j.status.conditions.size(), 1u);
   EXPECT_EQ(j.status.conditions[0].last_transition_time, *ParseTime("2026-01-01T00:06:00Z"));
 }
@@ -117,6 +122,7 @@ TEST(ParseDDPJob, AbsentFieldsTakeDesignDefaults) {
   EXPECT_EQ(j.spec.failure_policy.restart_policy, RestartPolicy::kOnFailure);
   EXPECT_EQ(j.spec.failure_policy.max_restarts, 3);
   EXPECT_EQ(j.spec.failure_policy.retryable_exit_codes, (std::vector<int>{75}));
+  EXPECT_EQ(j.spec.failure_policy.recovery, Recovery::kRestart);
   EXPECT_FALSE(j.spec.run_policy.active_deadline_seconds.has_value());
   EXPECT_FALSE(j.spec.run_policy.suspend);
   EXPECT_EQ(j.spec.run_policy.clean_pod_policy, CleanPodPolicy::kRunning);
@@ -191,6 +197,8 @@ TEST(ParseDDPJob, TypeErrorsNameTheFieldAndValue) {
       {"runPolicy: {suspend: \"yes\"}", "spec.runPolicy.suspend: expected true or false, got \"yes\""},
       {"failurePolicy: {restartPolicy: Always}",
        "spec.failurePolicy.restartPolicy (\"Always\") must be one of OnFailure, ExitCode, Never"},
+      {"failurePolicy: {recovery: inplace}",
+       "spec.failurePolicy.recovery (\"inplace\") must be one of Restart, InPlace"},
       {"runPolicy: {cleanPodPolicy: Some}",
        "spec.runPolicy.cleanPodPolicy (\"Some\") must be one of None, Running, All"},
       {"failurePolicy: {retryableExitCodes: [75, x]}",

@@ -41,7 +41,8 @@ TEST(RendezvousEnv, Rank0WithOneProcessPerPod) {
       {"PET_MASTER_ADDR", kMaster}, {"PET_MASTER_PORT", "29500"},
       {"DDP_JOB_NAME", "mingpt"}, {"DDP_ROUND", "2"}, {"DDP_RENDEZVOUS_TIMEOUT", "600"},
       {"DDP_CHECKPOINT_DIR", "/ckpt"}, {"DDP_METRICS_PORT", "9400"},
-      {"TORCHELASTIC_RESTART_COUNT", "2"}};
+      {"TORCHELASTIC_RESTART_COUNT", "2"},
+      {"DDP_RECOVERY", "Restart"}, {"DDP_MAX_RECOVERIES", "3"}};
   EXPECT_EQ(WorkerEnv(pod), want);
 }
 
@@ -55,7 +56,8 @@ TEST(RendezvousEnv, LastRankWithOneProcessPerPod) {
       {"PET_MASTER_ADDR", kMaster}, {"PET_MASTER_PORT", "29500"},
       {"DDP_JOB_NAME", "mingpt"}, {"DDP_ROUND", "0"}, {"DDP_RENDEZVOUS_TIMEOUT", "600"},
       {"DDP_CHECKPOINT_DIR", "/ckpt"}, {"DDP_METRICS_PORT", "9400"},
-      {"TORCHELASTIC_RESTART_COUNT", "0"}};
+      {"TORCHELASTIC_RESTART_COUNT", "0"},
+      {"DDP_RECOVERY", "Restart"}, {"DDP_MAX_RECOVERIES", "3"}};
   EXPECT_EQ(WorkerEnv(pod), want);
 }
 
@@ -69,7 +71,8 @@ TEST(RendezvousEnv, Rank0WithEightProcessesPerPod) {
       {"PET_MASTER_ADDR", kMaster}, {"PET_MASTER_PORT", "29500"},
       {"DDP_JOB_NAME", "mingpt"}, {"DDP_ROUND", "1"}, {"DDP_RENDEZVOUS_TIMEOUT", "600"},
       {"DDP_CHECKPOINT_DIR", "/ckpt"}, {"DDP_METRICS_PORT", "9400"},
-      {"TORCHELASTIC_RESTART_COUNT", "1"}};
+      {"TORCHELASTIC_RESTART_COUNT", "1"},
+      {"DDP_RECOVERY", "Restart"}, {"DDP_MAX_RECOVERIES", "3"}};
   EXPECT_EQ(WorkerEnv(pod), want);
 }
 
@@ -85,8 +88,27 @@ TEST(RendezvousEnv, LastRankWithEightProcessesPerPod) {
       {"PET_NNODES", "3"}, {"PET_NODE_RANK", "2"}, {"PET_NPROC_PER_NODE", "8"},
       {"PET_MASTER_ADDR", kMaster}, {"PET_MASTER_PORT", "29600"},
       {"DDP_JOB_NAME", "mingpt"}, {"DDP_ROUND", "5"}, {"DDP_RENDEZVOUS_TIMEOUT", "120"},
-      {"DDP_METRICS_PORT", "9500"}, {"TORCHELASTIC_RESTART_COUNT", "5"}};
+      {"DDP_METRICS_PORT", "9500"}, {"TORCHELASTIC_RESTART_COUNT", "5"},
+      {"DDP_RECOVERY", "Restart"}, {"DDP_MAX_RECOVERIES", "3"}};
   EXPECT_EQ(WorkerEnv(pod), want);
+}
+
+// DDP_MAX_RECOVERIES is what is left of maxRestarts after the restarts and recoveries so far,
+// never negative; DDP_RECOVERY names the spec's recovery mode.
+TEST(RendezvousEnv, RecoveryModeAndBudgetLeft) {
+  struct Case { int max_restarts, restarts, recoveries; const char* want; };
+  const Case cases[] = {{3, 0, 0, "3"}, {5, 1, 2, "2"}, {3, 2, 1, "0"}, {2, 3, 4, "0"}};
+  for (const auto& c : cases) {
+    api::DDPJob job = Job(3);
+    job.spec.failure_policy.recovery = api::Recovery::kInPlace;
+    job.spec.failure_policy.max_restarts = c.max_restarts;
+    job.status.restarts = c.restarts;
+    job.status.recoveries = c.recoveries;
+    const Env env = WorkerEnv(BuildWorkerPod(job, 1, 0, 3));
+    const Env tail(env.end() - 2, env.end());
+    EXPECT_EQ(tail, (Env{{"DDP_RECOVERY", "InPlace"}, {"DDP_MAX_RECOVERIES", c.want}}))
+        << c.max_restarts << " " << c.restarts << " " << c.recoveries;
+  }
 }
 
 TEST(RendezvousEnv, LocalModeOverridesMasterAndPorts) {
@@ -158,11 +180,11 @@ TEST(BuildWorkerPod, MergesIntoTheTemplateWithoutDroppingUserFields) {
   EXPECT_EQ(worker["resources"]["limits"]["cpu"], "2");
   EXPECT_EQ(worker["volumeMounts"][0]["mountPath"], "/data");
   const json& env = worker["env"];
-  // Ours first (19 with nprocPerNode 1 and no checkpoint path), then the user's.
-  ASSERT_EQ(env.size(), 19u + 2u);
+  // Ours first (21 with nprocPerNode 1 and no checkpoint path), then the user's.
+  ASSERT_EQ(env.size(), 21u + 2u);
   EXPECT_EQ(env[0]["name"], "MASTER_ADDR");
-  EXPECT_EQ(env[19]["name"], "OMP_NUM_THREADS");
-  EXPECT_EQ(env[20]["valueFrom"]["fieldRef"]["fieldPath"], "status.podIP");
+  EXPECT_EQ(env[21]["name"], "OMP_NUM_THREADS");
+  EXPECT_EQ(env[22]["valueFrom"]["fieldRef"]["fieldPath"], "status.podIP");
   // The user's metrics port entry is kept and not duplicated; the rendezvous port is added.
   ASSERT_EQ(worker["ports"].size(), 2u);
   EXPECT_EQ(worker["ports"][0]["name"], "metrics");

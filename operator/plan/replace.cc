@@ -1,0 +1,57 @@
+// recovery InPlace: one pod replaced in the same round; see replace.h.
+#include "operator/plan/replace.h"
+
+#include <algorithm>
+
+#include "operator/plan/conditions.h"
+
+namespace ddp::plan::internal {
+namespace {
+
+// As the pass found it: a replacement decided earlier in this pass does not count.
+bool ReplacementUnderWay(const Pass& p) {
+  const api::DDPJobStatus& st = p.job.status;
+  const api::Condition* c = st.FindCondition(api::kCondRestarting);
+  return st.phase == api::kPhaseRestarting && c && c->status == "True" &&
+         c->reason == kReasonPodReplaced;
+}
+
+}  // namespace
+
+bool CanReplaceAlone(const Pass& p, const ObservedPod& pod) {
+  return p.job.spec.failure_policy.recovery == api::Recovery::kInPlace && pod.index > 0;
+}
+
+bool ReplacedInThisPass(const Pass& p, int index) {
+  return std::find(p.replaced.begin(), p.replaced.end(), index) != p.replaced.end();
+}
+
+bool AlreadyReplacing(const Pass& p, const ObservedPod& pod) {
+  if (!CanReplaceAlone(p, pod)) return false;
+  if (ReplacedInThisPass(p, pod.index)) return true;
+  // The last failure as the pass found it: one counted in an earlier pass.
+  const auto& last = p.job.status.last_failure;
+  if (last && !pod.uid.empty() && last->pod_uid == pod.uid) return true;
+  return pod.deleting && ReplacementUnderWay(p);
+}
+
+void KeepReplacing(Pass* p) {
+  for (const ObservedPod* pod : CurrentPods(*p)) {
+    if (pod && AlreadyReplacing(*p, *pod)) p->plan.deletes.push_back({"Pod", pod->name, pod->uid});
+  }
+}
+
+void ReplacePod(Pass* p, const ObservedPod& pod, const std::string& why,
+                const std::string& budget) {
+  p->replaced.push_back(pod.index);
+  if (!pod.deleting && !pod.uid.empty()) p->plan.deletes.push_back({"Pod", pod.name, pod.uid});
+  const std::string msg = "round " + std::to_string(p->round) + ": replacing pod " + pod.name +
+                          " (" + why + "; " + budget + ")";
+  p->st.phase = api::kPhaseRestarting;
+  SetCondition(&p->st, api::kCondRestarting, "True", kReasonPodReplaced, msg, p->now,
+               p->job.generation);
+  ClearCondition(&p->st, api::kCondRunning, kReasonPodReplaced, msg, p->now, p->job.generation);
+  AddEvent(p, "Warning", kReasonPodReplaced, msg);
+}
+
+}  // namespace ddp::plan::internal
