@@ -3,6 +3,7 @@
 #include "operator/api/serialize.h"
 
 #include "operator/api/json_fields.h"
+#include "operator/api/progress_fields.h"
 #include "operator/api/time_format.h"
 #include "operator/api/yaml_json.h"
 
@@ -33,6 +34,8 @@ Status ParseFailurePolicy(const json& f, FailurePolicy* out) {
                                    "\") must be one of OnFailure, ExitCode, Never");
   }
   DDP_RETURN_IF_ERROR(ReadInt(f, "maxRestarts", "spec.failurePolicy", &out->max_restarts));
+  DDP_RETURN_IF_ERROR(
+      ReadInt64(f, "hangTimeoutSeconds", "spec.failurePolicy", &out->hang_timeout_seconds));
   auto it = f.find("retryableExitCodes");
   if (it != f.end() && !it->is_null()) {
     if (!it->is_array()) {
@@ -175,8 +178,10 @@ StatusOr<DDPJobStatus> ParseStatusJson(const json& s) {
     DDP_RETURN_IF_ERROR(ReadString(*lf, "reason", p, &f.reason));
     DDP_RETURN_IF_ERROR(ReadString(*lf, "message", p, &f.message));
     DDP_RETURN_IF_ERROR(ReadTime(*lf, "time", p, &f.time));
+    DDP_RETURN_IF_ERROR(internal::ReadNumber(*lf, "recoverySeconds", p, &f.recovery_seconds));
     out.last_failure = f;
   }
+  DDP_RETURN_IF_ERROR(internal::ParseProgress(s, &out.progress));
   return out;
 }
 
@@ -261,6 +266,7 @@ json SpecToJson(const DDPJobSpec& spec, json base) {
   f["restartPolicy"] = RestartPolicyName(spec.failure_policy.restart_policy);
   f["maxRestarts"] = spec.failure_policy.max_restarts;
   f["retryableExitCodes"] = spec.failure_policy.retryable_exit_codes;
+  SetOrErase(&f, "hangTimeoutSeconds", spec.failure_policy.hang_timeout_seconds);
   base["failurePolicy"] = f;
   json run = Overlay(base, "runPolicy");
   SetOrErase(&run, "activeDeadlineSeconds", spec.run_policy.active_deadline_seconds);
@@ -307,8 +313,10 @@ json StatusToJson(const DDPJobStatus& s) {
     json lf = {{"pod", f.pod}, {"rank", f.rank}, {"reason", f.reason}, {"message", f.message}};
     if (f.exit_code) lf["exitCode"] = *f.exit_code;
     if (f.time) lf["time"] = FormatTime(*f.time);
+    if (f.recovery_seconds) lf["recoverySeconds"] = *f.recovery_seconds;
     out["lastFailure"] = lf;
   }
+  if (s.progress) out["progress"] = internal::ProgressToJson(*s.progress);
   out["selector"] = s.selector;
   if (s.start_time) out["startTime"] = FormatTime(*s.start_time);
   if (s.completion_time) out["completionTime"] = FormatTime(*s.completion_time);
@@ -328,7 +336,7 @@ json ToJson(const DDPJob& job) {
   // A manifest without status stays without one until the operator has something to say.
   if (out.contains("status") || job.status != DDPJobStatus{}) {
     json st = Overlay(out, "status");
-    for (const char* optional_key : {"lastFailure", "startTime", "completionTime", "phase"}) {
+    for (const char* optional_key : {"lastFailure", "progress", "startTime", "completionTime", "phase"}) {
       st.erase(optional_key);  // absent in the struct -> absent on the wire
     }
     const json fresh = StatusToJson(job.status);

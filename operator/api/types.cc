@@ -49,7 +49,12 @@ bool Condition::operator==(const Condition& o) const {
 
 bool LastFailure::operator==(const LastFailure& o) const {
   return pod == o.pod && rank == o.rank && exit_code == o.exit_code && reason == o.reason &&
-         message == o.message && time == o.time;
+         message == o.message && time == o.time && recovery_seconds == o.recovery_seconds;
+}
+
+bool Progress::SameValues(const Progress& o) const {
+  return step == o.step && total_steps == o.total_steps && loss == o.loss &&
+         tokens_per_second == o.tokens_per_second && eta_seconds == o.eta_seconds;
 }
 
 const Condition* DDPJobStatus::FindCondition(const std::string& type) const {
@@ -64,6 +69,7 @@ bool DDPJobStatus::operator==(const DDPJobStatus& o) const {
          observed_generation == o.observed_generation && replicas == o.replicas &&
          ready_replicas == o.ready_replicas && world_size == o.world_size && round == o.round &&
          restarts == o.restarts && disruptions == o.disruptions && last_failure == o.last_failure &&
+         progress == o.progress &&
          selector == o.selector && start_time == o.start_time &&
          completion_time == o.completion_time;
 }

@@ -48,6 +48,8 @@ struct FailurePolicy {
   RestartPolicy restart_policy = RestartPolicy::kOnFailure;
   int max_restarts = 3;
   std::vector<int> retryable_exit_codes = {75};
+  // No step progress this long while Running -> a failure with reason Hung. Unset: never.
+  std::optional<int64_t> hang_timeout_seconds;
 };
 
 struct RunPolicy {
@@ -115,8 +117,25 @@ struct LastFailure {
   std::string reason;
   std::string message;
   std::optional<TimePoint> time;
+  // From `time` to every pod of the next round running; set once that round runs.
+  std::optional<double> recovery_seconds;
   bool operator==(const LastFailure& o) const;
   bool operator!=(const LastFailure& o) const { return !(*this == o); }
+};
+
+// Rank 0's training progress as the operator last wrote it (status.progress), read from the
+// worker's /metrics. Absent for jobs whose pods export no ddp-worker metrics.
+struct Progress {
+  int64_t step = 0;
+  std::optional<int64_t> total_steps;
+  std::optional<double> loss;
+  std::optional<double> tokens_per_second;
+  std::optional<int64_t> eta_seconds;
+  std::optional<TimePoint> updated_at;
+  // Equal in every field but updated_at: what "nothing changed" means for a status write.
+  bool SameValues(const Progress& o) const;
+  bool operator==(const Progress& o) const { return SameValues(o) && updated_at == o.updated_at; }
+  bool operator!=(const Progress& o) const { return !(*this == o); }
 };
 
 struct DDPJobStatus {
@@ -130,6 +149,7 @@ struct DDPJobStatus {
   int restarts = 0;
   int disruptions = 0;
   std::optional<LastFailure> last_failure;
+  std::optional<Progress> progress;
   std::string selector;
   std::optional<TimePoint> start_time;
   std::optional<TimePoint> completion_time;

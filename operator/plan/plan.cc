@@ -20,6 +20,7 @@
 #include "operator/plan/conditions.h"
 #include "operator/plan/names.h"
 #include "operator/plan/pass.h"
+#include "operator/plan/progress.h"
 
 namespace ddp::plan {
 namespace {
@@ -174,7 +175,7 @@ constexpr std::chrono::seconds kBackoffCap{60};
 std::optional<TimePoint> BackoffUntil(const Pass& p) {
   const api::Condition* c = p.st.FindCondition(api::kCondRestarting);
   if (p.st.phase != api::kPhaseRestarting || !c || c->status != "True" ||
-      c->reason != "PodFailed" || !p.st.last_failure || !p.st.last_failure->time ||
+      (c->reason != "PodFailed" && c->reason != internal::kReasonHung) || !p.st.last_failure || !p.st.last_failure->time ||
       p.st.restarts < 1) {
     return std::nullopt;
   }
@@ -278,6 +279,31 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now) 
                   what + "; restart " + std::to_string(p.st.restarts) + " of " +
                       std::to_string(policy.max_restarts),
                   true);
+  } else if (auto hung = internal::HangMessage(&p)) {
+    // A hung step is the program's fault, like a failure: it counts against maxRestarts, and
+    // restartPolicy ExitCode restarts it as it would a worker the operator killed.
+    api::LastFailure f;
+    f.pod = PodName(job, 0);
+    f.rank = 0;
+    f.reason = internal::kReasonHung;
+    f.message = *hung;
+    f.time = p.now;
+    p.st.last_failure = f;
+    const auto& policy = job.spec.failure_policy;
+    if (policy.restart_policy == api::RestartPolicy::kNever) {
+      return EndJob(&p, false, internal::kReasonHung, *hung + ": restartPolicy Never");
+    }
+    if (p.st.restarts >= policy.max_restarts) {
+      return EndJob(&p, false, "MaxRestartsExceeded",
+                    *hung + ": " + std::to_string(p.st.restarts) +
+                        " restarts reached spec.failurePolicy.maxRestarts (" +
+                        std::to_string(policy.max_restarts) + ")");
+    }
+    p.st.restarts += 1;
+    StartNewRound(&p, RestartSize(p), api::kPhaseRestarting, internal::kReasonHung,
+                  "hung, " + *hung + "; restart " + std::to_string(p.st.restarts) + " of " +
+                      std::to_string(policy.max_restarts),
+                  true);
   } else if (AllSucceeded(p)) {
     return EndJob(&p, true, "AllPodsSucceeded",
                   "round " + std::to_string(p.round) + ": all " + std::to_string(p.size) +
@@ -300,6 +326,7 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now) 
   if (hold_pods) internal::Requeue(&p, *backoff);
   internal::CreateMissing(&p, hold_pods);
   internal::Summarize(&p);
+  internal::UpdateProgress(&p);
   return internal::FinishPass(&p);
 }
 
