@@ -84,6 +84,7 @@ class LocalRun {
   void Reconcile();
   void ApplyEdit(const std::string& text);
   void RefreshStatusLine();
+  void TrackProgress(const LocalPod& rank0, const WorkerProgress& page);
   int Finish(int code);
   std::string Elapsed() const;
   std::string LogPath(const std::string& pod) const;
@@ -103,6 +104,11 @@ class LocalRun {
   SteadyClock::time_point next_watch_{};
   WorkerProgress progress_;
   EtaEstimator eta_;
+  // status.progress as in the cluster: rank 0's pages while the job is Running, from a fresh
+  // tracker for each rank 0 process (a new round starts from no progress).
+  metrics::ProgressTracker tracker_;
+  std::string tracked_uid_;
+  int tracked_round_ = -1;
   bool finished_ = false;
 };
 
@@ -195,7 +201,9 @@ void LocalRun::ApplyEdit(const std::string& text) {
 }
 
 void LocalRun::Reconcile() {
-  plan::Plan plan = plan::PlanReconcile(job_, executor_->Observe(), std::chrono::system_clock::now());
+  plan::Observed seen = executor_->Observe();
+  if (tracker_.snapshot()) seen.progress = plan::ObservedProgress{tracked_round_, *tracker_.snapshot()};
+  plan::Plan plan = plan::PlanReconcile(job_, seen, std::chrono::system_clock::now());
   if (plan.status) {
     job_.status = *plan.status;
     WriteStatusFile(run_dir_, job_);
@@ -221,6 +229,16 @@ void LocalRun::Reconcile() {
   }
 }
 
+void LocalRun::TrackProgress(const LocalPod& rank0, const WorkerProgress& page) {
+  if (job_.status.phase != api::kPhaseRunning || rank0.round != job_.status.round) return;
+  if (rank0.uid != tracked_uid_) {
+    tracker_ = metrics::ProgressTracker();
+    tracked_uid_ = rank0.uid;
+    tracked_round_ = rank0.round;
+  }
+  tracker_.Add(page, std::chrono::system_clock::now());
+}
+
 void LocalRun::RefreshStatusLine() {
   const auto now = SteadyClock::now();
   if (now >= next_scrape_) {
@@ -229,6 +247,7 @@ void LocalRun::RefreshStatusLine() {
       StatusOr<std::string> page = HttpGet("127.0.0.1", rank0->metrics_port, "/metrics", 300);
       if (page.ok()) {
         WorkerProgress p = ParseWorkerProgress(page.value());
+        TrackProgress(*rank0, p);
         if (p.steps) {
           progress_ = p;
           eta_.Add(std::chrono::duration<double>(now - started_).count(), *p.steps);

@@ -209,6 +209,54 @@ TEST_F(LocalRunTest, StatusLineShowsRankZeroMetrics) {
   EXPECT_EQ(op->Wait(seconds(30)), 128 + SIGTERM);
 }
 
+// status.json carries the same status.progress as the cluster, and a step that stops advancing
+// for hangTimeoutSeconds restarts the job (reason Hung). Targets: progress within 15 s of the
+// step; the restart within hangTimeoutSeconds + 15 s.
+TEST_F(LocalRunTest, StatusJsonHasProgressAndAHungJobRestarts) {
+  if (system("python3 -c 'import http.server' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "python3 not available to serve a metrics page";
+  }
+  WriteFileAtomic(Dir() + "/metrics",
+                  "# TYPE ddp_worker_steps_total counter\nddp_worker_steps_total 30\n"
+                  "# TYPE ddp_worker_total_steps gauge\nddp_worker_total_steps 120\n"
+                  "# TYPE ddp_worker_loss gauge\nddp_worker_loss 1.5\n");
+  constexpr int kHangSeconds = 3;
+  // status.json appears with the first status write.
+  auto status = [&] {
+    nlohmann::json st = Status();
+    return st.is_object() ? st : nlohmann::json::object();
+  };
+  auto op = Start(ShellJob("hang", 1,
+                           "cd " + Dir() + " && exec python3 -m http.server $DDP_METRICS_PORT "
+                           "--bind 127.0.0.1",
+                           "  failurePolicy: {hangTimeoutSeconds: 3}\n"));
+  ASSERT_TRUE(WaitFor([&] { return status().value("phase", "") == "Running"; }, seconds(30)))
+      << op->Output();
+  const auto running = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitFor(
+      [&] { return status().value("progress", nlohmann::json::object()).value("step", -1) == 30; },
+      seconds(15)))
+      << op->Output();
+  nlohmann::json progress = status()["progress"];
+  EXPECT_EQ(progress["totalSteps"], 120);
+  EXPECT_EQ(progress["loss"], 1.5);
+  EXPECT_TRUE(progress.contains("updatedAt"));
+  ASSERT_TRUE(WaitFor([&] { return status().value("round", 0) >= 1; },
+                      seconds(kHangSeconds + 15) -
+                          std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - running)))
+      << op->Output();
+  nlohmann::json st = status();
+  EXPECT_EQ(st["lastFailure"]["reason"], "Hung");
+  EXPECT_NE(st["lastFailure"]["message"].get<std::string>().find("last step 30 seen at"),
+            std::string::npos)
+      << st.dump();
+  EXPECT_NE(op->Output().find("hung, no step progress for 3s: last step 30"), std::string::npos)
+      << op->Output();
+  kill(op->pid(), SIGTERM);
+  EXPECT_EQ(op->Wait(seconds(30)), 128 + SIGTERM);
+}
+
 TEST_F(LocalRunTest, InvalidManifestIsAUsageError) {
   auto op = Start(ShellJob("Bad_Name", 0, "true"));
   ASSERT_EQ(op->Wait(seconds(20)), 2);
