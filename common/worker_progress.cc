@@ -39,6 +39,11 @@ WorkerScrape ReadWorkerScrape(const std::vector<ParsedFamily>& families) {
   const std::string step_sum = std::string(kWorkerStepSeconds) + "_sum";
   const std::string step_count = std::string(kWorkerStepSeconds) + "_count";
   for (const ParsedFamily& f : families) {
+    if (f.name == kWorkerExposedAllreduceSeconds) {
+      for (const Sample& x : f.samples) {
+        s.step_time_by_rank[RankOf(x.labels)].exposed_allreduce_seconds = x.value;
+      }
+    }
     if (f.name != kWorkerStepSeconds) continue;
     for (const Sample& x : f.samples) {
       if (x.name == step_sum) s.step_time_by_rank[RankOf(x.labels)].sum_seconds = x.value;

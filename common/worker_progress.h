@@ -20,15 +20,18 @@ inline constexpr char kWorkerLoss[] = "ddp_worker_loss";
 inline constexpr char kWorkerTokensPerSecond[] = "ddp_worker_tokens_per_second";
 inline constexpr char kWorkerTotalSteps[] = "ddp_worker_total_steps";
 inline constexpr char kWorkerStepSeconds[] = "ddp_worker_step_seconds";
+inline constexpr char kWorkerExposedAllreduceSeconds[] = "ddp_worker_exposed_allreduce_seconds_total";
 // In-place recovery: the group's generation this round (gauge) and the time from a failure to
 // the group's next committed step (histogram). Absent from workers without in-place recovery.
 inline constexpr char kWorkerGeneration[] = "ddp_worker_generation";
 inline constexpr char kWorkerRecoverySeconds[] = "ddp_worker_recovery_seconds";
 
-// Cumulative step time of one rank (the _sum and _count of ddp_worker_step_seconds).
+// Cumulative step time of one rank (the _sum and _count of ddp_worker_step_seconds) and the part
+// of it spent waiting for the all-reduce (ddp_worker_exposed_allreduce_seconds_total).
 struct RankStepTime {
   double sum_seconds = 0;
   double count = 0;
+  double exposed_allreduce_seconds = 0;
 };
 
 // What one page says. Every field is absent when the page lacks its series.
