@@ -17,6 +17,7 @@
 #include "operator/local/process.h"
 #include "operator/local/signals.h"
 #include "operator/local/status_line.h"
+#include "operator/local/straggler_watch.h"
 #include "operator/local/terminal.h"
 #include "operator/plan/builders.h"
 #include "operator/plan/plan.h"
@@ -75,7 +76,9 @@ class LocalRun {
       : options_(options),
         err_(err),
         terminal_(out, options.live && isatty(fileno(out))),
-        watcher_(options.manifest_path) {}
+        watcher_(options.manifest_path),
+        stragglers_({options.straggler_factor, options.straggler_reads},
+                    options.straggler_interval) {}
 
   int Run();
 
@@ -109,6 +112,7 @@ class LocalRun {
   metrics::ProgressTracker tracker_;
   std::string tracked_uid_;
   int tracked_round_ = -1;
+  StragglerWatch stragglers_;
   bool finished_ = false;
 };
 
@@ -312,6 +316,9 @@ int LocalRun::Finish(int code) {
     }
   }
   terminal_.Line(FormatSummary(s));
+  if (stragglers_.reported() > 0) {
+    terminal_.Line("  stragglers reported: " + std::to_string(stragglers_.reported()));
+  }
   return code;
 }
 
@@ -337,6 +344,12 @@ int LocalRun::Run() {
       return Finish(job_.status.phase == api::kPhaseSucceeded ? kExitSucceeded : kExitFailed);
     }
     RefreshStatusLine();
+    if (job_.status.phase == api::kPhaseRunning) {
+      for (const std::string& m : stragglers_.Poll(*executor_, job_.status.round,
+                                                   job_.spec.nproc_per_node, SteadyClock::now())) {
+        terminal_.Line(Elapsed() + " ! " + m);
+      }
+    }
     auto wake = std::min(next_watch_, next_scrape_);
     if (requeue_at_) wake = std::min(wake, *requeue_at_);
     if (auto kill_at = executor_->NextKillDeadline()) wake = std::min(wake, *kill_at);
