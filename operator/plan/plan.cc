@@ -46,6 +46,7 @@ Plan EndJob(Pass* p, bool succeeded, const std::string& reason, const std::strin
   ClearCondition(&p->st, api::kCondRestarting, reason, message, p->now, gen);
   internal::AddEvent(p, succeeded ? "Normal" : "Warning", reason, message);
   internal::CleanUpFinished(p);
+  internal::UpdateProgress(p);  // the last progress read rides along with the final status
   return internal::FinishPass(p);
 }
 

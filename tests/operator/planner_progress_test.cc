@@ -105,6 +105,19 @@ TEST(PlannerProgress, AnOlderRoundsProgressIsIgnored) {
   EXPECT_TRUE(PlanReconcile(r.job, r.world, At(52)).empty());
 }
 
+TEST(PlannerProgress, TheLastProgressRidesAlongTheEnd) {
+  Running r = RunningJob();
+  r.world.progress = Progress(0, 100, At(50));
+  Apply(PlanReconcile(r.job, r.world, At(50)), &r.job, &r.world, At(50));
+  r.world.progress = Progress(0, 400, At(55));
+  r.world.pods = Pods(2, 0, "Succeeded");
+  Plan plan = PlanReconcile(r.job, r.world, At(56));
+  ASSERT_TRUE(plan.status && plan.status->progress) << plan.ToString();
+  EXPECT_EQ(plan.status->phase, api::kPhaseSucceeded);
+  EXPECT_EQ(plan.status->progress->step, 400);
+  EXPECT_EQ(plan.status->progress->eta_seconds, 0);
+}
+
 TEST(PlannerHang, StepNotAdvancingForTheTimeoutRestarts) {
   Running r = RunningJob(0, /*hang=*/60);
   r.world.progress = Progress(0, 120, At(100));
