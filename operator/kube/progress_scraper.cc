@@ -107,6 +107,10 @@ void ProgressScraper::Loop() {
     it->second.last_page = scrape;
     const bool advanced = it->second.tracker.Add(scrape, std::chrono::system_clock::now());
     if (!advanced || !on_advance_) continue;
+    const auto fetched = SteadyClock::now();
+    auto& last_wake = it->second.last_wake;
+    if (last_wake && fetched - *last_wake < options_.min_wake_interval) continue;
+    last_wake = fetched;
     l.unlock();
     on_advance_(key);
     l.lock();

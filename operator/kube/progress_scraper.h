@@ -41,6 +41,10 @@ struct ProgressScraperOptions {
   std::chrono::milliseconds interval{std::chrono::seconds(10)};
   std::chrono::milliseconds timeout{std::chrono::seconds(2)};
   int max_in_flight = 8;
+  // After the first step seen, an advance wakes the job's reconcile at most this often: the
+  // planner writes progress-only changes at most every 30 s anyway, and arms its own timer for
+  // the hang deadline.
+  std::chrono::milliseconds min_wake_interval{std::chrono::seconds(30)};
 };
 
 class ProgressScraper {
@@ -48,7 +52,8 @@ class ProgressScraper {
   // GET http://host:port/metrics within timeout_ms; common/http_server.h's HttpGet by default.
   using Fetch = std::function<StatusOr<std::string>(const std::string& host, int port,
                                                     const std::string& path, int timeout_ms)>;
-  // Called (from a scraper thread, no lock held) when a job's step advanced or was first seen.
+  // Called (from a scraper thread, no lock held) when a job's step was first seen, and then on
+  // an advance at most once per min_wake_interval.
   using OnAdvance = std::function<void(const std::string& key)>;
   // Called after every fetch: ok or not (for metrics).
   using OnFetch = std::function<void(bool ok)>;
@@ -77,6 +82,7 @@ class ProgressScraper {
     uint64_t epoch = 0;  // bumped on a new target, so a fetch of the old one is dropped
     std::chrono::steady_clock::time_point next_due;
     bool in_flight = false;
+    std::optional<std::chrono::steady_clock::time_point> last_wake;
     metrics::ProgressTracker tracker;
     metrics::WorkerScrape last_page;
   };

@@ -32,6 +32,7 @@ TEST(ProgressScraper, ReadsEachTrackedJobAndWakesItsReconcileOnAdvance) {
   std::vector<std::string> woken;
   ProgressScraperOptions o;
   o.interval = milliseconds(20);
+  o.min_wake_interval = milliseconds(0);
   ProgressScraper s(
       o,
       [&](const std::string& key) {
@@ -59,6 +60,23 @@ TEST(ProgressScraper, ReadsEachTrackedJobAndWakesItsReconcileOnAdvance) {
   EXPECT_GE(woken.size(), 4u);
   EXPECT_LE(woken.size(), static_cast<size_t>(got->snapshot.step) + 2);
   for (const auto& k : woken) EXPECT_EQ(k, "ml/a");
+}
+
+TEST(ProgressScraper, AdvancesWakeTheReconcileAtMostOncePerWakeInterval) {
+  std::atomic<int> step{0};
+  std::atomic<int> wakes{0};
+  ProgressScraperOptions o;
+  o.interval = milliseconds(5);
+  o.min_wake_interval = std::chrono::hours(1);
+  ProgressScraper s(o, [&](const std::string&) { wakes++; }, {},
+                    [&](const std::string&, int, const std::string&, int) {
+                      return StatusOr<std::string>(Page(step.fetch_add(1)));  // always advances
+                    });
+  s.Start();
+  s.Track("ml/a", Target("uid-a"));
+  ASSERT_TRUE(PollUntil([&] { auto g = s.Get("ml/a"); return g && g->snapshot.step >= 20; },
+                        seconds(10)));
+  EXPECT_EQ(wakes.load(), 1);  // the first step seen; the next 20 advances are within the hour
 }
 
 TEST(ProgressScraper, ANewPodStartsFromNoProgressAndForgetDropsTheJob) {
