@@ -78,6 +78,7 @@ TEST(ProgressE2eTest, ProgressAppearsThenAHungJobIsRestarted) {
                           std::chrono::duration_cast<milliseconds>(SteadyClock::now() - stepped)))
       << "not restarted within hangTimeoutSeconds + 15 s of the last step\n"
       << op->Log();
+  const auto restarted_seen = SteadyClock::now();  // the failure was recorded before this
   json st = w.JobStatus("gpt");
   EXPECT_EQ(st["restarts"], 1);
   EXPECT_EQ(st["lastFailure"]["reason"], "Hung");
@@ -89,6 +90,31 @@ TEST(ProgressE2eTest, ProgressAppearsThenAHungJobIsRestarted) {
         << e.dump();
   }
   EXPECT_EQ(hung_events, 1);
+
+  // Recovery time: from the Hung failure to every pod of round 1 running, in the status and in
+  // the operator's histogram.
+  ASSERT_TRUE(w.RunRound("gpt", 1, 2, milliseconds(30000))) << op->Log();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        json lf = w.JobStatus("gpt").value("lastFailure", json::object());
+        return lf.contains("recoverySeconds");
+      },
+      milliseconds(20000)))
+      << op->Log();
+  const double recovery = w.JobStatus("gpt")["lastFailure"]["recoverySeconds"].get<double>();
+  // The failure happened before `restarted_seen` and round 1 ran before now; status times are
+  // whole seconds, so each end may move by up to a second.
+  const double upper = std::chrono::duration<double>(SteadyClock::now() - restarted_seen).count();
+  EXPECT_GE(recovery, 0);
+  EXPECT_LE(recovery, upper + 2.0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto page = HttpGet("127.0.0.1", op->MetricsPort(), "/metrics", 2000);
+        return page.ok() &&
+               page.value().find("ddp_operator_recovery_seconds_count 1") != std::string::npos;
+      },
+      milliseconds(10000)))
+      << op->Log();
 }
 
 TEST(ProgressE2eTest, AJobWithoutMetricsHasNoProgressAndIsNeverHung) {
