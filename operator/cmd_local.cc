@@ -29,6 +29,9 @@ constexpr char kUsage[] =
     "  --grace-period S       seconds between SIGTERM and SIGKILL when a pod is deleted\n"
     "                         (default: the template's terminationGracePeriodSeconds, else 30)\n"
     "  --plain                line-by-line output even on a terminal\n"
+    "  --straggler-factor F   report a rank whose busy time per step is F times the other\n"
+    "                         ranks' median (default 1.5) ...\n"
+    "  --straggler-reads N    ... in N consecutive reads, one every 5 s (default 3)\n"
     "\n"
     "Exit status: 0 the job succeeded, 1 it failed, 2 bad usage or invalid manifest,\n"
     "128+n stopped by signal n (Ctrl-C: 130). Every process it started is stopped on exit.\n";
@@ -78,6 +81,23 @@ int LocalMain(int argc, char** argv) {
         return local::kExitUsage;
       }
       options.grace_seconds = seconds;
+    } else if (arg == "--straggler-factor") {
+      std::string s;
+      char* end = nullptr;
+      double f = next(&s) ? std::strtod(s.c_str(), &end) : 0;
+      if (s.empty() || *end || !(f > 1.0) || f > 100) {
+        std::fprintf(stderr, "ddp-operator local: --straggler-factor wants a number > 1\n");
+        return local::kExitUsage;
+      }
+      options.straggler_factor = f;
+    } else if (arg == "--straggler-reads") {
+      std::string s;
+      int n = 0;
+      if (!next(&s) || !ParseInt(s.c_str(), &n) || n < 1) {
+        std::fprintf(stderr, "ddp-operator local: --straggler-reads wants a count >= 1\n");
+        return local::kExitUsage;
+      }
+      options.straggler_reads = n;
     } else if (arg == "--plain") {
       options.live = false;
     } else if (arg == "--log-level") {

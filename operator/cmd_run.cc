@@ -161,6 +161,11 @@ int RunMain(int argc, char** argv) {
   co.ns = f.ns;
   co.workers = f.workers;
   co.resync_period = f.resync_period;
+  if (f.progress_interval.count() > 0) {
+    co.progress = ProgressScraperOptions{};
+    co.progress->interval = f.progress_interval;
+    co.progress->max_in_flight = f.progress_scrapers;
+  }
   co.instance = f.identity.empty() ? Identity() : f.identity;
   Controller ctl(client->get(), &metrics, co);
   Status started = ctl.Start(f.sync_timeout, &stop);

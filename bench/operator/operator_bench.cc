@@ -10,6 +10,9 @@
 //                                      exits 75 and the whole round is deleted and recreated;
 //                                      reports the restart's time against round 0's creation
 //                                      (the peer: the same pods, half the writes)
+//                  [--progress-minutes M]  (then: every pod Running, rank 0 serving a fake
+//                                           /metrics whose step advances, measured for M minutes)
+//                  [--progress 0]      (the same phase with the operator's progress reads off)
 // --latency-ms adds that much server-side latency to every request, as a loaded real API server has.
 // --pin 1 runs the API server on CPU 0 and the operator on CPU 1, so that each has one core of
 // its own: the side whose core is busier is the one the other waits for.
@@ -102,12 +105,14 @@ double Quantile(const std::string& text, const std::string& name, double q) {
   return prev_le;
 }
 
-json Job(const std::string& name, int pods) {
+json Job(const std::string& name, int pods, int metrics_port) {
   return {{"apiVersion", "ddp.dev/v1alpha1"},
           {"kind", "DDPJob"},
           {"metadata", {{"name", name}, {"namespace", "bench"}}},
           {"spec",
            {{"replicas", pods},
+            {"metrics", {{"port", metrics_port}}},
+            {"failurePolicy", {{"hangTimeoutSeconds", 600}}},
             {"template",
              {{"spec",
                {{"containers",
@@ -115,11 +120,103 @@ json Job(const std::string& name, int pods) {
                                {"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}}}}}};
 }
 
+// Rank 0 of every job: one endpoint for all (every rank-0 pod gets the IP 127.0.0.1), a worker's
+// page whose step advances by one per second, with loss and tokens/s changing every step: the
+// worst case for status writes, since every read shows new values.
+class FakeWorkers {
+ public:
+  FakeWorkers() : start_(Clock::now()) {
+    server_.Handle("/metrics", [this] {
+      reads_++;
+      const long step = static_cast<long>(Secs(Clock::now() - start_));
+      return ddp::HttpResponse{
+          200, ddp::kPrometheusContentType,
+          "# TYPE ddp_worker_steps_total counter\nddp_worker_steps_total " + std::to_string(step) +
+              "\n# TYPE ddp_worker_total_steps gauge\nddp_worker_total_steps 1000000\n"
+              "# TYPE ddp_worker_loss gauge\nddp_worker_loss " + std::to_string(1.0 / (step + 1)) +
+              "\n# TYPE ddp_worker_tokens_per_second gauge\nddp_worker_tokens_per_second " +
+              std::to_string(1000 + step % 7) + "\n"};
+    });
+  }
+  bool Start() { return server_.Start("127.0.0.1:0").ok(); }
+  int port() const { return server_.port(); }
+  long reads() const { return reads_.load(); }
+
+ private:
+  Clock::time_point start_;
+  std::atomic<long> reads_{0};
+  ddp::HttpServer server_;
+};
+
+// The value of an unlabelled or exactly-labelled sample line, or NAN.
+double SampleValue(const std::string& text, const std::string& series) {
+  size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return NAN;
+  return std::atof(text.c_str() + at + series.size() + 2);
+}
+
+// The progress phase: every pod Running (rank 0 at 127.0.0.1), every job Running, then M minutes
+// of steady state with the step advancing; prints the operator's CPU and API writes per job per
+// minute. Returns false when the jobs did not all reach Running.
+bool RunProgressPhase(ddp::fake::FakeApiServer& server, pid_t pid, int metrics_port, int jobs,
+                      int pods, int minutes, bool progress_on, const FakeWorkers& workers) {
+  auto t0 = Clock::now();
+  for (int j = 0; j < jobs; ++j) {
+    for (int i = 0; i < pods; ++i) {
+      const std::string pod = "job-" + std::to_string(j) + "-worker-" + std::to_string(i);
+      server.SetPodPhase("bench", pod, "Running");
+      if (i == 0) {
+        server.Mutate("/api/v1/namespaces/bench/pods/" + pod,
+                      [](json& p) { p["status"]["podIP"] = "127.0.0.1"; });
+      }
+    }
+  }
+  const std::string running = "ddp_operator_jobs{phase=\"Running\"}";
+  bool all_running = false;
+  for (int i = 0; i < 6000 && !all_running; ++i) {
+    auto m = ddp::HttpGet("127.0.0.1", metrics_port, "/metrics");
+    all_running = m.ok() && SampleValue(*m, running) == jobs &&
+                  SampleValue(*m, "ddp_operator_queue_depth") == 0;
+    if (!all_running) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::printf("progress phase (--progress-interval %s): all %d jobs Running after %.1f s\n",
+              progress_on ? "10s" : "0, reads off", jobs, Secs(Clock::now() - t0));
+  if (!all_running) return false;
+  server.ResetCounters();
+  const long reads0 = workers.reads();
+  const double op_cpu0 = ProcessCpuSeconds(pid), self_cpu0 = SelfCpuSeconds();
+  const auto w0 = Clock::now();
+  // A fixed window on purpose: this measures a steady state over wall-clock time.
+  std::this_thread::sleep_for(std::chrono::minutes(minutes));
+  const double wall = Secs(Clock::now() - w0);
+  const double op_cpu = ProcessCpuSeconds(pid) - op_cpu0, self_cpu = SelfCpuSeconds() - self_cpu0;
+  const double per_job_min = 60.0 / wall / jobs;
+  std::string text;
+  if (auto m = ddp::HttpGet("127.0.0.1", metrics_port, "/metrics"); m.ok()) text = *m;
+  std::printf("  steady window               %.0f s, %d running jobs, rank 0 step +1/s\n", wall, jobs);
+  std::printf("  /metrics reads              %.2f per job per minute (%.0f in all)\n",
+              (workers.reads() - reads0) * per_job_min, double(workers.reads() - reads0));
+  std::printf("  API writes per job per min  %.2f (status updates %.2f; all requests %.2f)\n",
+              (server.RequestCount("update") + server.RequestCount("create") +
+               server.RequestCount("patch") + server.RequestCount("delete")) * per_job_min,
+              server.RequestCount("update") * per_job_min, server.RequestCount("") * per_job_min);
+  std::printf("  reconcile p50/p99           %.2f ms / %.2f ms\n",
+              1000 * Quantile(text, "ddp_operator_reconcile_duration_seconds", 0.5),
+              1000 * Quantile(text, "ddp_operator_reconcile_duration_seconds", 0.99));
+  std::printf("  CPU in the window           operator %.2f s (%.1f%% of one core), API server + "
+              "fake workers %.2f s (%.1f%%)\n",
+              op_cpu, 100 * op_cpu / wall, self_cpu, 100 * self_cpu / wall);
+  std::printf("  operator RSS now            %.1f MiB (peak %.1f MiB)\n",
+              StatusKb(pid, "VmRSS") / 1024.0, StatusKb(pid, "VmHWM") / 1024.0);
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int jobs = 1000, pods = 8, workers = 4, latency_ms = 0, pin = 0, tls = 0;
   int restart_pods = 0;
+  int progress_minutes = 0, progress = 1;
   std::string qps = "0", burst = "1000", operator_bin = DDP_OPERATOR_BIN;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -133,6 +230,8 @@ int main(int argc, char** argv) {
     else if (a == "--tls") tls = std::atoi(argv[i + 1]);
     else if (a == "--burst") burst = argv[i + 1];
     else if (a == "--restart-pods") restart_pods = std::atoi(argv[i + 1]);
+    else if (a == "--progress-minutes") progress_minutes = std::atoi(argv[i + 1]);
+    else if (a == "--progress") progress = std::atoi(argv[i + 1]);
     else { std::fprintf(stderr, "unknown flag %s\n", a.c_str()); return 2; }
   }
   const int want_pods = jobs * pods;
@@ -169,6 +268,8 @@ int main(int argc, char** argv) {
       }
     }
   });
+  FakeWorkers fake_workers;
+  if (!fake_workers.Start()) { std::fprintf(stderr, "fake worker endpoint did not start\n"); return 1; }
   std::string err;
   if (!server.Start(0, &err)) { std::fprintf(stderr, "fake apiserver: %s\n", err.c_str()); return 1; }
 
@@ -187,7 +288,8 @@ int main(int argc, char** argv) {
                                    "--metrics-bind-address", "127.0.0.1:0",
                                    "--health-probe-bind-address", "0", "--workers",
                                    std::to_string(workers), "--qps", qps, "--burst", burst,
-                                   "--log-level", "info"};
+                                   "--log-level", "info", "--progress-interval",
+                                   progress ? "10s" : "0"};
   pid_t pid = fork();
   if (pid == 0) {
     if (pin && !pin_to(1)) _exit(126);
@@ -217,7 +319,7 @@ int main(int argc, char** argv) {
   auto t0 = Clock::now();
   for (int j = 0; j < jobs; ++j) {
     if (!server.CreateObject("/apis/ddp.dev/v1alpha1/namespaces/bench/ddpjobs",
-                             Job("job-" + std::to_string(j), pods), &err)) {
+                             Job("job-" + std::to_string(j), pods, fake_workers.port()), &err)) {
       std::fprintf(stderr, "create job %d: %s\n", j, err.c_str());
       return 1;
     }
@@ -265,7 +367,7 @@ int main(int argc, char** argv) {
     const int base = pod_creates.load();
     auto c0 = Clock::now();
     bool ok = server.CreateObject("/apis/ddp.dev/v1alpha1/namespaces/bench/ddpjobs",
-                                  Job(name, restart_pods), &err).has_value() &&
+                                  Job(name, restart_pods, fake_workers.port()), &err).has_value() &&
               wait_until([&] { return pod_creates.load() - base >= restart_pods; });
     create_s = Secs(Clock::now() - c0);
     for (int i = 0; ok && i < restart_pods; ++i) {
@@ -284,9 +386,6 @@ int main(int argc, char** argv) {
     if (!ok) std::fprintf(stderr, "round restart of %d pods did not finish: %d deletes, %d creates\n",
                           restart_pods, pod_deletes.load() - base_d, pod_creates.load() - base_c);
   }
-  kill(pid, SIGTERM);
-  int st = 0;
-  waitpid(pid, &st, 0);
 
   std::printf("operator bench: %d DDPJobs x %d pods, --workers %d, --qps %s (0 = unlimited), "
               "API latency %d ms%s%s\n", jobs, pods, workers, qps.c_str(), latency_ms,
@@ -324,8 +423,17 @@ int main(int argc, char** argv) {
                 "%.2f s: ratio %.2f\n", restart_pods, restart_s, restart_pods, restart_pods, create_s,
                 restart_s / create_s);
   }
+  bool progress_ok = true;
+  if (done && progress_minutes > 0) {
+    progress_ok = RunProgressPhase(server, pid, metrics_port, jobs, pods, progress_minutes,
+                                   progress != 0, fake_workers);
+  }
+  std::fflush(stdout);
+  kill(pid, SIGTERM);
+  int st = 0;
+  waitpid(pid, &st, 0);
   std::printf("  operator exit on SIGTERM    %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
   std::string rm = "rm -rf '" + dir + "'";
   if (std::system(rm.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", dir.c_str());
-  return done && restart_done ? 0 : 1;
+  return done && restart_done && progress_ok ? 0 : 1;
 }

@@ -3,6 +3,7 @@
 #include "operator/api/serialize.h"
 
 #include "operator/api/json_fields.h"
+#include "operator/api/progress_fields.h"
 #include "operator/api/time_format.h"
 #include "operator/api/yaml_json.h"
 
@@ -39,6 +40,8 @@ Status ParseFailurePolicy(const json& f, FailurePolicy* out) {
     return Status::InvalidArgument("spec.failurePolicy.recovery (\"" + recovery +
                                    "\") must be one of Restart, InPlace");
   }
+  DDP_RETURN_IF_ERROR(
+      ReadInt64(f, "hangTimeoutSeconds", "spec.failurePolicy", &out->hang_timeout_seconds));
   auto it = f.find("retryableExitCodes");
   if (it != f.end() && !it->is_null()) {
     if (!it->is_array()) {
@@ -183,8 +186,10 @@ StatusOr<DDPJobStatus> ParseStatusJson(const json& s) {
     DDP_RETURN_IF_ERROR(ReadString(*lf, "message", p, &f.message));
     DDP_RETURN_IF_ERROR(ReadTime(*lf, "time", p, &f.time));
     DDP_RETURN_IF_ERROR(ReadString(*lf, "podUID", p, &f.pod_uid));
+    DDP_RETURN_IF_ERROR(internal::ReadNumber(*lf, "recoverySeconds", p, &f.recovery_seconds));
     out.last_failure = f;
   }
+  DDP_RETURN_IF_ERROR(internal::ParseProgress(s, &out.progress));
   return out;
 }
 
@@ -270,6 +275,7 @@ json SpecToJson(const DDPJobSpec& spec, json base) {
   f["maxRestarts"] = spec.failure_policy.max_restarts;
   f["retryableExitCodes"] = spec.failure_policy.retryable_exit_codes;
   f["recovery"] = RecoveryName(spec.failure_policy.recovery);
+  SetOrErase(&f, "hangTimeoutSeconds", spec.failure_policy.hang_timeout_seconds);
   base["failurePolicy"] = f;
   json run = Overlay(base, "runPolicy");
   SetOrErase(&run, "activeDeadlineSeconds", spec.run_policy.active_deadline_seconds);
@@ -318,8 +324,10 @@ json StatusToJson(const DDPJobStatus& s) {
     if (f.exit_code) lf["exitCode"] = *f.exit_code;
     if (f.time) lf["time"] = FormatTime(*f.time);
     if (!f.pod_uid.empty()) lf["podUID"] = f.pod_uid;
+    if (f.recovery_seconds) lf["recoverySeconds"] = *f.recovery_seconds;
     out["lastFailure"] = lf;
   }
+  if (s.progress) out["progress"] = internal::ProgressToJson(*s.progress);
   out["selector"] = s.selector;
   if (s.start_time) out["startTime"] = FormatTime(*s.start_time);
   if (s.completion_time) out["completionTime"] = FormatTime(*s.completion_time);
@@ -339,7 +347,7 @@ json ToJson(const DDPJob& job) {
   // A manifest without status stays without one until the operator has something to say.
   if (out.contains("status") || job.status != DDPJobStatus{}) {
     json st = Overlay(out, "status");
-    for (const char* optional_key : {"lastFailure", "startTime", "completionTime", "phase"}) {
+    for (const char* optional_key : {"lastFailure", "progress", "startTime", "completionTime", "phase"}) {
       st.erase(optional_key);  // absent in the struct -> absent on the wire
     }
     const json fresh = StatusToJson(job.status);

@@ -49,7 +49,8 @@ bool Condition::operator==(const Condition& o) const {
 
 bool LastFailure::operator==(const LastFailure& o) const {
   return pod == o.pod && rank == o.rank && exit_code == o.exit_code && reason == o.reason &&
-         message == o.message && time == o.time && pod_uid == o.pod_uid;
+         message == o.message && time == o.time && pod_uid == o.pod_uid &&
+         recovery_seconds == o.recovery_seconds;
 }
 
 const char* RecoveryName(Recovery r) {
@@ -68,6 +69,12 @@ bool ParseRecovery(const std::string& name, Recovery* out) {
     }
   }
   return false;
+
+}
+
+bool Progress::SameValues(const Progress& o) const {
+  return step == o.step && total_steps == o.total_steps && loss == o.loss &&
+         tokens_per_second == o.tokens_per_second && eta_seconds == o.eta_seconds;
 }
 
 const Condition* DDPJobStatus::FindCondition(const std::string& type) const {
@@ -83,6 +90,7 @@ bool DDPJobStatus::operator==(const DDPJobStatus& o) const {
          ready_replicas == o.ready_replicas && world_size == o.world_size && round == o.round &&
          restarts == o.restarts && disruptions == o.disruptions &&
          recoveries == o.recoveries && last_failure == o.last_failure &&
+         progress == o.progress &&
          selector == o.selector && start_time == o.start_time &&
          completion_time == o.completion_time;
 }

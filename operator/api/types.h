@@ -53,6 +53,8 @@ struct FailurePolicy {
   int max_restarts = 3;
   std::vector<int> retryable_exit_codes = {75};
   Recovery recovery = Recovery::kRestart;
+  // No step progress this long while Running -> a failure with reason Hung. Unset: never.
+  std::optional<int64_t> hang_timeout_seconds;
 };
 
 struct RunPolicy {
@@ -121,8 +123,25 @@ struct LastFailure {
   std::string message;
   std::optional<TimePoint> time;
   std::string pod_uid;  // the failed pod's uid: InPlace counts each failed pod once
+  // From `time` to every pod of the next round running; set once that round runs.
+  std::optional<double> recovery_seconds;
   bool operator==(const LastFailure& o) const;
   bool operator!=(const LastFailure& o) const { return !(*this == o); }
+};
+
+// Rank 0's training progress as the operator last wrote it (status.progress), read from the
+// worker's /metrics. Absent for jobs whose pods export no ddp-worker metrics.
+struct Progress {
+  int64_t step = 0;
+  std::optional<int64_t> total_steps;
+  std::optional<double> loss;
+  std::optional<double> tokens_per_second;
+  std::optional<int64_t> eta_seconds;
+  std::optional<TimePoint> updated_at;
+  // Equal in every field but updated_at: what "nothing changed" means for a status write.
+  bool SameValues(const Progress& o) const;
+  bool operator==(const Progress& o) const { return SameValues(o) && updated_at == o.updated_at; }
+  bool operator!=(const Progress& o) const { return !(*this == o); }
 };
 
 struct DDPJobStatus {
@@ -137,6 +156,7 @@ struct DDPJobStatus {
   int disruptions = 0;
   int recoveries = 0;  // failures healed by replacing one pod (recovery InPlace)
   std::optional<LastFailure> last_failure;
+  std::optional<Progress> progress;
   std::string selector;
   std::optional<TimePoint> start_time;
   std::optional<TimePoint> completion_time;

@@ -99,6 +99,10 @@ void CheckPolicies(const DDPJobSpec& spec, std::vector<std::string>* errs) {
     errs->push_back("spec.failurePolicy.maxRestarts " + Num(spec.failure_policy.max_restarts) +
                     " must be >= 0");
   }
+  if (const auto& hang = spec.failure_policy.hang_timeout_seconds; hang && *hang < 1) {
+    errs->push_back("spec.failurePolicy.hangTimeoutSeconds " + Num(*hang) +
+                    " must be >= 1 (leave it out to never call a job hung)");
+  }
   const auto& codes = spec.failure_policy.retryable_exit_codes;
   for (size_t i = 0; i < codes.size(); ++i) {
     if (codes[i] < 1 || codes[i] > 255) {

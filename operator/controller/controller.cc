@@ -74,6 +74,11 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
       client_, InformerFor(kPods, options_, api::kJobNameLabel), &pods_);
   service_informer_ = std::make_unique<Informer>(
       client_, InformerFor(kServices, options_, api::kJobNameLabel), &services_);
+  if (options_.progress) {
+    scraper_ = std::make_unique<ProgressScraper>(
+        *options_.progress, [this](const std::string& key) { queue_.Add(key); },
+        [this](bool ok) { metrics_->progress_scrapes_total.Labels({ok ? "ok" : "error"}).Inc(); });
+  }
 }
 
 Controller::~Controller() { Stop(); }
@@ -107,6 +112,7 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout,
   }
   DDP_LOG(INFO) << "controller: caches synced (" << jobs_.Size() << " jobs, " << pods_.Size()
                 << " pods); starting " << options_.workers << " workers";
+  if (scraper_) scraper_->Start();
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { Worker(); });
   return Status::OK();
 }
@@ -116,6 +122,7 @@ void Controller::Stop() {
   queue_.ShutDown();
   for (auto& w : workers_) w.join();
   workers_.clear();
+  if (scraper_) scraper_->Stop();
   job_informer_->Stop();
   pod_informer_->Stop();
   service_informer_->Stop();
@@ -172,6 +179,7 @@ Status Controller::Reconcile(const std::string& key) {
     std::optional<JobEntry> entry = jobs_.Get(key);
     if (!entry) {
       expectations_.Forget(key);  // deleted: its pods go by owner-reference garbage collection
+      if (scraper_) scraper_->Forget(key);
       return Status::OK();
     }
     SteadyClock::duration wait{};
@@ -185,7 +193,9 @@ Status Controller::Reconcile(const std::string& key) {
     auto job = api::ParseDDPJobJson(*entry->raw);
     plan::Plan p;
     if (job.ok()) {
-      p = plan::PlanReconcile(*job, Observe(key), std::chrono::system_clock::now());
+      plan::Observed seen = Observe(key);
+      ObserveProgress(*job, &seen);
+      p = plan::PlanReconcile(*job, seen, std::chrono::system_clock::now());
     } else {
       // A spec the CRD schema let through (stored before a CRD change): fail the job with a
       // condition and an event naming the field. Without even parseable metadata and status,

@@ -23,6 +23,7 @@
 #include "operator/kube/expectations.h"
 #include "operator/kube/informer.h"
 #include "operator/kube/operator_metrics.h"
+#include "operator/kube/progress_scraper.h"
 #include "operator/kube/workqueue.h"
 #include "operator/plan/plan.h"
 
@@ -35,6 +36,8 @@ struct ControllerOptions {
   std::chrono::milliseconds expectations_timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds informer_backoff_max{std::chrono::seconds(30)};
   std::string instance = "ddp-operator";  // reportingInstance of events (hostname)
+  // Reading rank 0's /metrics for status.progress and hangs; nullopt: off.
+  std::optional<ProgressScraperOptions> progress;
 };
 
 // Thread-safe. Lifecycle: Start() once, Stop() once (the destructor stops too).
@@ -77,6 +80,9 @@ class Controller {
                       const std::vector<plan::Delete>& deletes);
   void EmitEvents(const api::DDPJob& job, const std::vector<plan::Event>& events);
   void CountRestarts(const api::DDPJob& job, const api::DDPJobStatus& next);
+  // Points the scraper at the job's rank 0 pod while the job runs (else stops reading it) and
+  // puts the latest snapshot into `seen` (controller_progress.cc).
+  void ObserveProgress(const api::DDPJob& job, plan::Observed* seen);
 
   KubeClient* client_;
   OperatorMetrics* metrics_;
@@ -88,6 +94,7 @@ class Controller {
   IndexedCache<std::string> services_;
   std::unique_ptr<Informer> job_informer_, pod_informer_, service_informer_;
   std::vector<std::thread> workers_;
+  std::unique_ptr<ProgressScraper> scraper_;  // null when options_.progress is unset
   std::atomic<bool> stopped_{false};
 };
 

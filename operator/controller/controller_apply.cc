@@ -104,6 +104,11 @@ void Controller::CountRestarts(const api::DDPJob& job, const api::DDPJobStatus& 
   if (disruptions > 0) metrics_->job_restarts_total.Labels({"disruption"}).Inc(disruptions);
   int recoveries = next.recoveries - job.status.recoveries;
   if (recoveries > 0) metrics_->job_restarts_total.Labels({"recovery"}).Inc(recoveries);
+  const auto& was = job.status.last_failure;
+  const auto& now = next.last_failure;
+  if (now && now->recovery_seconds && !(was && was->recovery_seconds)) {
+    metrics_->recovery_seconds.Get().Observe(*now->recovery_seconds);
+  }
 }
 
 void Controller::EmitEvents(const api::DDPJob& job, const std::vector<plan::Event>& events) {

@@ -65,6 +65,9 @@ Status ParseRunFlags(int argc, char** argv, RunFlags* f) {
       {"burst", [f](const std::string& v) { return ParseInt(v, &f->burst) && f->burst >= 1; }},
       {"log-level", [f](const std::string& v) { return ParseLogLevel(v, &f->log_level); }},
       {"resync-period", dur(&f->resync_period)},
+      {"progress-interval", dur(&f->progress_interval)},
+      {"progress-scrapers",
+       [f](const std::string& v) { return ParseInt(v, &f->progress_scrapers) && f->progress_scrapers >= 1; }},
       {"cache-sync-timeout", dur(&f->sync_timeout)},
   };
   for (int i = 1; i < argc; ++i) {
@@ -124,6 +127,9 @@ const char* RunUsage() {
          "                                    pod/Service writes, the rest (default 500, 500)\n"
          "  --log-level LEVEL                 debug|info|warning|error (default info)\n"
          "  --resync-period D                 informers re-deliver their cache (default 10m)\n"
+         "  --progress-interval D             read rank 0's /metrics of running jobs this often,\n"
+         "                                    for status.progress and hangs (default 10s; 0: off)\n"
+         "  --progress-scrapers N             /metrics reads in flight at most (default 8)\n"
          "  --cache-sync-timeout D            (default 2m)\n";
 }
 

@@ -29,6 +29,9 @@ struct RunFlags {
   LogLevel log_level = LogLevel::kInfo;   // --log-level
   std::chrono::milliseconds resync_period{std::chrono::minutes(10)};  // --resync-period
   std::chrono::milliseconds sync_timeout{std::chrono::minutes(2)};    // --cache-sync-timeout
+  // --progress-interval: how often rank 0's /metrics of a running job is read ("0" disables).
+  std::chrono::milliseconds progress_interval{std::chrono::seconds(10)};
+  int progress_scrapers = 8;  // --progress-scrapers: fetches in flight at most
   bool help = false;
 };
 

@@ -31,6 +31,14 @@ OperatorMetrics::OperatorMetrics()
       leader(registry.AddGauge("ddp_operator_leader",
                                "1 while this replica holds the leader lease (or runs without "
                                "leader election), else 0.")),
+      recovery_seconds(registry.AddHistogram(
+          "ddp_operator_recovery_seconds",
+          "Seconds from a failure or disruption being observed to every pod of the next round "
+          "running.",
+          {1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800})),
+      progress_scrapes_total(registry.AddCounter(
+          "ddp_operator_progress_scrapes_total",
+          "Reads of rank 0's /metrics for status.progress, by result.", {"result"})),
       process(&registry) {}
 
 }  // namespace ddp::controller

@@ -27,6 +27,9 @@ struct OperatorMetrics {
   metrics::CounterFamily& job_restarts_total;  // {kind="failure|disruption|recovery"}
   metrics::CounterFamily& api_requests_total;  // {verb,code}
   metrics::GaugeFamily& leader;
+  // From a failure being observed to every pod of the next round running.
+  metrics::HistogramFamily& recovery_seconds;
+  metrics::CounterFamily& progress_scrapes_total;  // {result="ok|error"}
   // process_cpu_seconds_total, process_resident_memory_bytes, ...: call process.Update() before
   // rendering.
   metrics::ProcessMetrics process;

@@ -1,36 +1,20 @@
-// Rank 0's training progress, read from a worker's /metrics page (parsed by common/exposition.h).
-// Pure; thread-compatible.
+// Rank 0's training progress for the local terminal: the shared reader of a worker's /metrics
+// page (common/worker_progress.h) under the names the local status line uses.
 #ifndef DDP_OPERATOR_LOCAL_METRICS_TEXT_H_
 #define DDP_OPERATOR_LOCAL_METRICS_TEXT_H_
 
-#include <optional>
 #include <string>
-#include <vector>
 
-#include "common/exposition.h"
+#include "common/worker_progress.h"
 
 namespace ddp::controller::local {
 
-// Worker metric names (exported by worker/, listed in docs/metrics.md); read here for the status line.
-inline constexpr char kMetricSteps[] = "ddp_worker_steps_total";
-inline constexpr char kMetricLoss[] = "ddp_worker_loss";
-inline constexpr char kMetricTokensPerSecond[] = "ddp_worker_tokens_per_second";
-inline constexpr char kMetricTotalSteps[] = "ddp_worker_total_steps";
+using WorkerProgress = metrics::WorkerScrape;
 
-struct WorkerProgress {
-  std::optional<double> steps;
-  std::optional<double> loss;
-  std::optional<double> tokens_per_second;
-  std::optional<double> total_steps;
-};
-
-// With `ddp-worker launch` every series carries a `rank` label: the rank="0" series is used;
-// without it, the first series of each name.
-WorkerProgress ReadWorkerProgress(const std::vector<metrics::ParsedFamily>& families);
-
-// Parses `text` and reads it; a page that does not parse yields an empty WorkerProgress (a scrape
-// racing a worker's shutdown must not stop the terminal).
-WorkerProgress ParseWorkerProgress(const std::string& text);
+// A page that does not parse yields an empty WorkerProgress (see ParseWorkerScrape).
+inline WorkerProgress ParseWorkerProgress(const std::string& text) {
+  return metrics::ParseWorkerScrape(text);
+}
 
 }  // namespace ddp::controller::local
 

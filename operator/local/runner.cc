@@ -17,6 +17,7 @@
 #include "operator/local/process.h"
 #include "operator/local/signals.h"
 #include "operator/local/status_line.h"
+#include "operator/local/straggler_watch.h"
 #include "operator/local/terminal.h"
 #include "operator/plan/builders.h"
 #include "operator/plan/plan.h"
@@ -75,7 +76,9 @@ class LocalRun {
       : options_(options),
         err_(err),
         terminal_(out, options.live && isatty(fileno(out))),
-        watcher_(options.manifest_path) {}
+        watcher_(options.manifest_path),
+        stragglers_({options.straggler_factor, options.straggler_reads},
+                    options.straggler_interval) {}
 
   int Run();
 
@@ -84,6 +87,7 @@ class LocalRun {
   void Reconcile();
   void ApplyEdit(const std::string& text);
   void RefreshStatusLine();
+  void TrackProgress(const LocalPod& rank0, const WorkerProgress& page);
   int Finish(int code);
   std::string Elapsed() const;
   std::string LogPath(const std::string& pod) const;
@@ -103,6 +107,12 @@ class LocalRun {
   SteadyClock::time_point next_watch_{};
   WorkerProgress progress_;
   EtaEstimator eta_;
+  // status.progress as in the cluster: rank 0's pages while the job is Running, from a fresh
+  // tracker for each rank 0 process (a new round starts from no progress).
+  metrics::ProgressTracker tracker_;
+  std::string tracked_uid_;
+  int tracked_round_ = -1;
+  StragglerWatch stragglers_;
   bool finished_ = false;
 };
 
@@ -195,7 +205,9 @@ void LocalRun::ApplyEdit(const std::string& text) {
 }
 
 void LocalRun::Reconcile() {
-  plan::Plan plan = plan::PlanReconcile(job_, executor_->Observe(), std::chrono::system_clock::now());
+  plan::Observed seen = executor_->Observe();
+  if (tracker_.snapshot()) seen.progress = plan::ObservedProgress{tracked_round_, *tracker_.snapshot()};
+  plan::Plan plan = plan::PlanReconcile(job_, seen, std::chrono::system_clock::now());
   if (plan.status) {
     job_.status = *plan.status;
     WriteStatusFile(run_dir_, job_);
@@ -221,6 +233,16 @@ void LocalRun::Reconcile() {
   }
 }
 
+void LocalRun::TrackProgress(const LocalPod& rank0, const WorkerProgress& page) {
+  if (job_.status.phase != api::kPhaseRunning || rank0.round != job_.status.round) return;
+  if (rank0.uid != tracked_uid_) {
+    tracker_ = metrics::ProgressTracker();
+    tracked_uid_ = rank0.uid;
+    tracked_round_ = rank0.round;
+  }
+  tracker_.Add(page, std::chrono::system_clock::now());
+}
+
 void LocalRun::RefreshStatusLine() {
   const auto now = SteadyClock::now();
   if (now >= next_scrape_) {
@@ -229,6 +251,7 @@ void LocalRun::RefreshStatusLine() {
       StatusOr<std::string> page = HttpGet("127.0.0.1", rank0->metrics_port, "/metrics", 300);
       if (page.ok()) {
         WorkerProgress p = ParseWorkerProgress(page.value());
+        TrackProgress(*rank0, p);
         if (p.steps) {
           progress_ = p;
           eta_.Add(std::chrono::duration<double>(now - started_).count(), *p.steps);
@@ -302,6 +325,9 @@ int LocalRun::Finish(int code) {
     }
   }
   terminal_.Line(FormatSummary(s));
+  if (stragglers_.reported() > 0) {
+    terminal_.Line("  stragglers reported: " + std::to_string(stragglers_.reported()));
+  }
   return code;
 }
 
@@ -327,6 +353,12 @@ int LocalRun::Run() {
       return Finish(job_.status.phase == api::kPhaseSucceeded ? kExitSucceeded : kExitFailed);
     }
     RefreshStatusLine();
+    if (job_.status.phase == api::kPhaseRunning) {
+      for (const std::string& m : stragglers_.Poll(*executor_, job_.status.round,
+                                                   job_.spec.nproc_per_node, SteadyClock::now())) {
+        terminal_.Line(Elapsed() + " ! " + m);
+      }
+    }
     auto wake = std::min(next_watch_, next_scrape_);
     if (requeue_at_) wake = std::min(wake, *requeue_at_);
     if (auto kill_at = executor_->NextKillDeadline()) wake = std::min(wake, *kill_at);

@@ -32,6 +32,11 @@ struct RunOptions {
   std::chrono::milliseconds watch_interval{300};
   std::chrono::milliseconds scrape_interval{1000};
   std::vector<std::string> command_dirs;  // searched before $PATH; default next to the binary
+  // A rank whose busy time per step is at least this times the other ranks' median, for
+  // straggler_reads consecutive reads (one every straggler_interval), is reported as a straggler.
+  double straggler_factor = 1.5;
+  int straggler_reads = 3;
+  std::chrono::milliseconds straggler_interval{5000};
 };
 
 // Runs the job to its end. Returns kExitSucceeded, kExitFailed, kExitUsage, or 128+n when

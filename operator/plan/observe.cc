@@ -83,6 +83,7 @@ ObservedPod ObservePod(const json& pod) {
   if (out.phase.empty()) out.phase = "Pending";
   out.reason = Str(status, "reason");
   out.message = Str(status, "message");
+  out.pod_ip = Str(status, "podIP");
 
   if (const json* cs = WorkerContainerStatus(pod)) {
     const json& terminated = Get(Get(*cs, "state"), "terminated");

@@ -8,6 +8,7 @@
 #include "operator/plan/builders.h"
 #include "operator/plan/conditions.h"
 #include "operator/plan/names.h"
+#include "operator/plan/progress.h"
 
 namespace ddp::plan::internal {
 namespace {
@@ -172,6 +173,7 @@ void Summarize(Pass* p) {
                           Plural(static_cast<size_t>(p->size), "pod") + " running (world size " +
                           std::to_string(p->st.world_size) + ")";
   p->st.phase = api::kPhaseRunning;
+  RecordRecovery(p);
   SetCondition(&p->st, api::kCondRunning, "True", "AllPodsRunning", msg, p->now, p->job.generation);
   ClearCondition(&p->st, api::kCondRestarting, "AllPodsRunning", msg, p->now, p->job.generation);
   AddEvent(p, "Normal", "Running", msg);

@@ -23,6 +23,7 @@
 #include "operator/plan/names.h"
 #include "operator/plan/pass.h"
 #include "operator/plan/replace.h"
+#include "operator/plan/progress.h"
 
 namespace ddp::plan {
 namespace {
@@ -48,6 +49,7 @@ Plan EndJob(Pass* p, bool succeeded, const std::string& reason, const std::strin
   ClearCondition(&p->st, api::kCondRestarting, reason, message, p->now, gen);
   internal::AddEvent(p, succeeded ? "Normal" : "Warning", reason, message);
   internal::CleanUpFinished(p);
+  internal::UpdateProgress(p);  // the last progress read rides along with the final status
   return internal::FinishPass(p);
 }
 
@@ -204,7 +206,7 @@ constexpr std::chrono::seconds kBackoffCap{60};
 std::optional<TimePoint> BackoffUntil(const Pass& p) {
   const api::Condition* c = p.st.FindCondition(api::kCondRestarting);
   if (p.st.phase != api::kPhaseRestarting || !c || c->status != "True" ||
-      c->reason != "PodFailed" || !p.st.last_failure || !p.st.last_failure->time ||
+      (c->reason != "PodFailed" && c->reason != internal::kReasonHung) || !p.st.last_failure || !p.st.last_failure->time ||
       p.st.restarts < 1) {
     return std::nullopt;
   }
@@ -293,6 +295,32 @@ std::optional<Plan> DecideForRound(Pass* p) {
       StartNewRound(p, RestartSize(*p), api::kPhaseRestarting, "PodFailed",
                     what + "; restart " + std::to_string(used) + of_max, true);
     }
+  } else if (auto hung = internal::HangMessage(p)) {
+    // A hung step is the program's fault, like a failure: it counts against maxRestarts (with
+    // in-place recoveries), and restartPolicy ExitCode restarts it as it would a worker the
+    // operator killed. Only a new round can unstick it.
+    api::LastFailure f;
+    f.pod = PodName(p->job, 0);
+    f.rank = 0;
+    f.reason = internal::kReasonHung;
+    f.message = *hung;
+    f.time = p->now;
+    p->st.last_failure = f;
+    if (policy.restart_policy == api::RestartPolicy::kNever) {
+      return EndJob(p, false, internal::kReasonHung, *hung + ": restartPolicy Never");
+    }
+    if (p->st.restarts + p->st.recoveries >= policy.max_restarts) {
+      return EndJob(p, false, "MaxRestartsExceeded",
+                    *hung + ": " + std::to_string(p->st.restarts + p->st.recoveries) +
+                        " restarts and recoveries reached spec.failurePolicy.maxRestarts (" +
+                        std::to_string(policy.max_restarts) + ")");
+    }
+    p->st.restarts += 1;
+    StartNewRound(p, RestartSize(*p), api::kPhaseRestarting, internal::kReasonHung,
+                  "hung, " + *hung + "; restart " +
+                      std::to_string(p->st.restarts + p->st.recoveries) + " of " +
+                      std::to_string(policy.max_restarts),
+                  true);
   } else if (AllSucceeded(*p)) {
     return EndJob(p, true, "AllPodsSucceeded",
                   "round " + std::to_string(p->round) + ": all " + std::to_string(p->size) +
@@ -335,6 +363,7 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now) 
   if (job.deletion_timestamp) return Plan{};
   Observed own;
   own.service_exists = seen.service_exists;
+  own.progress = seen.progress;
   std::vector<std::string> foreign;
   for (const ObservedPod& pod : seen.pods) {
     if (job.uid.empty() || pod.owner_uid == job.uid) {
@@ -385,6 +414,7 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now) 
   if (hold_pods) internal::Requeue(&p, *backoff);
   internal::CreateMissing(&p, hold_pods);
   internal::Summarize(&p);
+  internal::UpdateProgress(&p);
   return internal::FinishPass(&p);
 }
 

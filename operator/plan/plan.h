@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/worker_progress.h"
 #include "operator/api/types.h"
 
 namespace ddp::plan {
@@ -35,11 +36,20 @@ struct ObservedPod {
   TimePoint created{};
   std::string uid;
   std::string owner_uid;  // uid of the controller ownerReference; "" when none
+  std::string pod_ip;  // status.podIP; where the operator scrapes rank 0's /metrics
+};
+
+// Rank 0's progress as last read from its /metrics (the operator's scraper, or the local
+// runner), tagged with the round of the pod it was read from: only the current round's counts.
+struct ObservedProgress {
+  int round = -1;
+  metrics::ProgressSnapshot snapshot;
 };
 
 struct Observed {
   std::vector<ObservedPod> pods;  // every pod with the job's label, any round, any owner
   bool service_exists = false;
+  std::optional<ObservedProgress> progress;  // absent: no page with a step yet (or no metrics)
 };
 
 struct Delete {

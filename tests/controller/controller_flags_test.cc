@@ -72,6 +72,8 @@ TEST(ParseRunFlagsTest, ErrorsNameTheFlag) {
       {{"--leader-election-renew-deadline", "20s"}, "renew-deadline must be shorter"},
       {{"--leader-election-retry-period", "10s"}, "retry-period must be shorter"},
       {{"stray"}, "unexpected argument \"stray\""},
+      {{"--progress-interval", "soon"}, "--progress-interval: invalid value \"soon\""},
+      {{"--progress-scrapers", "0"}, "--progress-scrapers: invalid value \"0\""},
   };
   for (const auto& r : rows) {
     RunFlags f;
@@ -79,6 +81,17 @@ TEST(ParseRunFlagsTest, ErrorsNameTheFlag) {
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << r.want;
     EXPECT_NE(s.message().find(r.want), std::string::npos) << s.message();
   }
+}
+
+TEST(ParseRunFlagsTest, ProgressReads) {
+  RunFlags f;
+  EXPECT_EQ(f.progress_interval, milliseconds(10000));  // DESIGN.md: at most every 10 s
+  EXPECT_EQ(f.progress_scrapers, 8);
+  ASSERT_TRUE(Parse({"--progress-interval=30s", "--progress-scrapers", "2"}, &f).ok());
+  EXPECT_EQ(f.progress_interval, milliseconds(30000));
+  EXPECT_EQ(f.progress_scrapers, 2);
+  ASSERT_TRUE(Parse({"--progress-interval", "0"}, &f).ok());  // off
+  EXPECT_EQ(f.progress_interval, milliseconds(0));
 }
 
 }  // namespace

@@ -105,6 +105,7 @@ api::DDPJob FullyPopulatedJob() {
   s.elastic = api::ElasticPolicy{2, 8, 60};
   s.rendezvous = {29501, 300};
   s.failure_policy = {api::RestartPolicy::kExitCode, 5, {75, 76}, api::Recovery::kInPlace};
+  s.failure_policy.hang_timeout_seconds = 1800;
   s.run_policy = {3600, 600, true, api::CleanPodPolicy::kAll};
   s.checkpoint.path = "/checkpoints";
   s.metrics.port = 9401;
@@ -122,6 +123,8 @@ api::DDPJob FullyPopulatedJob() {
   st.disruptions = 1;
   st.recoveries = 1;
   st.last_failure = api::LastFailure{"full-worker-1", 1, 75, "Error", "peer lost", t, "uid-1"};
+  st.last_failure->recovery_seconds = 12.5;
+  st.progress = api::Progress{120, 400, 2.5, 1500.5, 140, t};
   st.selector = "ddp.dev/job-name=full";
   st.start_time = t;
   st.completion_time = t;
@@ -149,6 +152,7 @@ json ExampleFromSchema(const json& node) {
     return v;
   }
   if (type == "boolean") return true;
+  if (type == "number") return 7.5;
   if (type == "string") {
     if (node.value("format", "") == "date-time") return "2024-05-06T07:08:09Z";
     if (node.value("pattern", "") == "^/") return "/data";
@@ -306,7 +310,7 @@ TEST(CrdApiSync, ScaleSubresourceAndColumnsPointAtSchemaFields) {
   }
   // DESIGN.md's columns, and Recoveries (priority 1: `kubectl get -o wide`).
   EXPECT_EQ(names, (std::set<std::string>{"Phase", "Replicas", "World Size", "Round", "Restarts",
-                                          "Recoveries", "Age"}));
+                                          "Recoveries", "Step", "ETA", "Age"}));
 }
 
 // CEL rules cannot run here, but every `self.a.b` they mention must exist where they are declared.

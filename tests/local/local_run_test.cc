@@ -20,12 +20,13 @@ class LocalRunTest : public ::testing::Test {
   std::string Manifest() const { return dir_.path() + "/job.yaml"; }
   std::string RunDir() const { return dir_.path() + "/run"; }
   std::string Dir() const { return dir_.path(); }
-  std::unique_ptr<OperatorProcess> Start(const std::string& yaml) {
+  std::unique_ptr<OperatorProcess> Start(const std::string& yaml,
+                                         const std::vector<std::string>& flags = {}) {
     WriteFileAtomic(Manifest(), yaml);
-    return std::make_unique<OperatorProcess>(
-        std::vector<std::string>{DDP_OPERATOR_BIN, "local", "-f", Manifest(), "--run-dir",
-                                 RunDir(), "--plain"},
-        dir_.path() + "/out.txt");
+    std::vector<std::string> args = {DDP_OPERATOR_BIN, "local", "-f", Manifest(), "--run-dir",
+                                     RunDir(), "--plain"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    return std::make_unique<OperatorProcess>(args, dir_.path() + "/out.txt");
   }
   nlohmann::json Status() const { return ReadStatus(RunDir()); }
   std::string StatusField(const char* key) const {
@@ -207,6 +208,98 @@ TEST_F(LocalRunTest, StatusLineShowsRankZeroMetrics) {
       << op->Output();
   kill(op->pid(), SIGTERM);
   EXPECT_EQ(op->Wait(seconds(30)), 128 + SIGTERM);
+}
+
+// status.json carries the same status.progress as the cluster, and a step that stops advancing
+// for hangTimeoutSeconds restarts the job (reason Hung). Targets: progress within 15 s of the
+// step; the restart within hangTimeoutSeconds + 15 s.
+TEST_F(LocalRunTest, StatusJsonHasProgressAndAHungJobRestarts) {
+  if (system("python3 -c 'import http.server' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "python3 not available to serve a metrics page";
+  }
+  WriteFileAtomic(Dir() + "/metrics",
+                  "# TYPE ddp_worker_steps_total counter\nddp_worker_steps_total 30\n"
+                  "# TYPE ddp_worker_total_steps gauge\nddp_worker_total_steps 120\n"
+                  "# TYPE ddp_worker_loss gauge\nddp_worker_loss 1.5\n");
+  constexpr int kHangSeconds = 3;
+  // status.json appears with the first status write.
+  auto status = [&] {
+    nlohmann::json st = Status();
+    return st.is_object() ? st : nlohmann::json::object();
+  };
+  auto op = Start(ShellJob("hang", 1,
+                           "cd " + Dir() + " && exec python3 -m http.server $DDP_METRICS_PORT "
+                           "--bind 127.0.0.1",
+                           "  failurePolicy: {hangTimeoutSeconds: 3}\n"));
+  ASSERT_TRUE(WaitFor([&] { return status().value("phase", "") == "Running"; }, seconds(30)))
+      << op->Output();
+  const auto running = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitFor(
+      [&] { return status().value("progress", nlohmann::json::object()).value("step", -1) == 30; },
+      seconds(15)))
+      << op->Output();
+  nlohmann::json progress = status()["progress"];
+  EXPECT_EQ(progress["totalSteps"], 120);
+  EXPECT_EQ(progress["loss"], 1.5);
+  EXPECT_TRUE(progress.contains("updatedAt"));
+  ASSERT_TRUE(WaitFor([&] { return status().value("round", 0) >= 1; },
+                      seconds(kHangSeconds + 15) -
+                          std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - running)))
+      << op->Output();
+  nlohmann::json st = status();
+  EXPECT_EQ(st["lastFailure"]["reason"], "Hung");
+  EXPECT_NE(st["lastFailure"]["message"].get<std::string>().find("last step 30 seen at"),
+            std::string::npos)
+      << st.dump();
+  EXPECT_NE(op->Output().find("hung, no step progress for 3s: last step 30"), std::string::npos)
+      << op->Output();
+  kill(op->pid(), SIGTERM);
+  EXPECT_EQ(op->Wait(seconds(30)), 128 + SIGTERM);
+}
+
+// Every rank's page is read: rank 1 spends 5 s of each 10 s step busy, rank 0 1 s (waiting for
+// rank 1 in the all-reduce the rest of the time), so rank 1 is reported, once, and not restarted.
+TEST_F(LocalRunTest, AStragglerIsReportedOnceAndNotRestarted) {
+  if (system("python3 -c 'import http.server' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "python3 not available to serve a metrics page";
+  }
+  // Each pod serves its own directory and rewrites its page (cumulative counters) every 0.2 s.
+  const std::string script =
+      "d=" + Dir() + "/m$RANK; mkdir -p $d; "
+      "python3 -m http.server $DDP_METRICS_PORT --bind 127.0.0.1 --directory $d & "
+      "i=0; while true; do i=$$((i+1)); "
+      "if [ $RANK = 1 ]; then e=$$((i*5)); else e=$$((i*9)); fi; "
+      "printf '# TYPE ddp_worker_step_seconds histogram\\nddp_worker_step_seconds_sum %s\\n"
+      "ddp_worker_step_seconds_count %s\\n# TYPE ddp_worker_exposed_allreduce_seconds_total "
+      "counter\\nddp_worker_exposed_allreduce_seconds_total %s\\n' $$((i*10)) $i $e > $d/.t && "
+      "mv $d/.t $d/metrics; sleep 0.2; done";
+  auto op = Start(ShellJob("slow", 2, script), {"--straggler-reads", "2"});
+  const std::string report =
+      "rank 1 is a straggler: 5.000 s busy per step, 5.0x the median of the other ranks "
+      "(1.000 s) (reported, not restarted)";
+  ASSERT_TRUE(WaitFor([&] { return op->Output().find(report) != std::string::npos; },
+                      seconds(60)))
+      << op->Output();
+  EXPECT_EQ(op->Output().find("rank 0 is a straggler"), std::string::npos) << op->Output();
+  kill(op->pid(), SIGTERM);
+  EXPECT_EQ(op->Wait(seconds(30)), 128 + SIGTERM);
+  const std::string out = op->Output();
+  EXPECT_EQ(out.find(report), out.rfind(report)) << "reported twice:\n" << out;
+  EXPECT_NE(out.find("stragglers reported: 1"), std::string::npos) << out;
+  EXPECT_EQ(Status().value("restarts", -1), 0);
+  EXPECT_EQ(Status().value("round", -1), 0);
+}
+
+TEST_F(LocalRunTest, BadStragglerFlagsAreUsageErrors) {
+  auto op = Start(ShellJob("flags", 1, "true"), {"--straggler-factor", "0.5"});
+  EXPECT_EQ(op->Wait(seconds(20)), 2);
+  EXPECT_NE(op->Output().find("--straggler-factor wants a number > 1"), std::string::npos)
+      << op->Output();
+  op = Start(ShellJob("flags", 1, "true"), {"--straggler-reads", "0"});
+  EXPECT_EQ(op->Wait(seconds(20)), 2);
+  EXPECT_NE(op->Output().find("--straggler-reads wants a count >= 1"), std::string::npos)
+      << op->Output();
 }
 
 TEST_F(LocalRunTest, InvalidManifestIsAUsageError) {

@@ -1,0 +1,95 @@
+// Reading a ddp-worker's page and tracking its step over successive pages.
+#include "common/worker_progress.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+namespace ddp::metrics {
+namespace {
+
+std::optional<double> ReadRank0(const std::vector<ParsedFamily>& families, const std::string& name) {
+  std::optional<double> v = FindSample(families, name, {{"rank", "0"}});
+  return v ? v : FindSample(families, name);
+}
+
+// The `rank` label as an int; -1 when absent or not a number.
+int RankOf(const LabelPairs& labels) {
+  for (const auto& [k, v] : labels) {
+    if (k != "rank") continue;
+    char* end = nullptr;
+    long r = std::strtol(v.c_str(), &end, 10);
+    return end != v.c_str() && *end == '\0' && r >= 0 ? static_cast<int>(r) : -1;
+  }
+  return -1;
+}
+
+}  // namespace
+
+WorkerScrape ReadWorkerScrape(const std::vector<ParsedFamily>& families) {
+  WorkerScrape s;
+  s.steps = ReadRank0(families, kWorkerSteps);
+  s.loss = ReadRank0(families, kWorkerLoss);
+  s.tokens_per_second = ReadRank0(families, kWorkerTokensPerSecond);
+  s.total_steps = ReadRank0(families, kWorkerTotalSteps);
+  s.generation = ReadRank0(families, kWorkerGeneration);
+  const std::string rec = kWorkerRecoverySeconds;
+  s.recovery_seconds_sum = ReadRank0(families, rec + "_sum");
+  s.recovery_seconds_count = ReadRank0(families, rec + "_count");
+  const std::string step_sum = std::string(kWorkerStepSeconds) + "_sum";
+  const std::string step_count = std::string(kWorkerStepSeconds) + "_count";
+  for (const ParsedFamily& f : families) {
+    if (f.name == kWorkerExposedAllreduceSeconds) {
+      for (const Sample& x : f.samples) {
+        s.step_time_by_rank[RankOf(x.labels)].exposed_allreduce_seconds = x.value;
+      }
+    }
+    if (f.name != kWorkerStepSeconds) continue;
+    for (const Sample& x : f.samples) {
+      if (x.name == step_sum) s.step_time_by_rank[RankOf(x.labels)].sum_seconds = x.value;
+      if (x.name == step_count) s.step_time_by_rank[RankOf(x.labels)].count = x.value;
+    }
+  }
+  return s;
+}
+
+WorkerScrape ParseWorkerScrape(const std::string& text) {
+  auto families = ParseExposition(text);
+  if (!families.ok()) return {};
+  return ReadWorkerScrape(families.value());
+}
+
+std::optional<double> ProgressSnapshot::EtaSeconds() const {
+  if (!total_steps || !steps_per_second || *steps_per_second <= 0) return std::nullopt;
+  return std::max(0.0, *total_steps - step) / *steps_per_second;
+}
+
+bool ProgressTracker::Add(const WorkerScrape& page, WallTime now) {
+  if (!page.steps || !std::isfinite(*page.steps)) return false;
+  const bool advanced = !snapshot_ || *page.steps != snapshot_->step;
+  if (!snapshot_) snapshot_.emplace();
+  ProgressSnapshot& s = *snapshot_;
+  s.total_steps = page.total_steps;
+  s.loss = page.loss;
+  s.tokens_per_second = page.tokens_per_second;
+  s.scraped_at = now;
+  if (!advanced) return false;
+  s.step = *page.steps;
+  s.last_advance = now;
+  // A step that went back (a new process resumed from an older checkpoint) restarts the rate.
+  if (!advances_.empty() && *page.steps < advances_.back().step) advances_.clear();
+  advances_.push_back({now, *page.steps});
+  while (advances_.size() > 2 && now - advances_[1].at >= kRateWindow) {
+    advances_.erase(advances_.begin());
+  }
+  const Point& first = advances_.front();
+  const double secs = std::chrono::duration<double>(now - first.at).count();
+  if (advances_.size() >= 2 && secs > 0) {
+    s.steps_per_second = (*page.steps - first.step) / secs;
+  } else {
+    s.steps_per_second.reset();
+  }
+  return true;
+}
+
+}  // namespace ddp::metrics

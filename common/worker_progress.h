@@ -1,0 +1,94 @@
+// Training progress read from a ddp-worker's /metrics page: one parser for `ddp-operator local`
+// and the operator's scraper, and the tracker that turns successive pages into a step rate and
+// the time the step last advanced. Pure; a ProgressTracker is thread-compatible.
+#ifndef DDP_COMMON_WORKER_PROGRESS_H_
+#define DDP_COMMON_WORKER_PROGRESS_H_
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/exposition.h"
+
+namespace ddp::metrics {
+
+// Worker series read here (exported by worker/train/worker_metrics.cc, listed in docs/metrics.md).
+inline constexpr char kWorkerSteps[] = "ddp_worker_steps_total";
+inline constexpr char kWorkerLoss[] = "ddp_worker_loss";
+inline constexpr char kWorkerTokensPerSecond[] = "ddp_worker_tokens_per_second";
+inline constexpr char kWorkerTotalSteps[] = "ddp_worker_total_steps";
+inline constexpr char kWorkerStepSeconds[] = "ddp_worker_step_seconds";
+inline constexpr char kWorkerExposedAllreduceSeconds[] = "ddp_worker_exposed_allreduce_seconds_total";
+// In-place recovery: the group's generation this round (gauge) and the time from a failure to
+// the group's next committed step (histogram). Absent from workers without in-place recovery.
+inline constexpr char kWorkerGeneration[] = "ddp_worker_generation";
+inline constexpr char kWorkerRecoverySeconds[] = "ddp_worker_recovery_seconds";
+
+// Cumulative step time of one rank (the _sum and _count of ddp_worker_step_seconds) and the part
+// of it spent waiting for the all-reduce (ddp_worker_exposed_allreduce_seconds_total).
+struct RankStepTime {
+  double sum_seconds = 0;
+  double count = 0;
+  double exposed_allreduce_seconds = 0;
+};
+
+// What one page says. Every field is absent when the page lacks its series.
+struct WorkerScrape {
+  std::optional<double> steps;
+  std::optional<double> loss;
+  std::optional<double> tokens_per_second;
+  std::optional<double> total_steps;
+  std::optional<double> generation;
+  std::optional<double> recovery_seconds_sum;
+  std::optional<double> recovery_seconds_count;
+  // By the `rank` label; a page without one (a worker run alone) is rank -1.
+  std::map<int, RankStepTime> step_time_by_rank;
+};
+
+// With `ddp-worker launch` every series carries a `rank` label: the rank="0" series is used;
+// without it, the first series of each name.
+WorkerScrape ReadWorkerScrape(const std::vector<ParsedFamily>& families);
+
+// Parses `text` and reads it; a page that does not parse yields an empty WorkerScrape (a scrape
+// racing a worker's shutdown is no error).
+WorkerScrape ParseWorkerScrape(const std::string& text);
+
+using WallTime = std::chrono::system_clock::time_point;
+
+// Rank 0's progress as of the last page that had a step.
+struct ProgressSnapshot {
+  double step = 0;
+  std::optional<double> total_steps;
+  std::optional<double> loss;
+  std::optional<double> tokens_per_second;
+  std::optional<double> steps_per_second;  // over the last advances; absent until two are seen
+  WallTime last_advance{};  // when a page first showed `step` (the first page counts)
+  WallTime scraped_at{};    // the last page with a step
+  // The seconds to totalSteps at steps_per_second; absent without both.
+  std::optional<double> EtaSeconds() const;
+};
+
+// Feeds successive pages of one worker (one round): the step rate is measured between the
+// first page showing a step and the latest, over at most kRateWindow, so one slow step does not
+// swing the ETA. A page without a step leaves the snapshot as it was.
+class ProgressTracker {
+ public:
+  static constexpr std::chrono::seconds kRateWindow{120};
+  // Returns true when the step advanced (or the first step was seen).
+  bool Add(const WorkerScrape& page, WallTime now);
+  const std::optional<ProgressSnapshot>& snapshot() const { return snapshot_; }
+
+ private:
+  struct Point {
+    WallTime at;
+    double step;
+  };
+  std::optional<ProgressSnapshot> snapshot_;
+  std::vector<Point> advances_;  // (time, step) at each advance, within kRateWindow
+};
+
+}  // namespace ddp::metrics
+
+#endif  // DDP_COMMON_WORKER_PROGRESS_H_

@@ -1,0 +1,105 @@
+// Reads rank 0's /metrics of running jobs for status.progress and hang detection, off the
+// reconcile path: reconciles say which pod to read (Track) and read the latest snapshot (Get);
+// a few threads of its own fetch pages, each job at most once per interval, each fetch with a
+// short timeout, at most max_in_flight at a time. It decides nothing: the planner does.
+// Thread-safe.
+#ifndef DDP_OPERATOR_KUBE_PROGRESS_SCRAPER_H_
+#define DDP_OPERATOR_KUBE_PROGRESS_SCRAPER_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "common/worker_progress.h"
+
+namespace ddp::controller {
+
+struct ScrapeTarget {
+  std::string pod_uid;  // another pod (a new round, a replaced pod) starts from no progress
+  std::string host;     // the pod's IP
+  int port = 0;         // spec.metrics.port
+  int round = -1;       // the pod's round, handed back with the snapshot
+  bool operator==(const ScrapeTarget& o) const {
+    return pod_uid == o.pod_uid && host == o.host && port == o.port && round == o.round;
+  }
+};
+
+struct ScrapedProgress {
+  int round = -1;
+  metrics::ProgressSnapshot snapshot;
+  metrics::WorkerScrape last_page;  // generation and recovery series, for status.recoveries
+};
+
+struct ProgressScraperOptions {
+  std::chrono::milliseconds interval{std::chrono::seconds(10)};
+  std::chrono::milliseconds timeout{std::chrono::seconds(2)};
+  int max_in_flight = 8;
+  // After the first step seen, an advance wakes the job's reconcile at most this often: the
+  // planner writes progress-only changes at most every 30 s anyway, and arms its own timer for
+  // the hang deadline.
+  std::chrono::milliseconds min_wake_interval{std::chrono::seconds(30)};
+};
+
+class ProgressScraper {
+ public:
+  // GET http://host:port/metrics within timeout_ms; common/http_server.h's HttpGet by default.
+  using Fetch = std::function<StatusOr<std::string>(const std::string& host, int port,
+                                                    const std::string& path, int timeout_ms)>;
+  // Called (from a scraper thread, no lock held) when a job's step was first seen, and then on
+  // an advance at most once per min_wake_interval.
+  using OnAdvance = std::function<void(const std::string& key)>;
+  // Called after every fetch: ok or not (for metrics).
+  using OnFetch = std::function<void(bool ok)>;
+
+  ProgressScraper(ProgressScraperOptions options, OnAdvance on_advance, OnFetch on_fetch = {},
+                  Fetch fetch = {});
+  ~ProgressScraper();
+  ProgressScraper(const ProgressScraper&) = delete;
+  ProgressScraper& operator=(const ProgressScraper&) = delete;
+
+  void Start();
+  // Waits for fetches in flight (each bounded by the timeout). Idempotent.
+  void Stop();
+
+  // Reads `key` from `target` from now on; the same target keeps its snapshot and schedule.
+  void Track(const std::string& key, const ScrapeTarget& target);
+  // Stops reading `key` and drops its snapshot (the job is not running, or is gone).
+  void Forget(const std::string& key);
+  // The latest snapshot of `key`; nullopt before a page with a step.
+  std::optional<ScrapedProgress> Get(const std::string& key) const;
+  size_t Tracked() const;
+
+ private:
+  struct Entry {
+    ScrapeTarget target;
+    uint64_t epoch = 0;  // bumped on a new target, so a fetch of the old one is dropped
+    std::chrono::steady_clock::time_point next_due;
+    bool in_flight = false;
+    std::optional<std::chrono::steady_clock::time_point> last_wake;
+    metrics::ProgressTracker tracker;
+    metrics::WorkerScrape last_page;
+  };
+  void Loop();
+
+  const ProgressScraperOptions options_;
+  OnAdvance on_advance_;
+  OnFetch on_fetch_;
+  Fetch fetch_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, Entry> entries_;
+  uint64_t next_epoch_ = 1;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace ddp::controller
+
+#endif  // DDP_OPERATOR_KUBE_PROGRESS_SCRAPER_H_

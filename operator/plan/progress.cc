@@ -1,0 +1,72 @@
+// Progress, hangs and recovery time (see progress.h); DESIGN.md "Progress, hangs and recovery
+// time in the status".
+#include "operator/plan/progress.h"
+
+#include <cmath>
+
+#include "operator/api/time_format.h"
+
+namespace ddp::plan::internal {
+namespace {
+
+int64_t Round(double v) { return static_cast<int64_t>(std::llround(v)); }
+
+api::Progress FromSnapshot(const metrics::ProgressSnapshot& s, TimePoint now) {
+  api::Progress out;
+  out.step = Round(s.step);
+  if (s.total_steps && std::isfinite(*s.total_steps)) out.total_steps = Round(*s.total_steps);
+  if (s.loss && std::isfinite(*s.loss)) out.loss = *s.loss;
+  if (s.tokens_per_second && std::isfinite(*s.tokens_per_second)) {
+    out.tokens_per_second = *s.tokens_per_second;
+  }
+  if (auto eta = s.EtaSeconds(); eta && std::isfinite(*eta)) out.eta_seconds = Round(*eta);
+  out.updated_at = now;
+  return out;
+}
+
+}  // namespace
+
+const ObservedProgress* CurrentProgress(const Pass& p) {
+  const auto& prog = p.seen->progress;
+  return prog && prog->round == p.round ? &*prog : nullptr;
+}
+
+std::optional<std::string> HangMessage(Pass* p) {
+  const auto& timeout = p->job.spec.failure_policy.hang_timeout_seconds;
+  const ObservedProgress* prog = CurrentProgress(*p);
+  if (!timeout || !prog || p->st.phase != api::kPhaseRunning) return std::nullopt;
+  const TimePoint deadline = prog->snapshot.last_advance + std::chrono::seconds(*timeout);
+  if (p->now < deadline) {
+    Requeue(p, deadline);
+    return std::nullopt;
+  }
+  return "no step progress for " + std::to_string(*timeout) + "s: last step " +
+         std::to_string(Round(prog->snapshot.step)) + " seen at " +
+         api::FormatTime(prog->snapshot.last_advance);
+}
+
+void UpdateProgress(Pass* p) {
+  const ObservedProgress* prog = CurrentProgress(*p);
+  if (!prog) return;
+  api::Progress next = FromSnapshot(prog->snapshot, p->now);
+  const auto& cur = p->st.progress;
+  if (cur && cur->SameValues(next)) return;
+  const bool riding_along = p->st != p->job.status;
+  if (cur && cur->updated_at && !riding_along) {
+    const TimePoint due = *cur->updated_at + kProgressWriteInterval;
+    if (p->now < due) {
+      Requeue(p, due);
+      return;
+    }
+  }
+  p->st.progress = next;
+}
+
+void RecordRecovery(Pass* p) {
+  auto& f = p->st.last_failure;
+  if (!f || !f->time || f->recovery_seconds || p->round == 0) return;
+  f->recovery_seconds =
+      std::max(0.0, std::chrono::duration<double>(p->now - *f->time).count());
+}
+
+}  // namespace ddp::plan::internal

@@ -1,0 +1,97 @@
+// The shared reader of a worker's page and the step tracker behind status.progress.
+#include "common/worker_progress.h"
+
+#include <gtest/gtest.h>
+
+namespace ddp::metrics {
+namespace {
+
+using std::chrono::seconds;
+
+WallTime At(int s) { return WallTime{} + seconds(1'700'000'000 + s); }
+
+WorkerScrape Page(double step, double total = 100) {
+  WorkerScrape s;
+  s.steps = step;
+  s.total_steps = total;
+  return s;
+}
+
+TEST(WorkerScrape, ReadsRecoveryGenerationAndStepTimePerRank) {
+  const std::string page =
+      "# TYPE ddp_worker_generation gauge\n"
+      "ddp_worker_generation{rank=\"0\",local_rank=\"0\"} 2\n"
+      "ddp_worker_generation{rank=\"1\",local_rank=\"1\"} 2\n"
+      "# TYPE ddp_worker_recovery_seconds histogram\n"
+      "ddp_worker_recovery_seconds_bucket{rank=\"0\",local_rank=\"0\",le=\"+Inf\"} 2\n"
+      "ddp_worker_recovery_seconds_sum{rank=\"0\",local_rank=\"0\"} 7.5\n"
+      "ddp_worker_recovery_seconds_count{rank=\"0\",local_rank=\"0\"} 2\n"
+      "# TYPE ddp_worker_step_seconds histogram\n"
+      "ddp_worker_step_seconds_bucket{rank=\"0\",local_rank=\"0\",le=\"+Inf\"} 10\n"
+      "ddp_worker_step_seconds_sum{rank=\"0\",local_rank=\"0\"} 5\n"
+      "ddp_worker_step_seconds_count{rank=\"0\",local_rank=\"0\"} 10\n"
+      "ddp_worker_step_seconds_sum{rank=\"1\",local_rank=\"1\"} 9\n"
+      "ddp_worker_step_seconds_count{rank=\"1\",local_rank=\"1\"} 10\n";
+  WorkerScrape s = ParseWorkerScrape(page);
+  EXPECT_EQ(s.generation, 2);
+  EXPECT_EQ(s.recovery_seconds_sum, 7.5);
+  EXPECT_EQ(s.recovery_seconds_count, 2);
+  EXPECT_FALSE(s.steps);
+  ASSERT_EQ(s.step_time_by_rank.size(), 2u);
+  EXPECT_EQ(s.step_time_by_rank[0].sum_seconds, 5);
+  EXPECT_EQ(s.step_time_by_rank[1].count, 10);
+}
+
+TEST(WorkerScrape, AWorkerWithoutRecoverySeriesHasNone) {
+  WorkerScrape s = ParseWorkerScrape("# TYPE ddp_worker_steps_total counter\nddp_worker_steps_total 4\n");
+  EXPECT_EQ(s.steps, 4);
+  EXPECT_FALSE(s.generation || s.recovery_seconds_sum || s.recovery_seconds_count);
+  EXPECT_TRUE(s.step_time_by_rank.empty());
+}
+
+TEST(ProgressTracker, FirstPageHasNoRateSecondGivesOne) {
+  ProgressTracker t;
+  EXPECT_TRUE(t.Add(Page(10), At(0)));
+  ASSERT_TRUE(t.snapshot());
+  EXPECT_EQ(t.snapshot()->last_advance, At(0));
+  EXPECT_FALSE(t.snapshot()->steps_per_second);
+  EXPECT_FALSE(t.snapshot()->EtaSeconds());
+  EXPECT_TRUE(t.Add(Page(30), At(10)));
+  EXPECT_EQ(t.snapshot()->steps_per_second, 2.0);          // 20 steps in 10 s
+  EXPECT_EQ(t.snapshot()->EtaSeconds(), (100 - 30) / 2.0);  // 70 steps left at 2/s
+}
+
+TEST(ProgressTracker, LastAdvanceStaysWhileTheStepDoesNot) {
+  ProgressTracker t;
+  t.Add(Page(10), At(0));
+  EXPECT_FALSE(t.Add(Page(10), At(10)));
+  EXPECT_FALSE(t.Add(WorkerScrape{}, At(20)));  // a page without a step changes nothing
+  EXPECT_EQ(t.snapshot()->last_advance, At(0));
+  EXPECT_EQ(t.snapshot()->scraped_at, At(10));
+  EXPECT_TRUE(t.Add(Page(11), At(30)));
+  EXPECT_EQ(t.snapshot()->last_advance, At(30));
+  EXPECT_EQ(t.snapshot()->steps_per_second, 1.0 / 30);
+}
+
+TEST(ProgressTracker, RateIsOverTheRecentWindow) {
+  ProgressTracker t;
+  t.Add(Page(0, 10000), At(0));
+  t.Add(Page(10, 10000), At(100));   // slow start: 0.1 step/s
+  t.Add(Page(410, 10000), At(200));  // then 4 steps/s
+  t.Add(Page(810, 10000), At(300));
+  // The rate spans from the last point at least kRateWindow (120 s) old, (100, 10), to the
+  // latest: 800 steps in 200 s. Over the whole run it would be 810 / 300 = 2.7.
+  EXPECT_EQ(t.snapshot()->steps_per_second, 4.0);
+}
+
+TEST(ProgressTracker, AStepGoingBackRestartsTheRate) {
+  ProgressTracker t;
+  t.Add(Page(50), At(0));
+  t.Add(Page(60), At(10));
+  t.Add(Page(40), At(20));  // a process resumed from an older checkpoint
+  EXPECT_EQ(t.snapshot()->step, 40);
+  EXPECT_FALSE(t.snapshot()->steps_per_second);
+}
+
+}  // namespace
+}  // namespace ddp::metrics

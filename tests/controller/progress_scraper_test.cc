@@ -1,0 +1,139 @@
+// The progress scraper against an injected fetch: what it hands the reconcile, when it wakes the
+// queue, and its bound on fetches in flight.
+#include "operator/kube/progress_scraper.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+
+#include "tests/common/poll.h"
+
+namespace ddp::controller {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::PollUntil;
+
+std::string Page(int step) {
+  return "# TYPE ddp_worker_steps_total counter\nddp_worker_steps_total " + std::to_string(step) +
+         "\n# TYPE ddp_worker_total_steps gauge\nddp_worker_total_steps 1000\n";
+}
+
+ScrapeTarget Target(const std::string& uid, int round = 0) {
+  return {uid, "127.0.0.1", 9400, round};
+}
+
+TEST(ProgressScraper, ReadsEachTrackedJobAndWakesItsReconcileOnAdvance) {
+  std::atomic<int> step{0};
+  std::mutex mu;
+  std::vector<std::string> woken;
+  ProgressScraperOptions o;
+  o.interval = milliseconds(20);
+  o.min_wake_interval = milliseconds(0);
+  ProgressScraper s(
+      o,
+      [&](const std::string& key) {
+        std::lock_guard<std::mutex> l(mu);
+        woken.push_back(key);
+      },
+      {},
+      [&](const std::string& host, int port, const std::string& path, int timeout_ms) {
+        EXPECT_EQ(host, "127.0.0.1");
+        EXPECT_EQ(port, 9400);
+        EXPECT_EQ(path, "/metrics");
+        EXPECT_EQ(timeout_ms, 2000);
+        return StatusOr<std::string>(Page(step.fetch_add(1) / 2));  // every other page advances
+      });
+  s.Start();
+  s.Track("ml/a", Target("uid-a", 3));
+  ASSERT_TRUE(PollUntil([&] { auto g = s.Get("ml/a"); return g && g->snapshot.step >= 3; },
+                        seconds(10)));
+  auto got = s.Get("ml/a");
+  EXPECT_EQ(got->round, 3);
+  EXPECT_EQ(got->snapshot.total_steps, 1000);
+  EXPECT_TRUE(got->snapshot.steps_per_second);
+  std::lock_guard<std::mutex> l(mu);
+  // One wake per advance (steps 0, 1, 2, 3, ...), never one per page.
+  EXPECT_GE(woken.size(), 4u);
+  EXPECT_LE(woken.size(), static_cast<size_t>(got->snapshot.step) + 2);
+  for (const auto& k : woken) EXPECT_EQ(k, "ml/a");
+}
+
+TEST(ProgressScraper, AdvancesWakeTheReconcileAtMostOncePerWakeInterval) {
+  std::atomic<int> step{0};
+  std::atomic<int> wakes{0};
+  ProgressScraperOptions o;
+  o.interval = milliseconds(5);
+  o.min_wake_interval = std::chrono::hours(1);
+  ProgressScraper s(o, [&](const std::string&) { wakes++; }, {},
+                    [&](const std::string&, int, const std::string&, int) {
+                      return StatusOr<std::string>(Page(step.fetch_add(1)));  // always advances
+                    });
+  s.Start();
+  s.Track("ml/a", Target("uid-a"));
+  ASSERT_TRUE(PollUntil([&] { auto g = s.Get("ml/a"); return g && g->snapshot.step >= 20; },
+                        seconds(10)));
+  EXPECT_EQ(wakes.load(), 1);  // the first step seen; the next 20 advances are within the hour
+}
+
+TEST(ProgressScraper, ANewPodStartsFromNoProgressAndForgetDropsTheJob) {
+  std::atomic<bool> fail{false};
+  ProgressScraperOptions o;
+  o.interval = milliseconds(10);
+  ProgressScraper s(o, {}, {}, [&](const std::string&, int, const std::string&, int) {
+    if (fail) return StatusOr<std::string>(Status::Unavailable("connection refused"));
+    return StatusOr<std::string>(Page(7));
+  });
+  s.Start();
+  s.Track("ml/a", Target("uid-1"));
+  ASSERT_TRUE(PollUntil([&] { return s.Get("ml/a").has_value(); }, seconds(10)));
+  const auto first = s.Get("ml/a")->snapshot.last_advance;
+  fail = true;  // a failing endpoint keeps the last snapshot: its step stops advancing
+  s.Track("ml/a", Target("uid-1"));  // the same pod: nothing resets
+  ASSERT_TRUE(s.Get("ml/a"));
+  EXPECT_EQ(s.Get("ml/a")->snapshot.last_advance, first);
+  s.Track("ml/a", Target("uid-2", 1));  // the next round's pod
+  EXPECT_FALSE(s.Get("ml/a"));
+  fail = false;
+  ASSERT_TRUE(PollUntil([&] { return s.Get("ml/a").has_value(); }, seconds(10)));
+  EXPECT_EQ(s.Get("ml/a")->round, 1);
+  s.Forget("ml/a");
+  EXPECT_FALSE(s.Get("ml/a"));
+  EXPECT_EQ(s.Tracked(), 0u);
+}
+
+TEST(ProgressScraper, FetchesInFlightNeverExceedTheBound) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int in_flight = 0, peak = 0, done = 0;
+  bool release = false;
+  ProgressScraperOptions o;
+  o.interval = seconds(3600);  // one read per job in this test
+  o.max_in_flight = 3;
+  ProgressScraper s(o, {}, {}, [&](const std::string&, int, const std::string&, int) {
+    std::unique_lock<std::mutex> l(mu);
+    peak = std::max(peak, ++in_flight);
+    cv.notify_all();
+    cv.wait(l, [&] { return release; });
+    --in_flight;
+    ++done;
+    return StatusOr<std::string>(Page(1));
+  });
+  s.Start();
+  for (int i = 0; i < 10; ++i) s.Track("ml/j" + std::to_string(i), Target("u" + std::to_string(i)));
+  {
+    std::unique_lock<std::mutex> l(mu);
+    ASSERT_TRUE(cv.wait_for(l, seconds(10), [&] { return in_flight == 3; }));
+    release = true;
+    cv.notify_all();
+  }
+  ASSERT_TRUE(PollUntil([&] { std::lock_guard<std::mutex> l(mu); return done == 10; }, seconds(10)));
+  std::lock_guard<std::mutex> l(mu);
+  EXPECT_EQ(peak, 3);
+}
+
+}  // namespace
+}  // namespace ddp::controller

@@ -1,0 +1,255 @@
+// Progress in the status, hang detection and recovery time: the planner's decisions over
+// Observed::progress (DESIGN.md "Progress, hangs and recovery time in the status").
+#include <gtest/gtest.h>
+
+#include "operator/api/serialize.h"
+#include "operator/api/validate.h"
+#include "operator/plan/plan.h"
+#include "tests/operator/planner_fixture.h"
+
+namespace ddp::plan::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// A Running 2-pod job in round `round`, its pods running, its status settled at At(1).
+struct Running {
+  api::DDPJob job;
+  Observed world;
+};
+Running RunningJob(int round = 0, std::optional<int64_t> hang = std::nullopt) {
+  api::DDPJob j = InPhase(Job(2), api::kPhaseRunning, round, 2);
+  j.spec.failure_policy.hang_timeout_seconds = hang;
+  Running r{j, World(Pods(2, round, "Running"))};
+  Apply(PlanReconcile(r.job, r.world, At(1)), &r.job, &r.world, At(1));
+  return r;
+}
+
+// Rank 0 at `step` of 400, last advanced at `advanced`, 2 steps/s.
+ObservedProgress Progress(int round, double step, TimePoint advanced) {
+  ObservedProgress p;
+  p.round = round;
+  p.snapshot.step = step;
+  p.snapshot.total_steps = 400;
+  p.snapshot.loss = 2.5;
+  p.snapshot.tokens_per_second = 1000;
+  p.snapshot.steps_per_second = 2;
+  p.snapshot.last_advance = advanced;
+  p.snapshot.scraped_at = advanced;
+  return p;
+}
+
+// Applies `plan` and plans again at the same time: a settled world plans nothing.
+void ExpectSettles(const Plan& plan, Running r, TimePoint now) {
+  Apply(plan, &r.job, &r.world, now);
+  Plan again = PlanReconcile(r.job, r.world, now);
+  EXPECT_FALSE(again.status) << again.ToString();
+  EXPECT_TRUE(again.creates.empty() && again.deletes.empty()) << again.ToString();
+}
+
+TEST(PlannerProgress, FirstProgressIsWrittenAtOnce) {
+  Running r = RunningJob();
+  r.world.progress = Progress(0, 100, At(50));
+  Plan plan = PlanReconcile(r.job, r.world, At(52));
+  ASSERT_TRUE(plan.status && plan.status->progress) << plan.ToString();
+  const api::Progress& p = *plan.status->progress;
+  EXPECT_EQ(p.step, 100);
+  EXPECT_EQ(p.total_steps, 400);
+  EXPECT_EQ(p.loss, 2.5);
+  EXPECT_EQ(p.tokens_per_second, 1000);
+  EXPECT_EQ(p.eta_seconds, (400 - 100) / 2);  // steps left / steps per second
+  EXPECT_EQ(p.updated_at, At(52));
+  EXPECT_TRUE(plan.events.empty());
+  ExpectSettles(plan, r, At(52));
+}
+
+TEST(PlannerProgress, UnchangedProgressWritesNothing) {
+  Running r = RunningJob();
+  r.world.progress = Progress(0, 100, At(50));
+  Apply(PlanReconcile(r.job, r.world, At(52)), &r.job, &r.world, At(52));
+  Plan plan = PlanReconcile(r.job, r.world, At(500));  // long after: still the same values
+  EXPECT_TRUE(plan.empty()) << plan.ToString();
+}
+
+TEST(PlannerProgress, ProgressOnlyWritesAreRateLimited) {
+  Running r = RunningJob();
+  r.world.progress = Progress(0, 100, At(50));
+  Apply(PlanReconcile(r.job, r.world, At(50)), &r.job, &r.world, At(50));
+  r.world.progress = Progress(0, 120, At(60));
+  Plan early = PlanReconcile(r.job, r.world, At(60));
+  EXPECT_FALSE(early.status) << early.ToString();
+  ASSERT_TRUE(early.requeue_after);
+  EXPECT_EQ(*early.requeue_after, milliseconds(seconds(20)));  // due at 50 + 30
+  Plan due = PlanReconcile(r.job, r.world, At(80));
+  ASSERT_TRUE(due.status && due.status->progress) << due.ToString();
+  EXPECT_EQ(due.status->progress->step, 120);
+  EXPECT_EQ(due.status->progress->updated_at, At(80));
+}
+
+TEST(PlannerProgress, ProgressRidesAlongAnotherStatusChange) {
+  Running r = RunningJob();
+  r.world.progress = Progress(0, 100, At(50));
+  Apply(PlanReconcile(r.job, r.world, At(50)), &r.job, &r.world, At(50));
+  r.world.pods[1].ready = false;  // readyReplicas changes: a write happens anyway
+  r.world.progress = Progress(0, 110, At(55));
+  Plan plan = PlanReconcile(r.job, r.world, At(55));
+  ASSERT_TRUE(plan.status && plan.status->progress) << plan.ToString();
+  EXPECT_EQ(plan.status->ready_replicas, 1);
+  EXPECT_EQ(plan.status->progress->step, 110);
+}
+
+TEST(PlannerProgress, AnOlderRoundsProgressIsIgnored) {
+  Running r = RunningJob(/*round=*/2);
+  r.world.progress = Progress(1, 100, At(50));
+  EXPECT_TRUE(PlanReconcile(r.job, r.world, At(52)).empty());
+}
+
+TEST(PlannerProgress, TheLastProgressRidesAlongTheEnd) {
+  Running r = RunningJob();
+  r.world.progress = Progress(0, 100, At(50));
+  Apply(PlanReconcile(r.job, r.world, At(50)), &r.job, &r.world, At(50));
+  r.world.progress = Progress(0, 400, At(55));
+  r.world.pods = Pods(2, 0, "Succeeded");
+  Plan plan = PlanReconcile(r.job, r.world, At(56));
+  ASSERT_TRUE(plan.status && plan.status->progress) << plan.ToString();
+  EXPECT_EQ(plan.status->phase, api::kPhaseSucceeded);
+  EXPECT_EQ(plan.status->progress->step, 400);
+  EXPECT_EQ(plan.status->progress->eta_seconds, 0);
+}
+
+TEST(PlannerHang, StepNotAdvancingForTheTimeoutRestarts) {
+  Running r = RunningJob(0, /*hang=*/60);
+  r.world.progress = Progress(0, 120, At(100));
+  Apply(PlanReconcile(r.job, r.world, At(100)), &r.job, &r.world, At(100));
+  Plan before = PlanReconcile(r.job, r.world, At(159));
+  EXPECT_FALSE(before.status) << before.ToString();
+  ASSERT_TRUE(before.requeue_after);
+  EXPECT_EQ(*before.requeue_after, milliseconds(seconds(1)));  // the hang deadline, 100 + 60
+
+  Plan plan = PlanReconcile(r.job, r.world, At(160));
+  ASSERT_TRUE(plan.status) << plan.ToString();
+  EXPECT_EQ(plan.status->phase, api::kPhaseRestarting);
+  EXPECT_EQ(plan.status->round, 1);
+  EXPECT_EQ(plan.status->restarts, 1);
+  ASSERT_TRUE(plan.status->last_failure);
+  EXPECT_EQ(plan.status->last_failure->reason, "Hung");
+  EXPECT_EQ(plan.status->last_failure->pod, "mingpt-worker-0");
+  EXPECT_EQ(plan.status->last_failure->time, At(160));
+  EXPECT_EQ(DescribeDeletes(plan),
+            (std::vector<std::string>{"Pod mingpt-worker-0", "Pod mingpt-worker-1"}));
+  std::vector<std::string> hung;
+  for (const auto& e : plan.events) {
+    if (e.reason == "Hung") hung.push_back(e.message);
+  }
+  ASSERT_EQ(hung.size(), 1u) << plan.ToString();
+  EXPECT_NE(hung[0].find("last step 120 seen at " + api::FormatTime(At(100))), std::string::npos)
+      << hung[0];
+  EXPECT_NE(hung[0].find("no step progress for 60s"), std::string::npos) << hung[0];
+}
+
+TEST(PlannerHang, AJobWithoutMetricsIsNeverHung) {
+  Running r = RunningJob(0, /*hang=*/60);
+  Plan plan = PlanReconcile(r.job, r.world, At(100000));
+  EXPECT_TRUE(plan.empty()) << plan.ToString();
+}
+
+TEST(PlannerHang, OnlyARunningJobIsHung) {
+  Running r = RunningJob(0, /*hang=*/60);
+  r.job.status.phase = api::kPhasePending;
+  r.world.pods[1].phase = "Pending";
+  r.world.progress = Progress(0, 120, At(0));
+  Plan plan = PlanReconcile(r.job, r.world, At(1000));
+  EXPECT_TRUE(!plan.status || plan.status->phase == api::kPhasePending) << plan.ToString();
+  EXPECT_TRUE(plan.deletes.empty());
+}
+
+TEST(PlannerHang, NeverPolicyFailsTheJob) {
+  Running r = RunningJob(0, /*hang=*/60);
+  r.job.spec.failure_policy.restart_policy = api::RestartPolicy::kNever;
+  r.world.progress = Progress(0, 120, At(0));
+  Plan plan = PlanReconcile(r.job, r.world, At(60));
+  ASSERT_TRUE(plan.status);
+  EXPECT_EQ(plan.status->phase, api::kPhaseFailed);
+  const api::Condition* c = plan.status->FindCondition(api::kCondFailed);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->reason, "Hung");
+}
+
+TEST(PlannerHang, CountsAgainstMaxRestarts) {
+  Running r = RunningJob(3, /*hang=*/60);
+  r.job = Policy(r.job, api::RestartPolicy::kOnFailure, 3);
+  r.job.status.restarts = 3;
+  r.world.progress = Progress(3, 120, At(0));
+  Plan plan = PlanReconcile(r.job, r.world, At(61));
+  ASSERT_TRUE(plan.status);
+  EXPECT_EQ(plan.status->phase, api::kPhaseFailed);
+  EXPECT_EQ(plan.status->FindCondition(api::kCondFailed)->reason, "MaxRestartsExceeded");
+}
+
+TEST(PlannerRecovery, RecoverySecondsFromFailureToTheNewRoundRunning) {
+  api::DDPJob j = InPhase(Job(2), api::kPhaseRestarting, 1, 2, 1);
+  j.status.last_failure = api::LastFailure{"mingpt-worker-1", 1, 75, "Error", "", At(10), {}};
+  Observed w = World(Pods(2, 1, "Running"));
+  Plan plan = PlanReconcile(j, w, At(25));
+  ASSERT_TRUE(plan.status && plan.status->last_failure) << plan.ToString();
+  EXPECT_EQ(plan.status->phase, api::kPhaseRunning);
+  EXPECT_EQ(plan.status->last_failure->recovery_seconds, 15.0);
+  // Recorded once: a later pass (say after a resize back to Running) keeps it.
+  Apply(plan, &j, &w, At(25));
+  EXPECT_FALSE(PlanReconcile(j, w, At(90)).status);
+}
+
+TEST(PlannerRecovery, NotRecordedWhileTheRoundIsStarting) {
+  api::DDPJob j = InPhase(Job(2), api::kPhaseRestarting, 1, 2, 1);
+  j.status.last_failure = api::LastFailure{"mingpt-worker-1", 1, 75, "Error", "", At(10), {}};
+  Observed w = World({Pod(0, 1, "Running"), Pod(1, 1, "Pending")});
+  Plan plan = PlanReconcile(j, w, At(25));
+  EXPECT_TRUE(!plan.status || !plan.status->last_failure->recovery_seconds) << plan.ToString();
+}
+
+TEST(ProgressApi, HangTimeoutMustBePositive) {
+  api::DDPJob j = Job(2);
+  j.spec.failure_policy.hang_timeout_seconds = 0;
+  std::vector<std::string> errs = api::Validate(j);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0],
+            "spec.failurePolicy.hangTimeoutSeconds (0) must be >= 1 (leave it out to never "
+            "call a job hung)");
+  j.spec.failure_policy.hang_timeout_seconds = 1;
+  EXPECT_TRUE(api::Validate(j).empty());
+}
+
+TEST(ProgressApi, RoundTripsThroughJson) {
+  api::DDPJob j = InPhase(Job(2), api::kPhaseRunning, 1, 2, 1);
+  j.spec.failure_policy.hang_timeout_seconds = 600;
+  j.status.progress = api::Progress{120, 400, 2.25, 1500.5, 140, At(30)};
+  j.status.last_failure = api::LastFailure{"mingpt-worker-1", 1, 75, "Error", "m", At(10), "", 12.5};
+  nlohmann::json wire = api::ToJson(j);
+  EXPECT_EQ(wire["spec"]["failurePolicy"]["hangTimeoutSeconds"], 600);
+  EXPECT_EQ(wire["status"]["progress"]["etaSeconds"], 140);
+  EXPECT_EQ(wire["status"]["progress"]["updatedAt"], "2026-01-01T00:00:30Z");
+  EXPECT_EQ(wire["status"]["lastFailure"]["recoverySeconds"], 12.5);
+  auto back = api::ParseDDPJobJson(wire);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->spec.failure_policy.hang_timeout_seconds, 600);
+  EXPECT_EQ(back->status, j.status);
+}
+
+TEST(ProgressApi, BadProgressFieldsAreNamed) {
+  nlohmann::json wire = api::ToJson(Job(1));
+  wire["status"]["progress"] = {{"step", 3}, {"loss", "low"}};
+  auto bad = api::ParseDDPJobJson(wire);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("status.progress.loss: expected a number"),
+            std::string::npos)
+      << bad.status().message();
+  wire["spec"]["failurePolicy"] = {{"hangTimeoutSeconds", "soon"}};
+  wire["status"].erase("progress");
+  bad = api::ParseDDPJobJson(wire);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("hangTimeoutSeconds"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ddp::plan::testing

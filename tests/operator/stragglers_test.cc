@@ -1,0 +1,91 @@
+// Straggler detection over successive reads of every rank's cumulative step time.
+#include "operator/plan/stragglers.h"
+
+#include <gtest/gtest.h>
+
+namespace ddp::plan {
+namespace {
+
+using Reads = std::map<int, metrics::RankStepTime>;
+
+// Every rank ran `steps` more steps of 1 s wall time each; rank r spent busy[r] s of each busy
+// and the rest waiting for the all-reduce.
+class Ranks {
+ public:
+  explicit Ranks(std::vector<double> busy) : busy_(std::move(busy)), total_(busy_.size()) {}
+  Reads Next(int steps = 10) {
+    for (size_t r = 0; r < busy_.size(); ++r) {
+      total_[r].count += steps;
+      total_[r].sum_seconds += steps * 1.0;
+      total_[r].exposed_allreduce_seconds += steps * (1.0 - busy_[r]);
+    }
+    Reads out;
+    for (size_t r = 0; r < busy_.size(); ++r) out[static_cast<int>(r)] = total_[r];
+    return out;
+  }
+  std::vector<double> busy_;
+
+ private:
+  std::vector<metrics::RankStepTime> total_;
+};
+
+TEST(StragglerDetector, ASlowRankIsReportedOnceAfterTheSetNumberOfReads) {
+  StragglerDetector d({1.5, 3});
+  Ranks ranks({0.1, 0.1, 0.1, 0.5});
+  EXPECT_TRUE(d.Add(ranks.Next()).empty());  // the first read is the baseline
+  EXPECT_TRUE(d.Add(ranks.Next()).empty());  // slow once
+  EXPECT_TRUE(d.Add(ranks.Next()).empty());  // twice
+  std::vector<Straggler> got = d.Add(ranks.Next());  // three times: reported
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].rank, 3);
+  EXPECT_NEAR(got[0].busy_seconds, 0.5, 1e-9);
+  EXPECT_NEAR(got[0].others_median_seconds, 0.1, 1e-9);
+  EXPECT_EQ(got[0].Describe(),
+            "rank 3 is a straggler: 0.500 s busy per step, 5.0x the median of the other ranks "
+            "(0.100 s)");
+  EXPECT_TRUE(d.Add(ranks.Next()).empty());  // still slow: no second report
+  EXPECT_EQ(d.flagged(), 1u);
+}
+
+TEST(StragglerDetector, RecoveringResetsSoASecondEpisodeIsReportedAgain) {
+  StragglerDetector d({1.5, 2});
+  Ranks ranks({0.2, 0.2, 0.6});
+  d.Add(ranks.Next());
+  d.Add(ranks.Next());
+  ASSERT_EQ(d.Add(ranks.Next()).size(), 1u);
+  ranks.busy_[2] = 0.25;  // within 1.5x of 0.2
+  EXPECT_TRUE(d.Add(ranks.Next()).empty());
+  EXPECT_EQ(d.flagged(), 0u);
+  ranks.busy_[2] = 0.6;
+  EXPECT_TRUE(d.Add(ranks.Next()).empty());
+  ASSERT_EQ(d.Add(ranks.Next()).size(), 1u);
+}
+
+TEST(StragglerDetector, JustBelowTheFactorIsNotAStraggler) {
+  StragglerDetector d({1.5, 1});
+  Ranks ranks({0.2, 0.2, 0.29});  // 1.45x
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(d.Add(ranks.Next()).empty());
+}
+
+TEST(StragglerDetector, TwoRanksCompareWithEachOther) {
+  StragglerDetector d({1.5, 1});
+  Ranks ranks({0.1, 0.3});
+  d.Add(ranks.Next());
+  std::vector<Straggler> got = d.Add(ranks.Next());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].rank, 1);
+}
+
+TEST(StragglerDetector, NoStepsOrOneRankDecidesNothing) {
+  StragglerDetector d({1.5, 1});
+  Ranks one({0.9});
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(d.Add(one.Next()).empty());
+  StragglerDetector idle({1.5, 1});
+  Ranks ranks({0.1, 0.9});
+  Reads r = ranks.Next();
+  idle.Add(r);
+  EXPECT_TRUE(idle.Add(r).empty());  // no step since the last read: no busy time to compare
+}
+
+}  // namespace
+}  // namespace ddp::plan
