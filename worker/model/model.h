@@ -14,13 +14,14 @@
 namespace ddp::worker {
 
 struct ModelConfig {
-  std::string kind = "mingpt";  // mingpt | mlp
+  std::string kind = "mingpt";  // mingpt | mlp | gpt2 | gpt2-medium | gpt2-large (gpt2.h)
   int64_t vocab_size = 0;       // set from the dataset
   int64_t block_size = 64;      // context length in tokens
   int64_t n_layer = 2;
   int64_t n_head = 2;
   int64_t n_embd = 64;
   int64_t mlp_hidden = 256;     // MLP only
+  bool tie_embeddings = false;  // minGPT: the head reuses wte's weight (set by the GPT-2 presets)
 };
 
 // A next-token model. Not thread-safe (a torch::nn::Module).
