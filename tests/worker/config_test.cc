@@ -65,6 +65,8 @@ TEST(ConfigTest, ErrorsNameTheKey) {
       {"", {}, {"--dataset", "shards", "--data-files", "a", "--eval-every", "5"}, "train.eval_every"},
       {"", {}, {"--val-files", "v"}, "data.val_files"},
       {"model:\n  kind: gpt3\n", {}, {}, "model.kind"},
+      {"model:\n  kind: torchscript\n", {}, {}, "model.file"},
+      {"", {}, {"--model-file", "m.pt"}, "model.file"},  // without --model torchscript
   };
   for (const auto& r : rows) {
     auto c = Load(r.yaml, Env{r.env}, r.args);

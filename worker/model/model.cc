@@ -10,6 +10,7 @@
 
 #include "worker/model/gpt2.h"
 #include "worker/model/mingpt.h"
+#include "worker/model/torchscript_model.h"
 
 namespace ddp::worker {
 namespace {
@@ -70,6 +71,12 @@ int64_t CountParameters(const torch::nn::Module& module) {
 
 StatusOr<std::shared_ptr<LanguageModel>> MakeModel(const ModelConfig& requested, uint64_t seed) {
   ModelConfig cfg = requested;
+  if (cfg.kind == "torchscript") {
+    // The weights are the file's: no seeded initialisation.
+    auto ts = TorchScriptModel::Load(cfg.file);
+    if (!ts.ok()) return ts.status();
+    return std::shared_ptr<LanguageModel>(*ts);
+  }
   if (IsGpt2Preset(cfg.kind)) {
     auto preset = ApplyGpt2Preset(cfg);
     if (!preset.ok()) return preset.status();
@@ -93,7 +100,7 @@ StatusOr<std::shared_ptr<LanguageModel>> MakeModel(const ModelConfig& requested,
     DDP_RETURN_IF_ERROR(Positive("mlp_hidden", cfg.mlp_hidden));
     model = std::make_shared<Mlp>(cfg);
   } else {
-    return Status::InvalidArgument("model: unknown kind '" + cfg.kind + "' (want mingpt, mlp, gpt2, gpt2-medium or gpt2-large)");
+    return Status::InvalidArgument("model: unknown kind '" + cfg.kind + "' (want mingpt, mlp, gpt2, gpt2-medium, gpt2-large or torchscript)");
   }
   InitWeights(*model);
   return model;

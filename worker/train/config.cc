@@ -80,6 +80,7 @@ const std::vector<Option>& Options() {
       ModelOpt("model.n_embd", "n-embd", &ModelConfig::n_embd),
       ModelOpt("model.block_size", "block-size", &ModelConfig::block_size),
       ModelOpt("model.mlp_hidden", "mlp-hidden", &ModelConfig::mlp_hidden),
+      ModelOpt("model.file", "model-file", &ModelConfig::file),
       Opt("data.dataset", "dataset", &TrainConfig::dataset),
       Opt("data.file", "data-file", &TrainConfig::data_file),
       Opt("data.files", "data-files", &TrainConfig::data_files),
@@ -199,9 +200,12 @@ Status ApplyFlags(const std::vector<std::string>& args, TrainConfig* cfg) {
 
 Status ValidateConfig(const TrainConfig& c) {
   DDP_RETURN_IF_ERROR(Check(c.model.kind == "mingpt" || c.model.kind == "mlp" ||
-                                IsGpt2Preset(c.model.kind),
-                            "model.kind", "want mingpt, mlp, gpt2, gpt2-medium or gpt2-large, got '" +
-                                              c.model.kind + "'"));
+                                c.model.kind == "torchscript" || IsGpt2Preset(c.model.kind),
+                            "model.kind", "want mingpt, mlp, gpt2, gpt2-medium, gpt2-large or "
+                                          "torchscript, got '" + c.model.kind + "'"));
+  DDP_RETURN_IF_ERROR(Check((c.model.kind == "torchscript") == !c.model.file.empty(), "model.file",
+                            "set with model.kind torchscript and only then (--model torchscript "
+                            "--model-file model.pt)"));
   DDP_RETURN_IF_ERROR(Check(c.model.n_layer > 0, "model.n_layer", "must be > 0"));
   DDP_RETURN_IF_ERROR(Check(c.model.n_head > 0, "model.n_head", "must be > 0"));
   DDP_RETURN_IF_ERROR(Check(c.model.n_embd > 0 && c.model.n_embd % c.model.n_head == 0,
