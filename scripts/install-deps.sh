@@ -13,7 +13,7 @@ APT_PACKAGES=(
   libjemalloc-dev         # the operator's allocator (see operator/CMakeLists.txt)
   libgtest-dev
   prometheus              # promtool, to validate our /metrics exposition in tests
-  python3-torch           # the Python DDP peer for the benchmarks
+  python3-torch           # the Python DDP peer (benchmarks, TorchScript and torchrun tests)
   nodejs npm              # dockerfile-utils, to lint the Dockerfiles in tests
 )
 

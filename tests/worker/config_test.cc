@@ -58,6 +58,15 @@ TEST(ConfigTest, ErrorsNameTheKey) {
       {"", {}, {"--steps"}, "--steps"},
       {"", {}, {"--batch-size", "-1"}, "train.batch_size"},
       {"checkpoint:\n  keep: 0\n", {}, {}, "checkpoint.keep"},
+      {"data:\n  dataset: shards\n", {}, {}, "data.files"},
+      {"", {}, {"--data-files", "/d/*.bin"}, "data.files"},  // without --dataset shards
+      {"", {}, {"--dataset", "shards", "--data-files", "a", "--token-bytes", "3"}, "data.token_bytes"},
+      {"", {}, {"--dataset", "shards", "--data-files", "a", "--data-format", "npy"}, "data.format"},
+      {"", {}, {"--dataset", "shards", "--data-files", "a", "--eval-every", "5"}, "train.eval_every"},
+      {"", {}, {"--val-files", "v"}, "data.val_files"},
+      {"model:\n  kind: gpt3\n", {}, {}, "model.kind"},
+      {"model:\n  kind: torchscript\n", {}, {}, "model.file"},
+      {"", {}, {"--model-file", "m.pt"}, "model.file"},  // without --model torchscript
   };
   for (const auto& r : rows) {
     auto c = Load(r.yaml, Env{r.env}, r.args);
@@ -65,6 +74,22 @@ TEST(ConfigTest, ErrorsNameTheKey) {
     EXPECT_NE(c.status().message().find(r.names), std::string::npos) << c.status().ToString();
     EXPECT_EQ(ExitCodeFor(c.status()), kExitInvalidConfig) << r.names;
   }
+}
+
+TEST(ConfigTest, ShardsAndGpt2FromYaml) {
+  const std::string yaml =
+      "model:\n  kind: gpt2\n  block_size: 1024\ndata:\n  dataset: shards\n"
+      "  files: /data/train_*.bin\n  val_files: /data/val_*.bin\n  format: llmc\n"
+      "train:\n  eval_every: 250\n";
+  auto c = Load(yaml, Env{{{"DDP_EVAL_BATCHES", "7"}}}, {"--vocab-size", "50257"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->model.kind, "gpt2");
+  EXPECT_EQ(c->data_files, "/data/train_*.bin");
+  EXPECT_EQ(c->val_files, "/data/val_*.bin");
+  EXPECT_EQ(c->data_format, "llmc");
+  EXPECT_EQ(c->eval_every, 250);
+  EXPECT_EQ(c->eval_batches, 7);
+  EXPECT_EQ(c->vocab_size, 50257);
 }
 
 TEST(ConfigTest, MissingConfigFileIsAConfigError) {

@@ -143,7 +143,7 @@ TEST(DataTest, CharFileErrorsNameTheFileAndMapToExit3) {
   EXPECT_EQ(s->vocab_size, static_cast<int64_t>(distinct.size()));
   TokenDataset ds(std::make_shared<const TokenStream>(*s), 8);
   at::Tensor x, y;
-  ds.Batch({0, 3}, &x, &y);
+  ASSERT_TRUE(ds.Batch({0, 3}, &x, &y).ok());
   EXPECT_TRUE(at::equal(x.narrow(1, 1, 7), y.narrow(1, 0, 7)));  // y is x shifted by one
   std::filesystem::remove_all(dir);
 }

@@ -64,18 +64,36 @@ TokenDataset::TokenDataset(std::shared_ptr<const TokenStream> stream, int64_t bl
       block_size_(block_size),
       size_(static_cast<int64_t>(stream_->tokens.size()) - block_size) {}
 
-void TokenDataset::Batch(const std::vector<int64_t>& indices, at::Tensor* x, at::Tensor* y) const {
+TokenDataset::TokenDataset(std::shared_ptr<const ShardSet> shards)
+    : shards_(std::move(shards)),
+      block_size_(shards_->block_size()),
+      size_(shards_->num_examples()) {}
+
+int64_t TokenDataset::vocab_size() const {
+  return shards_ ? shards_->vocab_size() : stream_->vocab_size;
+}
+
+std::string TokenDataset::source() const { return shards_ ? shards_->Describe() : stream_->source; }
+
+Status TokenDataset::Batch(const std::vector<int64_t>& indices, at::Tensor* x, at::Tensor* y) const {
   const int64_t b = static_cast<int64_t>(indices.size());
   *x = at::empty({b, block_size_}, at::kLong);
   *y = at::empty({b, block_size_}, at::kLong);
   int64_t* xp = x->data_ptr<int64_t>();
   int64_t* yp = y->data_ptr<int64_t>();
+  if (shards_) {
+    for (int64_t r = 0; r < b; ++r) {
+      DDP_RETURN_IF_ERROR(shards_->Example(indices[r], xp + r * block_size_, yp + r * block_size_));
+    }
+    return Status::OK();
+  }
   const int64_t* t = stream_->tokens.data();
   for (int64_t r = 0; r < b; ++r) {
     const int64_t i = indices[r];
     std::copy(t + i, t + i + block_size_, xp + r * block_size_);
     std::copy(t + i + 1, t + i + 1 + block_size_, yp + r * block_size_);
   }
+  return Status::OK();
 }
 
 }  // namespace ddp::worker

@@ -11,6 +11,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "common/status.h"
+#include "worker/data/shards.h"
 
 namespace ddp::worker {
 
@@ -32,18 +33,25 @@ StatusOr<TokenStream> LoadCharFile(const std::string& path, int64_t block_size);
 // REQUIRES: vocab_size >= 8, num_tokens > 0.
 TokenStream MakeSyntheticStream(int64_t num_tokens, int64_t vocab_size, uint64_t seed);
 
-// Example i is (tokens[i, i+T), tokens[i+1, i+T+1)). Shares the stream; thread-compatible.
+// Over a stream, example i is (tokens[i, i+T), tokens[i+1, i+T+1)); over shards, example i is
+// ShardSet::Example(i). Shares its source; thread-compatible.
 class TokenDataset {
  public:
   // REQUIRES: stream->tokens.size() > block_size.
   TokenDataset(std::shared_ptr<const TokenStream> stream, int64_t block_size);
+  // REQUIRES: shards->num_examples() > 0; block_size is the shards' block_size().
+  explicit TokenDataset(std::shared_ptr<const ShardSet> shards);
   int64_t size() const { return size_; }
   int64_t block_size() const { return block_size_; }
-  // x, y: int64 CPU tensors [indices.size(), block_size].
-  void Batch(const std::vector<int64_t>& indices, at::Tensor* x, at::Tensor* y) const;
+  int64_t vocab_size() const;
+  std::string source() const;  // for messages
+  // x, y: int64 CPU tensors [indices.size(), block_size]. DataLoss (file and offset) for an
+  // invalid token in a shard; a stream cannot fail.
+  Status Batch(const std::vector<int64_t>& indices, at::Tensor* x, at::Tensor* y) const;
 
  private:
-  std::shared_ptr<const TokenStream> stream_;
+  std::shared_ptr<const TokenStream> stream_;  // exactly one of stream_, shards_ is set
+  std::shared_ptr<const ShardSet> shards_;
   int64_t block_size_;
   int64_t size_;
 };

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include <ATen/ops/linear.h>
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/version.h>
@@ -57,9 +58,11 @@ MinGpt::MinGpt(const ModelConfig& cfg) : cfg_(cfg) {
   blocks_ = register_module("blocks", torch::nn::ModuleList());
   for (int64_t i = 0; i < cfg.n_layer; ++i) blocks_->push_back(GptBlock(cfg.n_embd, cfg.n_head));
   ln_f_ = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.n_embd})));
-  head_ = register_module("head",
-                          torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, cfg.vocab_size)
-                                                .bias(false)));
+  if (!cfg.tie_embeddings) {
+    head_ = register_module("head",
+                            torch::nn::Linear(torch::nn::LinearOptions(cfg.n_embd, cfg.vocab_size)
+                                                  .bias(false)));
+  }
 }
 
 torch::Tensor MinGpt::Logits(const torch::Tensor& x) {
@@ -67,7 +70,9 @@ torch::Tensor MinGpt::Logits(const torch::Tensor& x) {
   auto pos = at::arange(t, x.options().dtype(at::kLong));
   auto h = wte_->forward(x) + wpe_->forward(pos);
   for (const auto& block : *blocks_) h = block->as<GptBlock>()->forward(h);
-  return head_->forward(ln_f_->forward(h));
+  h = ln_f_->forward(h);
+  // Tied: one [vocab, C] matrix embeds and predicts (GPT-2), so the reducer sees it once.
+  return cfg_.tie_embeddings ? at::linear(h, wte_->weight) : head_->forward(h);
 }
 
 torch::Tensor MinGpt::Loss(const torch::Tensor& x, const torch::Tensor& y) {

@@ -52,7 +52,7 @@ class MinGpt : public LanguageModel {
   torch::nn::Embedding wte_{nullptr}, wpe_{nullptr};
   torch::nn::ModuleList blocks_;
   torch::nn::LayerNorm ln_f_{nullptr};
-  torch::nn::Linear head_{nullptr};
+  torch::nn::Linear head_{nullptr};  // stays null with tie_embeddings
 };
 
 }  // namespace ddp::worker

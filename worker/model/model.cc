@@ -8,7 +8,9 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/utils.h>
 
+#include "worker/model/gpt2.h"
 #include "worker/model/mingpt.h"
+#include "worker/model/torchscript_model.h"
 
 namespace ddp::worker {
 namespace {
@@ -67,13 +69,25 @@ int64_t CountParameters(const torch::nn::Module& module) {
   return n;
 }
 
-StatusOr<std::shared_ptr<LanguageModel>> MakeModel(const ModelConfig& cfg, uint64_t seed) {
+StatusOr<std::shared_ptr<LanguageModel>> MakeModel(const ModelConfig& requested, uint64_t seed) {
+  ModelConfig cfg = requested;
+  if (cfg.kind == "torchscript") {
+    // The weights are the file's: no seeded initialisation.
+    auto ts = TorchScriptModel::Load(cfg.file);
+    if (!ts.ok()) return ts.status();
+    return std::shared_ptr<LanguageModel>(*ts);
+  }
+  if (IsGpt2Preset(cfg.kind)) {
+    auto preset = ApplyGpt2Preset(cfg);
+    if (!preset.ok()) return preset.status();
+    cfg = *preset;
+  }
   DDP_RETURN_IF_ERROR(Positive("vocab_size", cfg.vocab_size));
   DDP_RETURN_IF_ERROR(Positive("block_size", cfg.block_size));
   DDP_RETURN_IF_ERROR(Positive("n_embd", cfg.n_embd));
   torch::manual_seed(seed);
   std::shared_ptr<LanguageModel> model;
-  if (cfg.kind == "mingpt") {
+  if (cfg.kind == "mingpt" || IsGpt2Preset(cfg.kind)) {
     DDP_RETURN_IF_ERROR(Positive("n_layer", cfg.n_layer));
     DDP_RETURN_IF_ERROR(Positive("n_head", cfg.n_head));
     if (cfg.n_embd % cfg.n_head != 0) {
@@ -86,7 +100,7 @@ StatusOr<std::shared_ptr<LanguageModel>> MakeModel(const ModelConfig& cfg, uint6
     DDP_RETURN_IF_ERROR(Positive("mlp_hidden", cfg.mlp_hidden));
     model = std::make_shared<Mlp>(cfg);
   } else {
-    return Status::InvalidArgument("model: unknown kind '" + cfg.kind + "' (want mingpt or mlp)");
+    return Status::InvalidArgument("model: unknown kind '" + cfg.kind + "' (want mingpt, mlp, gpt2, gpt2-medium, gpt2-large or torchscript)");
   }
   InitWeights(*model);
   return model;

@@ -1,5 +1,6 @@
-// Models the trainer can train: minGPT and an MLP, behind one interface.
-// Owns model construction and deterministic initialisation; not the optimizer or the device.
+// Models the trainer can train: minGPT (and its GPT-2 presets), an MLP and TorchScript modules,
+// behind one interface. Owns model construction and deterministic initialisation; not the
+// optimizer or the device.
 #ifndef DDP_WORKER_MODEL_MODEL_H_
 #define DDP_WORKER_MODEL_MODEL_H_
 
@@ -14,13 +15,16 @@
 namespace ddp::worker {
 
 struct ModelConfig {
-  std::string kind = "mingpt";  // mingpt | mlp
+  // mingpt | mlp | gpt2 | gpt2-medium | gpt2-large (gpt2.h) | torchscript
+  std::string kind = "mingpt";
   int64_t vocab_size = 0;       // set from the dataset
   int64_t block_size = 64;      // context length in tokens
   int64_t n_layer = 2;
   int64_t n_head = 2;
   int64_t n_embd = 64;
   int64_t mlp_hidden = 256;     // MLP only
+  std::string file;             // torchscript: the saved module (torchscript_model.h)
+  bool tie_embeddings = false;  // minGPT: the head reuses wte's weight (set by the GPT-2 presets)
 };
 
 // A next-token model. Not thread-safe (a torch::nn::Module).

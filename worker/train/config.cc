@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <map>
 
+#include "worker/model/gpt2.h"
+
 namespace ddp::worker {
 namespace {
 
@@ -78,8 +80,14 @@ const std::vector<Option>& Options() {
       ModelOpt("model.n_embd", "n-embd", &ModelConfig::n_embd),
       ModelOpt("model.block_size", "block-size", &ModelConfig::block_size),
       ModelOpt("model.mlp_hidden", "mlp-hidden", &ModelConfig::mlp_hidden),
+      ModelOpt("model.file", "model-file", &ModelConfig::file),
       Opt("data.dataset", "dataset", &TrainConfig::dataset),
       Opt("data.file", "data-file", &TrainConfig::data_file),
+      Opt("data.files", "data-files", &TrainConfig::data_files),
+      Opt("data.val_files", "val-files", &TrainConfig::val_files),
+      Opt("data.format", "data-format", &TrainConfig::data_format),
+      Opt("data.token_bytes", "token-bytes", &TrainConfig::token_bytes),
+      Opt("data.vocab_size", "vocab-size", &TrainConfig::vocab_size),
       Opt("data.synthetic_tokens", "synthetic-tokens", &TrainConfig::synthetic_tokens),
       Opt("data.synthetic_vocab", "synthetic-vocab", &TrainConfig::synthetic_vocab),
       Opt("data.seed", "data-seed", &TrainConfig::data_seed),
@@ -98,6 +106,8 @@ const std::vector<Option>& Options() {
       Opt("train.bf16", "bf16", &TrainConfig::bf16),
       Opt("train.threads", "threads", &TrainConfig::threads),
       Opt("train.log_every", "log-every", &TrainConfig::log_every),
+      Opt("train.eval_every", "eval-every", &TrainConfig::eval_every),
+      Opt("train.eval_batches", "eval-batches", &TrainConfig::eval_batches),
       Opt("train.log_level", "log-level", &TrainConfig::log_level),
       Opt("train.bucket_cap_mb", "bucket-cap-mb", &TrainConfig::bucket_cap_mb),
       Opt("train.first_bucket_cap_mb", "first-bucket-cap-mb", &TrainConfig::first_bucket_cap_mb),
@@ -189,18 +199,38 @@ Status ApplyFlags(const std::vector<std::string>& args, TrainConfig* cfg) {
 }
 
 Status ValidateConfig(const TrainConfig& c) {
-  DDP_RETURN_IF_ERROR(Check(c.model.kind == "mingpt" || c.model.kind == "mlp", "model.kind",
-                            "want mingpt or mlp, got '" + c.model.kind + "'"));
+  DDP_RETURN_IF_ERROR(Check(c.model.kind == "mingpt" || c.model.kind == "mlp" ||
+                                c.model.kind == "torchscript" || IsGpt2Preset(c.model.kind),
+                            "model.kind", "want mingpt, mlp, gpt2, gpt2-medium, gpt2-large or "
+                                          "torchscript, got '" + c.model.kind + "'"));
+  DDP_RETURN_IF_ERROR(Check((c.model.kind == "torchscript") == !c.model.file.empty(), "model.file",
+                            "set with model.kind torchscript and only then (--model torchscript "
+                            "--model-file model.pt)"));
   DDP_RETURN_IF_ERROR(Check(c.model.n_layer > 0, "model.n_layer", "must be > 0"));
   DDP_RETURN_IF_ERROR(Check(c.model.n_head > 0, "model.n_head", "must be > 0"));
   DDP_RETURN_IF_ERROR(Check(c.model.n_embd > 0 && c.model.n_embd % c.model.n_head == 0,
                             "model.n_embd", "must be > 0 and a multiple of model.n_head"));
   DDP_RETURN_IF_ERROR(Check(c.model.block_size > 0, "model.block_size", "must be > 0"));
   DDP_RETURN_IF_ERROR(Check(c.model.mlp_hidden > 0, "model.mlp_hidden", "must be > 0"));
-  DDP_RETURN_IF_ERROR(Check(c.dataset == "synthetic" || c.dataset == "chars", "data.dataset",
-                            "want synthetic or chars, got '" + c.dataset + "'"));
+  DDP_RETURN_IF_ERROR(Check(c.dataset == "synthetic" || c.dataset == "chars" || c.dataset == "shards",
+                            "data.dataset", "want synthetic, chars or shards, got '" + c.dataset + "'"));
   DDP_RETURN_IF_ERROR(Check(c.dataset != "chars" || !c.data_file.empty(), "data.file",
                             "required with data.dataset chars (--data-file)"));
+  DDP_RETURN_IF_ERROR(Check((c.dataset == "shards") == !c.data_files.empty(), "data.files",
+                            "set with data.dataset shards and only then (--dataset shards "
+                            "--data-files 'GLOB')"));
+  DDP_RETURN_IF_ERROR(Check(c.val_files.empty() || c.dataset == "shards", "data.val_files",
+                            "needs data.dataset shards"));
+  DDP_RETURN_IF_ERROR(Check(c.data_format == "auto" || c.data_format == "llmc" ||
+                                c.data_format == "raw",
+                            "data.format", "want auto, llmc or raw, got '" + c.data_format + "'"));
+  DDP_RETURN_IF_ERROR(Check(c.token_bytes == 2 || c.token_bytes == 4, "data.token_bytes",
+                            "want 2 (uint16) or 4 (uint32)"));
+  DDP_RETURN_IF_ERROR(Check(c.vocab_size > 0, "data.vocab_size", "must be > 0"));
+  DDP_RETURN_IF_ERROR(Check(c.eval_every >= 0, "train.eval_every", "must be >= 0"));
+  DDP_RETURN_IF_ERROR(Check(c.eval_every == 0 || !c.val_files.empty(), "train.eval_every",
+                            "needs held-out shards in data.val_files (--val-files)"));
+  DDP_RETURN_IF_ERROR(Check(c.eval_batches > 0, "train.eval_batches", "must be > 0"));
   DDP_RETURN_IF_ERROR(Check(c.synthetic_tokens > c.model.block_size, "data.synthetic_tokens",
                             "must exceed model.block_size"));
   DDP_RETURN_IF_ERROR(Check(c.synthetic_vocab >= 8, "data.synthetic_vocab", "must be >= 8"));

@@ -16,8 +16,13 @@ namespace ddp::worker {
 struct TrainConfig {
   ModelConfig model;
   // data
-  std::string dataset = "synthetic";  // synthetic | chars
+  std::string dataset = "synthetic";  // synthetic | chars | shards
   std::string data_file;              // chars only
+  std::string data_files;             // shards: a glob of token shards (worker/data/shards.h)
+  std::string val_files;              // shards: a glob of held-out shards for eval loss
+  std::string data_format = "auto";   // shards: auto | llmc | raw
+  int64_t token_bytes = 2;            // raw shards: 2 (uint16) or 4 (uint32)
+  int64_t vocab_size = 50257;         // shards: tokens must be below it (GPT-2's tokenizer)
   int64_t synthetic_tokens = 200000;
   int64_t synthetic_vocab = 32;
   uint64_t data_seed = 1234;          // the synthetic stream; the same on every rank and run
@@ -38,6 +43,8 @@ struct TrainConfig {
   bool bf16 = true;                   // bf16 autocast, GPU only
   int64_t threads = 0;                // torch intra-op threads; 0 = LibTorch's default
   int64_t log_every = 10;
+  int64_t eval_every = 0;             // steps between eval losses on val_files; 0 = never
+  int64_t eval_batches = 20;          // batches per rank per eval
   double bucket_cap_mb = 25;
   double first_bucket_cap_mb = 1;
   int64_t collective_timeout_seconds = 300;

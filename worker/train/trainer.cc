@@ -19,6 +19,7 @@
 #include "worker/train/autocast.h"
 #include "worker/train/checkpoint_store.h"
 #include "worker/train/heal.h"
+#include "worker/train/evaluate.h"
 #include "worker/train/schedule.h"
 #include "worker/train/train_state.h"
 #include "worker/train/trainer_setup.h"
@@ -94,16 +95,16 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   WorkerMetrics* m = ctx.metrics;
 
   // 1. Data and model, identical on every rank by construction (seeded).
-  auto tokens = LoadTokens(cfg);
-  if (!tokens.ok()) return tokens.status();
-  TokenDataset dataset(*tokens, cfg.model.block_size);
+  auto data = LoadData(cfg);
+  if (!data.ok()) return data.status();
+  const TokenDataset& dataset = *data->train;
   DistributedSampler sampler(dataset.size(), rank, world, cfg.seed);
   if (sampler.num_samples() < cfg.batch_size) {
-    return Status::DataLoss((*tokens)->source + " gives each of " + std::to_string(world) +
+    return Status::DataLoss(dataset.source() + " gives each of " + std::to_string(world) +
                             " ranks " + std::to_string(sampler.num_samples()) +
                             " examples, fewer than one batch of " + std::to_string(cfg.batch_size));
   }
-  auto built = BuildModel(cfg, (*tokens)->vocab_size, ctx.device);
+  auto built = BuildModel(cfg, dataset.vocab_size(), ctx.device);
   if (!built.ok()) return built.status();
   ModelAndOptimizer mo = std::move(*built);
 
@@ -115,7 +116,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   std::unique_ptr<Communicator> owned;
   Communicator* comm = ctx.comm;
   auto start_fresh = [&]() -> Status {
-    auto progress = ResumeFromCheckpoint(cfg, ctx.fs, comm, ctx.device, (*tokens)->vocab_size,
+    auto progress = ResumeFromCheckpoint(cfg, ctx.fs, comm, ctx.device, dataset.vocab_size(),
                                          &mo, &result.resumed_from);
     if (!progress.ok()) return progress.status();
     committed = *progress;
@@ -164,8 +165,8 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   auto reducer = std::make_unique<Reducer>(mo.model->parameters(), comm, ropts);
   if (rank == 0) {
     DDP_LOG(INFO) << "model " << cfg.model.kind << " params=" << CountParameters(*mo.model)
-                  << " buckets=" << reducer->buckets().size() << " data=" << (*tokens)->source
-                  << " vocab=" << (*tokens)->vocab_size << " world_size=" << world
+                  << " buckets=" << reducer->buckets().size() << " data=" << dataset.source()
+                  << " vocab=" << dataset.vocab_size() << " world_size=" << world
                   << " device=" << ctx.device.str() << " comm=" << comm->name()
                   << (group ? " recovery=InPlace" : "");
   }
@@ -237,7 +238,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       reducer->set_sync(micro + 1 == cfg.grad_accum);  // no_sync on all but the last micro-step
       auto t0 = Clock::now();
       at::Tensor x, y;
-      dataset.Batch(sampler.NextBatch(cfg.batch_size, &pos), &x, &y);
+      DDP_RETURN_IF_ERROR(dataset.Batch(sampler.NextBatch(cfg.batch_size, &pos), &x, &y));
       x = x.to(ctx.device), y = y.to(ctx.device);
       t.data += Since(t0);
       t0 = Clock::now();
@@ -320,6 +321,9 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
                     a.exposed_allreduce * 1e3);
       DDP_LOG(INFO) << line;
       window = PhaseTotals();
+    }
+    if (cfg.eval_every > 0 && (result.step % cfg.eval_every == 0 || result.step == cfg.steps)) {
+      DDP_RETURN_IF_ERROR(RunEval(*mo.model, *data->val, comm, ctx.device, cfg, bf16, result.step, m));
     }
     const bool periodic = cfg.checkpoint_every > 0 && result.step % cfg.checkpoint_every == 0;
     if (periodic || *stop) DDP_RETURN_IF_ERROR(checkpoint());

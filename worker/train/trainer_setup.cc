@@ -31,6 +31,29 @@ StatusOr<std::shared_ptr<const TokenStream>> LoadTokens(const TrainConfig& cfg) 
       MakeSyntheticStream(cfg.synthetic_tokens, cfg.synthetic_vocab, cfg.data_seed));
 }
 
+StatusOr<TrainData> LoadData(const TrainConfig& cfg) {
+  TrainData d;
+  if (cfg.dataset != "shards") {
+    auto tokens = LoadTokens(cfg);
+    if (!tokens.ok()) return tokens.status();
+    d.train = std::make_shared<const TokenDataset>(*tokens, cfg.model.block_size);
+    return d;
+  }
+  ShardOptions o;
+  o.format = cfg.data_format;
+  o.token_bytes = cfg.token_bytes;
+  o.vocab_size = cfg.vocab_size;
+  auto train = ShardSet::Open(cfg.data_files, o, cfg.model.block_size);
+  if (!train.ok()) return train.status().WithContext("data.files");
+  d.train = std::make_shared<const TokenDataset>(*train);
+  if (!cfg.val_files.empty()) {
+    auto val = ShardSet::Open(cfg.val_files, o, cfg.model.block_size);
+    if (!val.ok()) return val.status().WithContext("data.val_files");
+    d.val = std::make_shared<const TokenDataset>(*val);
+  }
+  return d;
+}
+
 StatusOr<ModelAndOptimizer> BuildModel(const TrainConfig& cfg, int64_t vocab_size,
                                        const c10::Device& device) {
   ModelConfig mc = cfg.model;

@@ -24,7 +24,16 @@ namespace ddp::worker {
 StatusOr<c10::Device> ChooseDevice(const std::string& device, int local_rank);
 
 // The token stream the config names. NotFound/DataLoss (exit 3) for a bad file.
+// REQUIRES: cfg.dataset is synthetic or chars.
 StatusOr<std::shared_ptr<const TokenStream>> LoadTokens(const TrainConfig& cfg);
+
+// The training set the config names (stream or shards) and, with data.val_files, the held-out
+// set. Errors as LoadTokens and ShardSet::Open (exit 3 for data, 2 for options).
+struct TrainData {
+  std::shared_ptr<const TokenDataset> train;
+  std::shared_ptr<const TokenDataset> val;  // null without data.val_files
+};
+StatusOr<TrainData> LoadData(const TrainConfig& cfg);
 
 struct ModelAndOptimizer {
   std::shared_ptr<LanguageModel> model;

@@ -54,6 +54,8 @@ class WorkerMetrics {
   // ddp_worker_gpu_memory_bytes: a family with no series until a GPU reading exists, so a
   // CPU worker exports no misleading 0.
   metrics::GaugeFamily& gpu_memory_bytes;
+  // ddp_worker_val_loss: no series until the first eval (--eval-every), for the same reason.
+  metrics::GaugeFamily& val_loss;
 };
 
 // Serves /metrics and /healthz for `m` on addr:port (port 0 = any free port). When `port_file`
