@@ -51,7 +51,7 @@ TEST(WorkerE2E, ReplicasEndBitIdenticalWith2And3Ranks) {
 TEST(WorkerE2E, SyntheticDataIsVisiblyLearned) {
   const std::string dir = MakeTempDir("ddp-e2e-learn");
   auto args = TinyArgs(120, 16);
-  args.insert(args.end(), {"--lr", "0.01", "--log-every", "10"});
+  args.insert(args.end(), {"--lr", "0.01", "--log-every", "1"});
   GroupResult g = RunGroup(1, args, {}, dir);
   ASSERT_EQ(g.codes[0], 0) << Describe(g);
   auto losses = LossTrajectory(g.err[0]);
@@ -61,6 +61,7 @@ TEST(WorkerE2E, SyntheticDataIsVisiblyLearned) {
   // computed from the generator, see bench/worker/torch_ddp_bench.py's port of it). Going below
   // 2.5 therefore means the model predicts from context; the bigram entropy (2.18) is reached
   // after ~100 steps and the full rule (~0.5) takes longer than a unit test should.
+  // The first logged loss is step 1's, computed by the untrained model: near uniform guessing.
   EXPECT_NEAR(losses.front(), std::log(32.0), 0.6);
   EXPECT_LT(losses.back(), 2.5) << g.err[0];
   std::filesystem::remove_all(dir);

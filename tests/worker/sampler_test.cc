@@ -1,5 +1,7 @@
 #include "worker/data/sampler.h"
 
+#include "worker/data/rng.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,6 +40,41 @@ TEST(SamplerTest, EpochsReshuffleDeterministically) {
   auto e0 = a.EpochIndices(0), e1 = a.EpochIndices(1);
   // Same rank, different epoch: a different order of (mostly) different examples.
   EXPECT_NE(e0, e1);
+}
+
+// Reference Fisher-Yates shuffle of [0, n), written independently of the sampler.
+std::vector<int64_t> ReferenceShuffle(int64_t n, uint64_t generator_seed) {
+  std::vector<int64_t> p(n);
+  for (int64_t i = 0; i < n; ++i) p[i] = i;
+  SplitMix64 g(generator_seed);
+  for (int64_t i = n - 1; i > 0; --i) std::swap(p[i], p[g.Next() % static_cast<uint64_t>(i + 1)]);
+  return p;
+}
+
+// Each epoch's permutation comes from a generator seeded by EpochSeed(seed, epoch).
+TEST(SamplerTest, EpochPermutationUsesEpochSeed) {
+  DistributedSampler one(50, 0, 1, 9);
+  for (int64_t e : {0, 1, 7}) EXPECT_EQ(one.EpochIndices(e), ReferenceShuffle(50, EpochSeed(9, e)));
+}
+
+// Epoch e+1's generator is not epoch e's shifted by a few draws (with seed + e * gamma it was
+// shifted by exactly one, so the two epochs' shuffles were near-copies).
+TEST(SamplerTest, NextEpochStreamIsNotAShiftOfThisOne) {
+  for (uint64_t seed : {0ull, 42ull, 0x9e3779b97f4a7c15ull}) {
+    for (int64_t e = 0; e < 20; ++e) {
+      SplitMix64 cur(EpochSeed(seed, e));
+      std::set<uint64_t> draws;
+      for (int k = 0; k < 64; ++k) draws.insert(cur.Next());
+      SplitMix64 next(EpochSeed(seed, e + 1));
+      EXPECT_EQ(draws.count(next.Next()), 0u) << "seed " << seed << " epoch " << e;
+    }
+  }
+  // Behaviour: the permutations of consecutive epochs disagree in most places.
+  DistributedSampler one(1000, 0, 1, 42);
+  auto a = one.EpochIndices(4), b = one.EpochIndices(5);
+  int same = 0;
+  for (size_t i = 0; i < a.size(); ++i) same += a[i] == b[i];
+  EXPECT_LT(same, 20);  // independent permutations agree in ~1 place on average
 }
 
 // One rank with batch W*b sees the same examples per step as W ranks with batch b together:

@@ -259,6 +259,39 @@ TEST(ReducerTest, ParametersWithoutGradientAreReducedAsZeros) {
   });
 }
 
+// A second backward through a parameter in one step is an error naming it (PyTorch's DDP raises
+// too); the step's collectives still complete on every rank, and the next step is clean.
+TEST(ReducerTest, GradientArrivingTwiceIsAnErrorNamingTheParameter) {
+  const int port = FreePort();
+  RunChildren([&](int rank) {
+    auto g = JoinGroup(port, kWorld, rank);
+    CHILD_CHECK_OK(g.status());
+    torch::manual_seed(5);
+    auto lin = torch::nn::Linear(3, 2);
+    ReducerOptions opts;
+    opts.param_names = {"head.weight", "head.bias"};
+    Reducer reducer({lin->weight, lin->bias}, g->comm.get(), opts);
+    auto x = torch::ones({1, 3});
+    reducer.PrepareForBackward();
+    lin->forward(x).sum().backward();
+    lin->forward(x).sum().backward();  // second backward, same step
+    Status st = reducer.FinalizeBackward();
+    CHILD_CHECK(st.code() == StatusCode::kFailedPrecondition);
+    CHILD_CHECK(st.message().find("'head.weight'") != std::string::npos ||
+                st.message().find("'head.bias'") != std::string::npos);
+    CHILD_CHECK(st.message().find("twice") != std::string::npos);
+    lin->zero_grad();
+    reducer.PrepareForBackward();
+    lin->forward(x).sum().backward();
+    CHILD_CHECK_OK(reducer.FinalizeBackward());
+    // d/dW sum(Wx + b) = x^T = ones; d/db = 1: the same on both ranks, so the average too.
+    CHILD_CHECK(torch::allclose(lin->weight.grad(), torch::ones({2, 3})));
+    CHILD_CHECK(torch::allclose(lin->bias.grad(), torch::ones({2})));
+    CHILD_CHECK_OK(g->comm->Barrier());
+    return 0;
+  });
+}
+
 // A tensor listed twice (tied weights) gets one bucket slot and the plain averaged gradient.
 TEST(ReducerTest, TiedWeightsCountOnce) {
   const int port = FreePort();

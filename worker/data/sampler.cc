@@ -19,7 +19,7 @@ std::vector<int64_t> DistributedSampler::EpochIndices(int64_t epoch) const {
   std::vector<int64_t> perm(dataset_size_);
   std::iota(perm.begin(), perm.end(), 0);
   // Fisher-Yates with our own generator: identical on every rank and every platform.
-  SplitMix64 rng(seed_ + static_cast<uint64_t>(epoch) * 0x9e3779b97f4a7c15ULL);
+  SplitMix64 rng(EpochSeed(seed_, epoch));
   for (int64_t i = dataset_size_ - 1; i > 0; --i) {
     std::swap(perm[i], perm[rng.Uniform(static_cast<uint64_t>(i) + 1)]);
   }

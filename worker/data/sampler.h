@@ -16,7 +16,8 @@ struct SamplerPosition {
 };
 
 // Like torch.utils.data.DistributedSampler: every epoch a permutation of [0, dataset_size) drawn
-// from seed + epoch is padded by wrapping to a multiple of world_size, and rank r takes positions
+// from a generator seeded by a hash of (seed, epoch) (EpochSeed in rng.h) is padded by wrapping
+// to a multiple of world_size, and rank r takes positions
 // r, r + W, r + 2W, ... So shards are disjoint (up to the padding), every rank gets exactly
 // num_samples() per epoch (no rank waits for another at a collective), and all ranks agree on the
 // permutation without talking. Not thread-safe (NextBatch caches the current epoch).

@@ -29,6 +29,7 @@ std::string GroupOf(const at::Tensor& p) {
 struct Reducer::State {
   // Fixed at construction.
   std::vector<at::Tensor> params;
+  std::vector<std::string> names;      // per parameter, for error messages
   Communicator* comm = nullptr;
   std::vector<BucketSpec> specs;
   std::vector<at::Tensor> buffers;     // one flat buffer per bucket
@@ -46,6 +47,7 @@ struct Reducer::State {
   std::vector<std::shared_ptr<Work>> works;
   Clock::time_point step_start = Clock::now();
   double last_ready_seconds = 0;
+  Status duplicate;                    // the first gradient that arrived twice this step
   Stats stats;
 
   // Makes p.grad the bucket view, carrying over its current value (zeros when undefined).
@@ -78,9 +80,13 @@ struct Reducer::State {
     std::lock_guard<std::mutex> lock(mu);
     if (!sync) return;  // no_sync: the gradient simply accumulates in the bucket view
     if (ready[i]) {
-      DDP_LOG(WARNING) << "reducer: gradient of parameter " << i
-                       << " ready twice in one step (a second backward without PrepareForBackward?); "
-                          "the second contribution is not reduced";
+      // Its bucket may already be in flight: the second contribution cannot be reduced.
+      if (duplicate.ok()) {
+        duplicate = Status::FailedPrecondition(
+            "reducer: gradient of parameter '" + names[i] + "'" +
+            " arrived twice in one step (a second backward through it before FinalizeBackward); "
+            "HINT: call PrepareForBackward before each backward, or set_sync(false) to accumulate");
+      }
       return;
     }
     PointGradAtView(i);  // the user may have set .grad to undefined since PrepareForBackward
@@ -119,8 +125,12 @@ Reducer::Reducer(std::vector<at::Tensor> params, Communicator* comm, ReducerOpti
   State& s = *state_;
   // Tied weights appear twice in Module::parameters(); one bucket slot per tensor.
   std::unordered_set<const c10::TensorImpl*> seen;
-  for (auto& p : params) {
-    if (p.requires_grad() && seen.insert(p.unsafeGetTensorImpl()).second) s.params.push_back(p);
+  for (size_t j = 0; j < params.size(); ++j) {
+    const at::Tensor& p = params[j];
+    if (!p.requires_grad() || !seen.insert(p.unsafeGetTensorImpl()).second) continue;
+    s.params.push_back(p);
+    s.names.push_back(j < options.param_names.size() ? options.param_names[j]
+                                                     : std::to_string(j));
   }
   s.comm = comm;
   std::vector<ParamSpec> specs;
@@ -188,6 +198,7 @@ void Reducer::PrepareForBackward() {
   s.next_bucket = 0;
   s.step_start = Clock::now();
   s.last_ready_seconds = 0;
+  s.duplicate = Status::OK();
   s.stats = Stats();
 }
 
@@ -229,6 +240,7 @@ Status Reducer::FinalizeBackward() {
   if (open_end > open_start) busy += open_end - open_start;
   s.stats.allreduce_seconds = busy;
   for (size_t i = 0; i < s.params.size(); ++i) s.ready[i] = true;  // late hooks: no-op
+  if (!s.duplicate.ok()) return s.duplicate;
   return first_error;
 }
 

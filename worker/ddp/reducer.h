@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -24,6 +25,9 @@ namespace ddp::worker {
 struct ReducerOptions {
   size_t bucket_cap_bytes = kDefaultBucketCapBytes;
   size_t first_bucket_cap_bytes = kDefaultFirstBucketCapBytes;
+  // Optional, parallel to the params passed to the constructor: names used in error messages
+  // (else its index in that list).
+  std::vector<std::string> param_names;
 };
 
 // Usage per optimizer step (every rank, same order):
@@ -69,7 +73,10 @@ class Reducer {
 
   // Launches buckets the hooks did not (unused parameters), waits for all, and leaves every .grad
   // equal to the average over ranks. Returns the first communication error (then the
-  // communicator is aborted and the worker should exit 75). In no_sync mode: OK, no-op.
+  // communicator is aborted and the worker should exit 75). A gradient that arrived twice since
+  // PrepareForBackward (a second backward through the same parameter, which PyTorch rejects too)
+  // is FailedPrecondition naming the parameter, returned after the step's collectives completed,
+  // so every rank stays in step. In no_sync mode: OK, no-op.
   Status FinalizeBackward();
 
   Stats last_stats() const;
