@@ -33,6 +33,7 @@ WorkerScrape ReadWorkerScrape(const std::vector<ParsedFamily>& families) {
   s.tokens_per_second = ReadRank0(families, kWorkerTokensPerSecond);
   s.total_steps = ReadRank0(families, kWorkerTotalSteps);
   s.generation = ReadRank0(families, kWorkerGeneration);
+  s.inplace_recoveries = ReadRank0(families, kWorkerInPlaceRecoveries);
   const std::string rec = kWorkerRecoverySeconds;
   s.recovery_seconds_sum = ReadRank0(families, rec + "_sum");
   s.recovery_seconds_count = ReadRank0(families, rec + "_count");
@@ -72,6 +73,7 @@ bool ProgressTracker::Add(const WorkerScrape& page, WallTime now) {
   s.total_steps = page.total_steps;
   s.loss = page.loss;
   s.tokens_per_second = page.tokens_per_second;
+  if (page.inplace_recoveries) s.inplace_recoveries = page.inplace_recoveries;
   s.scraped_at = now;
   if (!advanced) return false;
   s.step = *page.steps;

@@ -25,6 +25,9 @@ inline constexpr char kWorkerExposedAllreduceSeconds[] = "ddp_worker_exposed_all
 // the group's next committed step (histogram). Absent from workers without in-place recovery.
 inline constexpr char kWorkerGeneration[] = "ddp_worker_generation";
 inline constexpr char kWorkerRecoverySeconds[] = "ddp_worker_recovery_seconds";
+// Trainer processes the pods' supervisors restarted and the group healed in place this round
+// (a gauge that pod 0's supervisor reads from the store it hosts). Absent without InPlace.
+inline constexpr char kWorkerInPlaceRecoveries[] = "ddp_worker_inplace_recoveries";
 
 // Cumulative step time of one rank (the _sum and _count of ddp_worker_step_seconds) and the part
 // of it spent waiting for the all-reduce (ddp_worker_exposed_allreduce_seconds_total).
@@ -43,6 +46,7 @@ struct WorkerScrape {
   std::optional<double> generation;
   std::optional<double> recovery_seconds_sum;
   std::optional<double> recovery_seconds_count;
+  std::optional<double> inplace_recoveries;
   // By the `rank` label; a page without one (a worker run alone) is rank -1.
   std::map<int, RankStepTime> step_time_by_rank;
 };
@@ -64,6 +68,7 @@ struct ProgressSnapshot {
   std::optional<double> loss;
   std::optional<double> tokens_per_second;
   std::optional<double> steps_per_second;  // over the last advances; absent until two are seen
+  std::optional<double> inplace_recoveries;  // the latest page's, when it had the series
   WallTime last_advance{};  // when a page first showed `step` (the first page counts)
   WallTime scraped_at{};    // the last page with a step
   // The seconds to totalSteps at steps_per_second; absent without both.

@@ -34,6 +34,9 @@ Status ParseProgress(const nlohmann::json& status, std::optional<Progress>* out)
   DDP_RETURN_IF_ERROR(ReadNumber(*pj, "tokensPerSecond", path, &p.tokens_per_second));
   DDP_RETURN_IF_ERROR(ReadInt64(*pj, "etaSeconds", path, &p.eta_seconds));
   DDP_RETURN_IF_ERROR(ReadTime(*pj, "updatedAt", path, &p.updated_at));
+  std::optional<int64_t> recoveries;
+  DDP_RETURN_IF_ERROR(ReadInt64(*pj, "recoveries", path, &recoveries));
+  p.recoveries = recoveries.value_or(0);
   *out = p;
   return Status::OK();
 }
@@ -45,6 +48,7 @@ nlohmann::json ProgressToJson(const Progress& p) {
   if (p.tokens_per_second) out["tokensPerSecond"] = *p.tokens_per_second;
   if (p.eta_seconds) out["etaSeconds"] = *p.eta_seconds;
   if (p.updated_at) out["updatedAt"] = FormatTime(*p.updated_at);
+  if (p.recoveries != 0) out["recoveries"] = p.recoveries;
   return out;
 }
 

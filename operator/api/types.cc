@@ -74,7 +74,8 @@ bool ParseRecovery(const std::string& name, Recovery* out) {
 
 bool Progress::SameValues(const Progress& o) const {
   return step == o.step && total_steps == o.total_steps && loss == o.loss &&
-         tokens_per_second == o.tokens_per_second && eta_seconds == o.eta_seconds;
+         tokens_per_second == o.tokens_per_second && eta_seconds == o.eta_seconds &&
+         recoveries == o.recoveries;
 }
 
 const Condition* DDPJobStatus::FindCondition(const std::string& type) const {

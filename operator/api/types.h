@@ -138,6 +138,9 @@ struct Progress {
   std::optional<double> tokens_per_second;
   std::optional<int64_t> eta_seconds;
   std::optional<TimePoint> updated_at;
+  // Trainer restarts healed in place inside the pods this round, as last read from rank 0's
+  // page; already added to status.recoveries (this is how much of it came from this round).
+  int64_t recoveries = 0;
   // Equal in every field but updated_at: what "nothing changed" means for a status write.
   bool SameValues(const Progress& o) const;
   bool operator==(const Progress& o) const { return SameValues(o) && updated_at == o.updated_at; }

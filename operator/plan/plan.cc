@@ -74,6 +74,8 @@ void StartNewRound(Pass* p, int size, const char* phase, const std::string& reas
   p->round += 1;
   p->size = size;
   p->st.phase = phase;
+  // The new round's supervisors count in-place recoveries from 0 (progress.h).
+  if (p->st.progress) p->st.progress->recoveries = 0;
   SetCondition(&p->st, api::kCondRestarting, "True", reason, msg, p->now, p->job.generation);
   ClearCondition(&p->st, api::kCondRunning, reason, msg, p->now, p->job.generation);
   internal::AddEvent(p, warning ? "Warning" : "Normal", reason, msg);

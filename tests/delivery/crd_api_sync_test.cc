@@ -124,7 +124,7 @@ api::DDPJob FullyPopulatedJob() {
   st.recoveries = 1;
   st.last_failure = api::LastFailure{"full-worker-1", 1, 75, "Error", "peer lost", t, "uid-1"};
   st.last_failure->recovery_seconds = 12.5;
-  st.progress = api::Progress{120, 400, 2.5, 1500.5, 140, t};
+  st.progress = api::Progress{120, 400, 2.5, 1500.5, 140, t, 2};
   st.selector = "ddp.dev/job-name=full";
   st.start_time = t;
   st.completion_time = t;

@@ -189,8 +189,19 @@ int LaunchMain(const char* self, const std::vector<std::string>& args) {
   std::unique_ptr<HttpServer> server;
   if (serve) {
     server = std::make_unique<HttpServer>();
-    server->Handle("/metrics", [&children, port_dir] {
-      return HttpResponse{200, kPrometheusContentType, MergedMetrics(children, port_dir)};
+    const int64_t max_recoveries = recovery->max_recoveries;
+    server->Handle("/metrics", [&children, port_dir, &store, max_recoveries] {
+      std::string page = MergedMetrics(children, port_dir);
+      // Pod 0's supervisor hosts the store: the group's in-place recoveries this round (an
+      // attempt past the budget heals nothing and is not counted).
+      if (auto n = store ? store->Recoveries() : std::nullopt) {
+        page += "# HELP ddp_worker_inplace_recoveries Trainer processes restarted and healed in "
+                "place this round (the group's count, from pod 0's supervisor).\n"
+                "# TYPE ddp_worker_inplace_recoveries gauge\n"
+                "ddp_worker_inplace_recoveries " +
+                std::to_string(std::min(*n, max_recoveries)) + "\n";
+      }
+      return HttpResponse{200, kPrometheusContentType, page};
     });
     server->Handle("/healthz", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
     Status s = server->Start(cfg->metrics_addr + ":" + std::to_string(cfg->metrics_port));

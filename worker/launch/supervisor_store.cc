@@ -45,7 +45,18 @@ StatusOr<std::unique_ptr<SupervisorStore>> SupervisorStore::Open(const Rendezvou
   return s;
 }
 
+std::optional<int64_t> SupervisorStore::Recoveries() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!store_) return std::nullopt;
+  try {
+    return store_->add(kRecoveriesKey, 0);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 StatusOr<int64_t> SupervisorStore::CountRecovery(std::chrono::milliseconds connect_timeout) {
+  std::lock_guard<std::mutex> lock(mu_);
   if (!store_) {
     auto store = Connect(config_, false, connect_timeout);
     if (!store.ok()) return store.status();

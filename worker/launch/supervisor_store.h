@@ -9,13 +9,15 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 
 #include "common/status.h"
 #include "worker/comm/rendezvous.h"
 
 namespace ddp::worker {
 
-// Not thread-safe: the supervisor's loop alone uses it.
+// Thread-safe (one mutex): the supervisor's loop counts, the metrics endpoint reads.
 class SupervisorStore {
  public:
   // host: listen on config.master_port (Unavailable when the port is taken). Otherwise nothing
@@ -26,9 +28,14 @@ class SupervisorStore {
   // cannot be reached within `connect_timeout` (pod 0 is lost).
   StatusOr<int64_t> CountRecovery(std::chrono::milliseconds connect_timeout);
 
+  // The round's recovery counter, without connecting: nullopt until this supervisor has a
+  // connection (pod 0's has one from the start) or when the store fails.
+  std::optional<int64_t> Recoveries();
+
  private:
   explicit SupervisorStore(RendezvousConfig config) : config_(std::move(config)) {}
 
+  std::mutex mu_;
   RendezvousConfig config_;
   c10::intrusive_ptr<c10d::Store> store_;  // round-prefixed; null until connected
 };
