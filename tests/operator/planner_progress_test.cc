@@ -253,3 +253,39 @@ TEST(ProgressApi, BadProgressFieldsAreNamed) {
 
 }  // namespace
 }  // namespace ddp::plan::testing
+
+namespace ddp::plan::testing {
+namespace {
+
+// Trainer restarts healed inside the pods reach status.recoveries through rank 0's page, each
+// counted once: the same reading again adds nothing, a higher one adds the difference.
+TEST(PlannerInPodRecoveries, AreAddedOncePerReadingAndAgainInANewRound) {
+  Running r = RunningJob();
+  r.world.progress = Progress(0, 100, At(50));
+  r.world.progress->snapshot.inplace_recoveries = 2;
+  Plan plan = PlanReconcile(r.job, r.world, At(52));
+  ASSERT_TRUE(plan.status) << plan.ToString();
+  EXPECT_EQ(plan.status->recoveries, 2);
+  EXPECT_EQ(plan.status->progress->recoveries, 2);
+  ExpectSettles(plan, r, At(52));
+  Apply(plan, &r.job, &r.world, At(52));
+
+  r.world.progress->snapshot.inplace_recoveries = 3;  // one more, within the write interval
+  Plan more = PlanReconcile(r.job, r.world, At(55));
+  ASSERT_TRUE(more.status) << more.ToString();
+  EXPECT_EQ(more.status->recoveries, 3);
+  Apply(more, &r.job, &r.world, At(55));
+
+  // A new round's supervisors count from 0 again: its first reading adds in full.
+  r.job.status.round = 1;
+  r.job.status.progress->recoveries = 0;
+  r.world = World(Pods(2, 1, "Running"));
+  r.world.progress = Progress(1, 120, At(60));
+  r.world.progress->snapshot.inplace_recoveries = 1;
+  Plan next = PlanReconcile(r.job, r.world, At(61));
+  ASSERT_TRUE(next.status) << next.ToString();
+  EXPECT_EQ(next.status->recoveries, 4);
+}
+
+}  // namespace
+}  // namespace ddp::plan::testing

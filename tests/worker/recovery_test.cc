@@ -1,0 +1,90 @@
+// In-place recovery's pure decisions: whom to heal from, what a supervisor does with an exit,
+// the recovery settings, and faults scoped to one incarnation.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "worker/launch/supervise.h"
+#include "worker/train/fault.h"
+#include "worker/train/heal.h"
+
+namespace ddp::worker {
+namespace {
+
+TEST(PlanHealTest, TheLowestRankAtTheLatestStepSendsToEveryoneBehind) {
+  struct Row {
+    std::vector<int64_t> steps;
+    HealPlan want;
+  };
+  for (const Row& r : std::vector<Row>{
+           {{-1, -1, -1}, {-1, -1, 0}},   // a new round: nobody has state
+           {{12, -1}, {12, 0, 1}},        // rank 1's trainer restarted
+           {{-1, 12}, {12, 1, 1}},        // rank 0's trainer restarted
+           {{12, 13, 13}, {13, 1, 1}},    // rank 0 had not applied step 12 when the peer died
+           {{20, 20, 20}, {20, 0, 0}},    // a failure with no one behind: nothing to send
+           {{7, -1, -1, 7}, {7, 0, 2}}}) {
+    const HealPlan got = PlanHeal(r.steps);
+    EXPECT_EQ(got.step, r.want.step);
+    EXPECT_EQ(got.source, r.want.source);
+    EXPECT_EQ(got.behind, r.want.behind);
+  }
+}
+
+TEST(SuperviseTest, ExitsAreHealedWithinTheBudgetOnlyInPlace) {
+  const RecoverySettings in_place{true, 2}, restart{false, 2};
+  struct Row {
+    int code;
+    RecoverySettings settings;
+    int64_t count;
+    OnTrainerExit want;
+  };
+  for (const Row& r : std::vector<Row>{
+           {0, in_place, 1, OnTrainerExit::kDone},
+           {75, in_place, 1, OnTrainerExit::kRestart},
+           {137, in_place, 2, OnTrainerExit::kRestart},
+           {137, in_place, 3, OnTrainerExit::kFailPod},   // budget spent
+           {2, in_place, 1, OnTrainerExit::kFailPod},     // bad config: restarting cannot help
+           {3, in_place, 1, OnTrainerExit::kFailPod},     // bad data
+           {75, restart, 1, OnTrainerExit::kFailPod}}) {  // Restart: the operator decides
+    EXPECT_EQ(DecideTrainerExit(r.code, r.settings, r.count), r.want) << r.code << " " << r.count;
+  }
+}
+
+TEST(SuperviseTest, SettingsFromEnvAndTheirErrors) {
+  auto lookup = [](std::map<std::string, std::string> env) {
+    return RecoverySettingsFromLookup([env](const char* n) -> const char* {
+      auto it = env.find(n);
+      return it == env.end() ? nullptr : it->second.c_str();
+    });
+  };
+  auto def = lookup({});
+  ASSERT_TRUE(def.ok());
+  EXPECT_FALSE(def->in_place);
+  EXPECT_EQ(def->max_recoveries, kDefaultMaxRecoveries);
+  auto set = lookup({{kEnvRecovery, "InPlace"}, {kEnvMaxRecoveries, "0"}});
+  ASSERT_TRUE(set.ok());
+  EXPECT_TRUE(set->in_place);
+  EXPECT_EQ(set->max_recoveries, 0);
+  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {kEnvRecovery, "inplace"}, {kEnvMaxRecoveries, "-1"}, {kEnvMaxRecoveries, "3x"}}) {
+    auto bad = lookup({{k, v}});
+    ASSERT_FALSE(bad.ok()) << k << "=" << v;
+    EXPECT_NE(bad.status().message().find(k), std::string::npos);
+  }
+}
+
+TEST(FaultTest, AnIncarnationScopesAFault) {
+  auto once = ParseFault("1:12@0:kill");
+  ASSERT_TRUE(once.ok() && once->has_value());
+  EXPECT_EQ((*once)->step, 12);
+  EXPECT_EQ((*once)->incarnation, 0);
+  auto every = ParseFault("1:12:exit:75");
+  ASSERT_TRUE(every.ok() && every->has_value());
+  EXPECT_EQ((*every)->incarnation, -1);
+  for (const char* bad : {"1:12@:kill", "1:12@x:kill", "1:12@-1:kill", "1:@0:kill"}) {
+    EXPECT_FALSE(ParseFault(bad).ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace ddp::worker
