@@ -160,8 +160,19 @@ int TrainMain(const std::vector<std::string>& args) {
 
 }  // namespace
 
+// The binary the supervisor re-executes for its trainers: argv[0] may be a bare name found on
+// PATH (a pod's `command: [ddp-worker]`), which execve would not find.
+std::string SelfPath(const char* argv0) {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return argv0;
+  buf[n] = '\0';
+  return buf;
+}
+
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  const std::string self = SelfPath(argv[0]);
   for (const auto& a : args) {
     if (a == "--help" || a == "-h") {
       PrintHelp();
@@ -170,7 +181,7 @@ int main(int argc, char** argv) {
   }
   if (!args.empty() && args[0] == "launch") {
     args.erase(args.begin());
-    return LaunchMain(argv[0], args);
+    return LaunchMain(self.c_str(), args);
   }
   // In-place recovery: a pod's ddp-worker supervises itself (DESIGN.md): the process the pod
   // runs becomes the supervisor and the trainer is its child.
@@ -178,7 +189,7 @@ int main(int argc, char** argv) {
   const char* supervised = std::getenv(kEnvSupervised);
   if (recovery != nullptr && std::string(recovery) == "InPlace" &&
       (supervised == nullptr || std::string(supervised) != "1")) {
-    return LaunchMain(argv[0], args);
+    return LaunchMain(self.c_str(), args);
   }
   return TrainMain(args);
 }
