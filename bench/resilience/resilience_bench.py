@@ -41,6 +41,7 @@ now, and the step count is chosen so that the fault-free run lasts (--min-kills 
 """
 import argparse
 import datetime
+import json
 import os
 import random
 import re
@@ -126,6 +127,8 @@ def kill_tree(proc):
 
 
 def cleanup(*_):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not cut the cleanup short
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     for proc in STARTED:
         kill_tree(proc)
 
@@ -212,7 +215,11 @@ class System:
                 if any(x.endswith("torch_train.py") for x in cl) and "RANK" in environ(p) and \
                         "torch.distributed.run" not in cl:
                     out.append(p)
-            elif cl[0].endswith("ddp-worker") and not any(cmdline(c)[:1] == cl[:1] for c in kids.get(p, [])):
+            elif self.name == "inplace":
+                # The supervisor's child; a fresh supervisor without its child yet is no trainer.
+                if cl[0].endswith("ddp-worker") and environ(p).get("DDP_SUPERVISED") == "1":
+                    out.append(p)
+            elif cl[0].endswith("ddp-worker"):  # Restart: the pod's process is the trainer
                 out.append(p)
         return out
 
@@ -410,7 +417,10 @@ def main():
     for s in systems:
         if s not in ("inplace", "restart", "torchrun"):
             sys.exit(f"--systems: unknown system {s!r} (inplace, restart, torchrun)")
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    def on_term(*_):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise SystemExit(143)
+    signal.signal(signal.SIGTERM, on_term)
 
     work = tempfile.mkdtemp(prefix="resilience-bench-")
     try:
@@ -446,6 +456,8 @@ def main():
                 print(f"  {name:8s} {tag:6s} {out['wall']:7.1f} s  rc={out['rc']}  last step {out['last_step']}  "
                       f"kills {len(out['kills'])} {kinds}  checksums {sums}", flush=True)
             res[name] = r
+            with open(os.path.join(work, "results.json"), "w") as f:
+                json.dump({"steps": steps, "results": res}, f, indent=1)
         report(res, systems, steps)
     finally:
         cleanup()
@@ -472,7 +484,7 @@ def report(res, systems, steps):
         mean, mx, miss = stats(f["recovery"])
         rmean, rmx, rmiss = stats(f["reported"]) if n != "torchrun" else (None, None, 0)
         rec = f"{fmt(mean)} / {fmt(mx)}" + (f" ({miss} unmeasured)" if miss else "")
-        rep = "n/a" if n == "torchrun" else f"{fmt(rmean)} / {fmt(rmx)}" + (f" ({rmiss} none)" if rmiss else "")
+        rep = "n/a" if n == "torchrun" or not any(x is not None for x in f["reported"]) else f"{fmt(rmean)} / {fmt(rmx)}" + (f" ({rmiss} none)" if rmiss else "")
         fs, cs = f["sums"], c["sums"]
         agree = len(fs) == 2 and len({v[1] for v in fs.values()}) == 1 and all(v[0] == steps for v in fs.values())
         same = agree and len(cs) == 2 and {v[1] for v in cs.values()} == {v[1] for v in fs.values()}
