@@ -49,7 +49,7 @@ PodsResult RunInPlacePods(int n, const std::vector<std::string>& args, const std
 
 std::string Reference(int n, const std::vector<std::string>& args, const std::string& dir) {
   GroupResult ref = RunGroup(n, args, {}, dir);
-  for (int r = 0; r < n; ++r) EXPECT_EQ(ref.codes[static_cast<size_t>(r)], 0) << ref.err[static_cast<size_t>(r)];
+  for (size_t r = 0; r < ref.codes.size(); ++r) EXPECT_EQ(ref.codes[r], 0) << ref.err[r];
   return Field(ref.out[0], "param_checksum");
 }
 
@@ -81,7 +81,8 @@ TEST(InPlaceE2E, KilledTrainersHealFromASurvivorAndEndBitIdentical) {
               std::string::npos) << victim_err;
     // The survivor discarded the step in flight and healed the newcomer from its state.
     const std::string& survivor_err = g.err[static_cast<size_t>(1 - victim)];
-    EXPECT_NE(survivor_err.find("re-forming the group at step 12"), std::string::npos) << survivor_err;
+    EXPECT_NE(survivor_err.find("re-forming the group at step 12"), std::string::npos)
+        << survivor_err;
     EXPECT_NE(g.err[0].find("healed 1 member(s) from rank " + std::to_string(1 - victim) +
                             " at step 12"), std::string::npos) << g.err[0];
     EXPECT_NE(survivor_err.find("recovered in"), std::string::npos) << survivor_err;

@@ -135,11 +135,15 @@ void GroupMembership::Watch(Communicator* comm, std::chrono::milliseconds interv
           return;
         }
       } catch (const std::exception&) {
-        comm->Abort();  // the store is gone (pod 0 lost): no collective can be trusted either
+        // The store is gone: pod 0's supervisor exited (the job ended there) or was lost. Its
+        // trainer went with it, so a collective still waiting fails on its own sockets; an
+        // abort here could only turn a finished job's last barrier into a failure.
         return;
       }
       const auto until = Clock::now() + interval;
-      while (!watch_stop_.load() && Clock::now() < until) std::this_thread::sleep_for(kPollInterval);
+      while (!watch_stop_.load() && Clock::now() < until) {
+        std::this_thread::sleep_for(kPollInterval);
+      }
     }
   });
 }

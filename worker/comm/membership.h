@@ -74,7 +74,8 @@ class GroupMembership {
   Status Advance(int64_t g);
 
   // Starts (or retargets) the watcher: every `interval` it reads `gen`, and once it is past the
-  // generation of `comm` it calls comm->Abort(), releasing any Wait() on it. `comm` must stay
+  // generation of `comm` it calls comm->Abort(), releasing any Wait() on it. It stops quietly
+  // when the store cannot be read. `comm` must stay
   // alive until the next Watch() or the destructor (both stop the previous watch first).
   void Watch(Communicator* comm, std::chrono::milliseconds interval);
 

@@ -102,7 +102,8 @@ bool RestartInPlace(const char* self, Child* c, int code, const RecoverySettings
   if (DecideTrainerExit(code, settings, 0) == OnTrainerExit::kRestart) {
     auto n = store->CountRecovery(std::chrono::seconds(5));
     if (!n.ok()) {
-      DDP_LOG(WARNING) << "launch: cannot heal rank " << c->spec.rank << ": " << n.status().ToString();
+      DDP_LOG(WARNING) << "launch: cannot heal rank " << c->spec.rank << ": "
+                       << n.status().ToString();
       return false;
     }
     count = *n;
@@ -244,7 +245,8 @@ int LaunchMain(const char* self, const std::vector<std::string>& args) {
         if (c.pid != pid || c.done) continue;
         const int code = CodeOf(status);
         DDP_LOG(INFO) << "launch: local rank " << c.spec.local_rank << " exited " << code;
-        if (store && !stopping && code != kExitOk && RestartInPlace(self, &c, code, *recovery, store.get())) {
+        if (store && !stopping && code != kExitOk &&
+            RestartInPlace(self, &c, code, *recovery, store.get())) {
           continue;
         }
         c.done = true;

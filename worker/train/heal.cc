@@ -34,7 +34,8 @@ Status TransferState(Communicator* comm, const HealPlan& plan, int64_t my_step,
   // 1. The size, so that receivers can allocate; 2. the bytes. Gloo broadcasts CPU tensors and
   // NCCL CUDA ones: the buffers live on the communicator's device.
   const auto on = at::TensorOptions().device(device);
-  std::vector<at::Tensor> size{at::full({1}, static_cast<int64_t>(bytes.size()), on.dtype(at::kLong))};
+  const auto n_bytes = static_cast<int64_t>(bytes.size());
+  std::vector<at::Tensor> size{at::full({1}, n_bytes, on.dtype(at::kLong))};
   DDP_RETURN_IF_ERROR(comm->Broadcast(size, plan.source).WithContext("heal: state size"));
   const int64_t n = size[0].cpu().item<int64_t>();
   at::Tensor buf = at::empty({n}, at::TensorOptions().dtype(at::kByte));
@@ -45,8 +46,8 @@ Status TransferState(Communicator* comm, const HealPlan& plan, int64_t my_step,
   at::Tensor got = payload[0].cpu().contiguous();
   std::string received(static_cast<const char*>(got.data_ptr()), static_cast<size_t>(n));
   return RestoreTrainState(received, device, model, opt, progress)
-      .WithContext("heal: restoring the state of rank " + std::to_string(plan.source) + " at step " +
-                   std::to_string(plan.step));
+      .WithContext("heal: restoring the state of rank " + std::to_string(plan.source) +
+                   " at step " + std::to_string(plan.step));
 }
 
 }  // namespace ddp::worker

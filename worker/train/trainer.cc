@@ -324,7 +324,8 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       window = PhaseTotals();
     }
     if (cfg.eval_every > 0 && (result.step % cfg.eval_every == 0 || result.step == cfg.steps)) {
-      DDP_RETURN_IF_ERROR(RunEval(*mo.model, *data->val, comm, ctx.device, cfg, bf16, result.step, m));
+      DDP_RETURN_IF_ERROR(
+          RunEval(*mo.model, *data->val, comm, ctx.device, cfg, bf16, result.step, m));
     }
     const bool periodic = cfg.checkpoint_every > 0 && result.step % cfg.checkpoint_every == 0;
     if (periodic || *stop) DDP_RETURN_IF_ERROR(checkpoint());
