@@ -17,6 +17,7 @@
 #include "worker/comm/rendezvous.h"
 #include "worker/comm/membership.h"
 #include "worker/launch/launcher.h"
+#include "worker/launch/standby.h"
 #include "worker/launch/supervise.h"
 #include "worker/train/config.h"
 #include "worker/train/exit_codes.h"
@@ -58,6 +59,8 @@ void PrintHelp() {
 }
 
 int TrainMain(const std::vector<std::string>& args) {
+  // A warm standby (the supervisor started it ahead of a failure) waits here, LibTorch loaded.
+  if (Status s = AwaitActivation(); !s.ok()) Fail(s, "standby");
   struct sigaction sa = {};
   sa.sa_handler = OnStopSignal;
   sigemptyset(&sa.sa_mask);

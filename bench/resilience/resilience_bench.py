@@ -96,6 +96,14 @@ def cmdline(pid):
         return []
 
 
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 def environ(pid):
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
@@ -216,8 +224,10 @@ class System:
                         "torch.distributed.run" not in cl:
                     out.append(p)
             elif self.name == "inplace":
-                # The supervisor's child; a fresh supervisor without its child yet is no trainer.
-                if cl[0].endswith("ddp-worker") and environ(p).get("DDP_SUPERVISED") == "1":
+                # The supervisor's child; a fresh supervisor without its child yet is no trainer,
+                # and neither is a warm standby waiting to replace one (its name says so).
+                if cl[0].endswith("ddp-worker") and environ(p).get("DDP_SUPERVISED") == "1" and \
+                        comm(p) != "ddp-standby":
                     out.append(p)
             elif cl[0].endswith("ddp-worker"):  # Restart: the pod's process is the trainer
                 out.append(p)

@@ -6,6 +6,8 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "tests/worker/e2e_util.h"
 
@@ -17,10 +19,10 @@ struct PodsResult {
   std::vector<std::string> out, err;
 };
 
-// Runs `n` one-trainer pods of one InPlace group; `faults` by rank (DDP_FAULT).
-PodsResult RunInPlacePods(int n, const std::vector<std::string>& args, const std::string& dir,
-                          const std::map<int, std::string>& faults,
-                          std::map<std::string, std::string> env = {}) {
+// Starts `n` one-trainer pods of one InPlace group; `faults` by rank (DDP_FAULT).
+std::vector<Proc> StartInPlacePods(int n, const std::vector<std::string>& args,
+                                   const std::string& dir, const std::map<int, std::string>& faults,
+                                   std::map<std::string, std::string> env = {}) {
   env["MASTER_ADDR"] = "127.0.0.1";
   env["MASTER_PORT"] = std::to_string(FreePort());
   env["WORLD_SIZE"] = std::to_string(n);
@@ -38,6 +40,10 @@ PodsResult RunInPlacePods(int n, const std::vector<std::string>& args, const std
     procs.push_back(StartProc(kWorkerBin, args, e, dir,
                               "inplace" + std::to_string(run) + "-pod" + std::to_string(r)));
   }
+  return procs;
+}
+
+PodsResult WaitPods(const std::vector<Proc>& procs) {
   PodsResult g;
   for (const auto& p : procs) {
     g.codes.push_back(WaitProc(p, std::chrono::seconds(150)));
@@ -45,6 +51,12 @@ PodsResult RunInPlacePods(int n, const std::vector<std::string>& args, const std
     g.err.push_back(ReadAll(p.err_path));
   }
   return g;
+}
+
+PodsResult RunInPlacePods(int n, const std::vector<std::string>& args, const std::string& dir,
+                          const std::map<int, std::string>& faults,
+                          std::map<std::string, std::string> env = {}) {
+  return WaitPods(StartInPlacePods(n, args, dir, faults, std::move(env)));
 }
 
 std::string Reference(int n, const std::vector<std::string>& args, const std::string& dir) {
@@ -90,6 +102,68 @@ TEST(InPlaceE2E, KilledTrainersHealFromASurvivorAndEndBitIdentical) {
   std::filesystem::remove_all(dir);
 }
 
+// Live children of `parent` whose process name (/proc/<pid>/comm) is `name`.
+std::vector<pid_t> ChildrenNamed(pid_t parent, const std::string& name) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string stat, comm;
+    std::getline(std::ifstream(e.path() / "stat"), stat);
+    std::getline(std::ifstream(e.path() / "comm"), comm);
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || comm != name) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    pid_t ppid = -1;
+    if (rest >> state >> ppid && ppid == parent && state != 'Z') out.push_back(std::stoi(pid));
+  }
+  return out;
+}
+
+// The supervisor keeps a warm standby per trainer: a killed trainer's standby takes its place
+// (same process, its name back), a new standby follows, and the group ends bit-identical.
+TEST(InPlaceE2E, AWarmStandbyTakesOverAKilledTrainerAndIsReplaced) {
+  const std::string dir = MakeTempDir("ddp-e2e-standby");
+  const auto args = TinyArgs(2000);  // seconds of training: time for two kills and two standbys
+  const std::string want = Reference(2, args, dir);
+  std::vector<Proc> pods = StartInPlacePods(2, args, dir, {});
+  const pid_t pod1 = pods[1].pid;
+  std::string failed;  // the pods are always waited for, so nothing outlives the test
+  pid_t standby = -1;
+  auto next_standby = [&] {
+    auto s = ChildrenNamed(pod1, "ddp-standby");
+    if (s.size() != 1 || s[0] == standby) return false;
+    standby = s[0];
+    return true;
+  };
+  if (!PollUntil(next_standby, std::chrono::seconds(60))) failed = "no standby appeared";
+  for (int k = 0; k < 2 && failed.empty(); ++k) {
+    const auto trainers = ChildrenNamed(pod1, "ddp-worker");
+    if (trainers.size() != 1 || kill(trainers[0], SIGKILL) != 0) {
+      failed = "no trainer to kill (" + std::to_string(trainers.size()) + ")";
+      break;
+    }
+    const pid_t took_over = standby;
+    if (!PollUntil([&] { return ChildrenNamed(pod1, "ddp-worker") == std::vector<pid_t>{took_over}; },
+                   std::chrono::seconds(30))) {
+      failed = "the standby did not become the trainer after kill " + std::to_string(k + 1);
+    } else if (!PollUntil(next_standby, std::chrono::seconds(30))) {
+      failed = "no new standby after kill " + std::to_string(k + 1);
+    }
+  }
+  PodsResult g = WaitPods(pods);
+  ASSERT_EQ(failed, "") << g.err[1];
+  ExpectAllEqual(g, want);
+  EXPECT_EQ(Count(g.err[1], "its warm standby)"), 2u) << g.err[1];
+  EXPECT_NE(g.err[0].find("healed 1 member(s) from rank 0"), std::string::npos) << g.err[0];
+  // The last standby ended with its pod (killed and reaped by the supervisor).
+  std::string state;
+  std::getline(std::ifstream("/proc/" + std::to_string(standby) + "/stat"), state);
+  EXPECT_TRUE(state.empty() || state.find(") Z") != std::string::npos) << state;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(InPlaceE2E, TwoTrainersLostTogetherAreBothHealed) {
   const std::string dir = MakeTempDir("ddp-e2e-inplace2");
   const auto args = TinyArgs(30);
@@ -115,7 +189,8 @@ TEST(InPlaceE2E, DeterministicCrashSpendsTheBudgetAndFailsThePods) {
 TEST(InPlaceE2E, BadRecoverySettingsExit2) {
   const std::string dir = MakeTempDir("ddp-e2e-inplace4");
   for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
-           {"DDP_RECOVERY", "Sometimes"}, {"DDP_MAX_RECOVERIES", "-1"}}) {
+           {"DDP_RECOVERY", "Sometimes"}, {"DDP_MAX_RECOVERIES", "-1"},
+           {"DDP_WARM_STANDBY", "yes"}}) {
     GroupResult g = RunGroup(1, TinyArgs(3), {{key, value}}, dir, std::chrono::seconds(60));
     EXPECT_EQ(g.codes[0], 2) << g.err[0];
     EXPECT_NE(g.err[0].find(key), std::string::npos) << g.err[0];

@@ -61,12 +61,15 @@ TEST(SuperviseTest, SettingsFromEnvAndTheirErrors) {
   ASSERT_TRUE(def.ok());
   EXPECT_FALSE(def->in_place);
   EXPECT_EQ(def->max_recoveries, kDefaultMaxRecoveries);
-  auto set = lookup({{kEnvRecovery, "InPlace"}, {kEnvMaxRecoveries, "0"}});
+  EXPECT_TRUE(def->warm_standby);
+  auto set = lookup({{kEnvRecovery, "InPlace"}, {kEnvMaxRecoveries, "0"}, {kEnvWarmStandby, "0"}});
   ASSERT_TRUE(set.ok());
   EXPECT_TRUE(set->in_place);
   EXPECT_EQ(set->max_recoveries, 0);
+  EXPECT_FALSE(set->warm_standby);
   for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {kEnvRecovery, "inplace"}, {kEnvMaxRecoveries, "-1"}, {kEnvMaxRecoveries, "3x"}}) {
+           {kEnvRecovery, "inplace"}, {kEnvMaxRecoveries, "-1"}, {kEnvMaxRecoveries, "3x"},
+           {kEnvWarmStandby, "true"}}) {
     auto bad = lookup({{k, v}});
     ASSERT_FALSE(bad.ok()) << k << "=" << v;
     EXPECT_NE(bad.status().message().find(k), std::string::npos);

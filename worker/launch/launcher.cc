@@ -2,7 +2,6 @@
 #include "worker/launch/launcher.h"
 
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,14 +17,14 @@
 #include "common/http_server.h"
 #include "common/logging.h"
 #include "worker/launch/launch_plan.h"
+#include "worker/launch/spawn.h"
+#include "worker/launch/standby.h"
 #include "worker/launch/supervise.h"
 #include "worker/launch/supervisor_store.h"
 #include "worker/comm/rendezvous.h"
 #include "worker/train/config.h"
 #include "worker/train/exit_codes.h"
 #include "worker/train/filesystem.h"
-
-extern char** environ;
 
 namespace ddp::worker {
 namespace {
@@ -40,44 +39,8 @@ struct Child {
   int incarnation = 0;  // starts of this local rank so far, minus one
 };
 
-// Builds envp before fork: after fork in a threaded process only async-signal-safe calls are OK.
-std::vector<std::string> ChildEnv(const ChildSpec& c) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string kv = *e;
-    if (c.env.count(kv.substr(0, kv.find('='))) == 0) env.push_back(kv);
-  }
-  for (const auto& [k, v] : c.env) env.push_back(k + "=" + v);
-  return env;
-}
-
 pid_t Spawn(const char* self, const ChildSpec& c) {
-  std::vector<std::string> env = ChildEnv(c);
-  std::vector<std::string> argv_s{self};
-  argv_s.insert(argv_s.end(), c.args.begin(), c.args.end());
-  std::vector<char*> argv, envp;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid == 0) {
-    // A child must not outlive a launcher killed by SIGKILL (it would hold the GPU and port).
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(kExitRetryable);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    execve(self, argv.data(), envp.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-int CodeOf(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return kExitRetryable;
+  return SpawnProcess(self, c.args, c.env);
 }
 
 std::string MergedMetrics(const std::vector<Child>& children, const std::string& port_dir) {
@@ -96,8 +59,9 @@ std::string MergedMetrics(const std::vector<Child>& children, const std::string&
 
 // Heals a failed trainer by starting its rank again, when the group's budget allows. False: the
 // pod must fail (budget spent, a permanent exit code, the store lost, or fork failed).
+// A warm standby of the rank, when one runs, becomes the new trainer.
 bool RestartInPlace(const char* self, Child* c, int code, const RecoverySettings& settings,
-                    SupervisorStore* store) {
+                    SupervisorStore* store, Standby* standby) {
   int64_t count = settings.max_recoveries + 1;
   if (DecideTrainerExit(code, settings, 0) == OnTrainerExit::kRestart) {
     auto n = store->CountRecovery(std::chrono::seconds(5));
@@ -117,10 +81,12 @@ bool RestartInPlace(const char* self, Child* c, int code, const RecoverySettings
   }
   c->incarnation += 1;
   c->spec.env[kEnvIncarnation] = std::to_string(c->incarnation);
-  c->pid = Spawn(self, c->spec);
+  const pid_t warm = standby != nullptr ? standby->Activate(c->incarnation) : -1;
+  c->pid = warm > 0 ? warm : Spawn(self, c->spec);
   if (c->pid < 0) return false;
   DDP_LOG(INFO) << "launch: restarted rank " << c->spec.rank << " in place (recovery " << count
-                << " of " << settings.max_recoveries << ", pid " << c->pid << ")";
+                << " of " << settings.max_recoveries << ", pid " << c->pid
+                << (warm > 0 ? ", its warm standby)" : ")");
   return true;
 }
 
@@ -223,47 +189,77 @@ int LaunchMain(const char* self, const std::vector<std::string>& args) {
                   << ") pid " << c.pid;
   }
 
-  // 3-4. Supervise.
+  // 3-4. Supervise. In place, each local rank keeps a warm standby (standby.h), started
+  // kStandbyDelay after the launch or after the last one was used, off the recovery's path.
+  using SteadyClock = std::chrono::steady_clock;
+  constexpr auto kStandbyDelay = std::chrono::seconds(2);
+  std::vector<Standby> standbys(recovery->in_place && recovery->warm_standby ? children.size() : 0);
+  std::vector<bool> standby_off(standbys.size(), false);  // one failed or exited on its own
+  auto standby_due = SteadyClock::now() + kStandbyDelay;
   std::vector<ChildExit> exits;
   bool stopping = false;
-  auto kill_deadline = std::chrono::steady_clock::time_point::max();
+  auto kill_deadline = SteadyClock::time_point::max();
   auto stop_all = [&](int sig) {
     for (auto& c : children) if (!c.done) kill(c.pid, sig);
+    for (auto& s : standbys) s.Discard();
   };
   size_t running = children.size();
   while (running > 0) {
     if (int sig = g_signal.exchange(0)) {
       DDP_LOG(INFO) << "launch: forwarding signal " << sig << " to " << running << " children";
       stop_all(sig);
-      if (!stopping) kill_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_s);
+      if (!stopping) kill_deadline = SteadyClock::now() + std::chrono::seconds(grace_s);
       stopping = true;
+    }
+    if (!stopping && SteadyClock::now() >= standby_due) {
+      for (size_t i = 0; i < standbys.size(); ++i) {
+        if (standbys[i].running() || standby_off[i] || children[i].done) continue;
+        Status s = standbys[i].Start(self, children[i].spec.args, children[i].spec.env);
+        if (!s.ok()) {
+          standby_off[i] = true;
+          DDP_LOG(WARNING) << "launch: no warm standby for rank " << children[i].spec.rank << ": "
+                           << s.ToString();
+        }
+      }
+      standby_due = SteadyClock::time_point::max();
     }
     int status = 0;
     pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid > 0) {
-      for (auto& c : children) {
+      for (size_t i = 0; i < standbys.size(); ++i) {
+        if (!standbys[i].Reaped(pid)) continue;
+        standby_off[i] = true;  // it never trained: a fault of the standby itself, not retried
+        DDP_LOG(WARNING) << "launch: the warm standby of rank " << children[i].spec.rank
+                         << " exited " << ExitCodeOfStatus(status) << "; no more standbys for it";
+      }
+      for (size_t i = 0; i < children.size(); ++i) {
+        Child& c = children[i];
         if (c.pid != pid || c.done) continue;
-        const int code = CodeOf(status);
+        const int code = ExitCodeOfStatus(status);
         DDP_LOG(INFO) << "launch: local rank " << c.spec.local_rank << " exited " << code;
+        Standby* standby = i < standbys.size() ? &standbys[i] : nullptr;
+        const bool had_standby = standby != nullptr && standby->running();
         if (store && !stopping && code != kExitOk &&
-            RestartInPlace(self, &c, code, *recovery, store.get())) {
+            RestartInPlace(self, &c, code, *recovery, store.get(), standby)) {
+          if (had_standby) standby_due = SteadyClock::now() + kStandbyDelay;
           continue;
         }
         c.done = true;
         --running;
+        if (standby != nullptr) standby->Discard();
         exits.push_back({c.spec.local_rank, code});
         if (exits.back().code != kExitOk && !stopping) {
           stopping = true;
           stop_all(SIGTERM);
-          kill_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_s);
+          kill_deadline = SteadyClock::now() + std::chrono::seconds(grace_s);
         }
       }
       continue;
     }
-    if (std::chrono::steady_clock::now() > kill_deadline) {
+    if (SteadyClock::now() > kill_deadline) {
       DDP_LOG(WARNING) << "launch: children still running after " << grace_s << "s grace: SIGKILL";
       stop_all(SIGKILL);
-      kill_deadline = std::chrono::steady_clock::time_point::max();
+      kill_deadline = SteadyClock::time_point::max();
     }
     // Supervision poll; a signal interrupts the sleep early.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -31,6 +31,13 @@ StatusOr<RecoverySettings> RecoverySettingsFromLookup(
     }
     s.max_recoveries = n;
   }
+  if (const char* v = getenv(kEnvWarmStandby); v != nullptr && *v != '\0') {
+    const std::string on = v;
+    if (on != "0" && on != "1") {
+      return Status::InvalidArgument(std::string(kEnvWarmStandby) + "=\"" + on + "\": want 0 or 1");
+    }
+    s.warm_standby = on == "1";
+  }
   return s;
 }
 

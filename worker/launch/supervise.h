@@ -21,15 +21,18 @@ inline constexpr char kEnvSupervised[] = "DDP_SUPERVISED";
 // Written by the supervisor: how many times this local rank's trainer was started before (0 for
 // the first). Read by fault injection (fault.h), so a test can crash one incarnation only.
 inline constexpr char kEnvIncarnation[] = "DDP_INCARNATION";
+// Read by the supervisor: "0" turns warm standby trainers off (standby.h); "1", the default, on.
+inline constexpr char kEnvWarmStandby[] = "DDP_WARM_STANDBY";
 
 inline constexpr int64_t kDefaultMaxRecoveries = 3;  // spec.failurePolicy.maxRestarts' default
 
 struct RecoverySettings {
   bool in_place = false;
   int64_t max_recoveries = kDefaultMaxRecoveries;
+  bool warm_standby = true;  // only with in_place
 };
 
-// DDP_RECOVERY and DDP_MAX_RECOVERIES; InvalidArgument naming the variable otherwise.
+// DDP_RECOVERY, DDP_MAX_RECOVERIES and DDP_WARM_STANDBY; InvalidArgument naming the variable otherwise.
 StatusOr<RecoverySettings> RecoverySettingsFromLookup(
     const std::function<const char*(const char*)>& getenv);
 
