@@ -138,7 +138,7 @@ int TrainMain(const std::vector<std::string>& args) {
   }
   ctx.device = *device;
   ctx.metrics = &metrics;
-  ctx.fs = PosixFileSystem();
+  ctx.fs = WithCheckpointFault(PosixFileSystem(), *fault, rdzv_cfg->rank);
   ctx.fault = *fault;
   ctx.stop = &g_stop;
   StatusOr<TrainResult> result = Status::Internal("not run");

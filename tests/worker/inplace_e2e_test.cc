@@ -7,77 +7,11 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
-#include "tests/worker/e2e_util.h"
+#include "tests/worker/inplace_util.h"
 
 namespace ddp::testing {
 namespace {
-
-struct PodsResult {
-  std::vector<std::optional<int>> codes;
-  std::vector<std::string> out, err;
-};
-
-// Starts `n` one-trainer pods of one InPlace group; `faults` by rank (DDP_FAULT).
-std::vector<Proc> StartInPlacePods(int n, const std::vector<std::string>& args,
-                                   const std::string& dir, const std::map<int, std::string>& faults,
-                                   std::map<std::string, std::string> env = {}) {
-  env["MASTER_ADDR"] = "127.0.0.1";
-  env["MASTER_PORT"] = std::to_string(FreePort());
-  env["WORLD_SIZE"] = std::to_string(n);
-  env["NNODES"] = std::to_string(n);
-  env["NPROC_PER_NODE"] = "1";
-  env["DDP_RECOVERY"] = "InPlace";
-  if (!env.count("DDP_RENDEZVOUS_TIMEOUT")) env["DDP_RENDEZVOUS_TIMEOUT"] = "60";
-  static int run = 0;
-  ++run;
-  std::vector<Proc> procs;
-  for (int r = 0; r < n; ++r) {
-    auto e = env;
-    e["RANK"] = e["NODE_RANK"] = std::to_string(r);
-    if (auto it = faults.find(r); it != faults.end()) e["DDP_FAULT"] = it->second;
-    procs.push_back(StartProc(kWorkerBin, args, e, dir,
-                              "inplace" + std::to_string(run) + "-pod" + std::to_string(r)));
-  }
-  return procs;
-}
-
-PodsResult WaitPods(const std::vector<Proc>& procs) {
-  PodsResult g;
-  for (const auto& p : procs) {
-    g.codes.push_back(WaitProc(p, std::chrono::seconds(150)));
-    g.out.push_back(ReadAll(p.out_path));
-    g.err.push_back(ReadAll(p.err_path));
-  }
-  return g;
-}
-
-PodsResult RunInPlacePods(int n, const std::vector<std::string>& args, const std::string& dir,
-                          const std::map<int, std::string>& faults,
-                          std::map<std::string, std::string> env = {}) {
-  return WaitPods(StartInPlacePods(n, args, dir, faults, std::move(env)));
-}
-
-std::string Reference(int n, const std::vector<std::string>& args, const std::string& dir) {
-  GroupResult ref = RunGroup(n, args, {}, dir);
-  for (size_t r = 0; r < ref.codes.size(); ++r) EXPECT_EQ(ref.codes[r], 0) << ref.err[r];
-  return Field(ref.out[0], "param_checksum");
-}
-
-void ExpectAllEqual(const PodsResult& g, const std::string& want) {
-  ASSERT_FALSE(want.empty());
-  for (size_t r = 0; r < g.codes.size(); ++r) {
-    EXPECT_EQ(g.codes[r], 0) << g.err[r];
-    EXPECT_EQ(Field(g.out[r], "param_checksum"), want) << "rank " << r << "\n" << g.err[r];
-  }
-}
-
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 TEST(InPlaceE2E, KilledTrainersHealFromASurvivorAndEndBitIdentical) {
   const std::string dir = MakeTempDir("ddp-e2e-inplace");
@@ -100,25 +34,6 @@ TEST(InPlaceE2E, KilledTrainersHealFromASurvivorAndEndBitIdentical) {
     EXPECT_NE(survivor_err.find("recovered in"), std::string::npos) << survivor_err;
   }
   std::filesystem::remove_all(dir);
-}
-
-// Live children of `parent` whose process name (/proc/<pid>/comm) is `name`.
-std::vector<pid_t> ChildrenNamed(pid_t parent, const std::string& name) {
-  std::vector<pid_t> out;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string pid = e.path().filename();
-    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string stat, comm;
-    std::getline(std::ifstream(e.path() / "stat"), stat);
-    std::getline(std::ifstream(e.path() / "comm"), comm);
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos || comm != name) continue;
-    std::istringstream rest(stat.substr(close + 2));
-    char state = 0;
-    pid_t ppid = -1;
-    if (rest >> state >> ppid && ppid == parent && state != 'Z') out.push_back(std::stoi(pid));
-  }
-  return out;
 }
 
 // The supervisor keeps a warm standby per trainer: a killed trainer's standby takes its place

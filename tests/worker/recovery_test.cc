@@ -2,6 +2,8 @@
 // the recovery settings, and faults scoped to one incarnation.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <map>
 
 #include "worker/launch/supervise.h"
@@ -87,6 +89,28 @@ TEST(FaultTest, AnIncarnationScopesAFault) {
   for (const char* bad : {"1:12@:kill", "1:12@x:kill", "1:12@-1:kill", "1:@0:kill"}) {
     EXPECT_FALSE(ParseFault(bad).ok()) << bad;
   }
+}
+
+TEST(FaultTest, AKillInACheckpointWrapsOnlyItsRanksFileSystem) {
+  auto f = ParseFault("0:10@0:kill-in-checkpoint");
+  ASSERT_TRUE(f.ok() && f->has_value());
+  EXPECT_EQ((*f)->kind, Fault::Kind::kKillInCheckpoint);
+  EXPECT_EQ((*f)->step, 10);
+  EXPECT_FALSE(ParseFault("0:10:kill-in-checkpoint:1").ok());
+  FileSystem* base = PosixFileSystem();
+  EXPECT_EQ(WithCheckpointFault(base, *f, 1), base);  // another rank's fault
+  EXPECT_EQ(WithCheckpointFault(base, *ParseFault("0:10:kill"), 0), base);
+  EXPECT_EQ(WithCheckpointFault(base, std::nullopt, 0), base);
+  FileSystem* faulty = WithCheckpointFault(base, *f, 0);
+  ASSERT_NE(faulty, base);
+  // Everything but the checkpoint's manifest passes through.
+  const std::string dir = std::filesystem::temp_directory_path() / "ddp-fault-fs-test";
+  ASSERT_TRUE(faulty->MakeDirs(dir + "/.tmp-step-00000011").ok());
+  EXPECT_TRUE(faulty->WriteFile(dir + "/.tmp-step-00000011/MANIFEST", "x").ok());
+  EXPECT_TRUE(faulty->WriteFile(dir + "/step-00000010.state.pt", "x").ok());
+  EXPECT_EQ(*faulty->ReadFile(dir + "/.tmp-step-00000011/MANIFEST"), "x");
+  EXPECT_TRUE(faulty->RemoveAll(dir).ok());
+  EXPECT_FALSE(faulty->Exists(dir));
 }
 
 }  // namespace

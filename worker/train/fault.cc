@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "worker/train/checkpoint_store.h"
 
 namespace ddp::worker {
 namespace {
@@ -29,7 +30,8 @@ StatusOr<std::optional<Fault>> ParseFault(const std::string& text) {
   for (std::string p; std::getline(ss, p, ':');) parts.push_back(p);
   const Status bad = Status::InvalidArgument(
       std::string(kEnvFault) + "='" + text +
-      "': want rank:step:exit:CODE, rank:step:kill or rank:step:term (step may be step@incarnation)");
+      "': want rank:step:exit:CODE, rank:step:kill, rank:step:term or rank:step:kill-in-checkpoint "
+      "(step may be step@incarnation)");
   int64_t rank = 0, step = 0, incarnation = -1;
   if (parts.size() < 3) return bad;
   if (size_t at = parts[1].find('@'); at != std::string::npos) {
@@ -43,6 +45,8 @@ StatusOr<std::optional<Fault>> ParseFault(const std::string& text) {
   f.step = step;
   if (parts[2] == "kill" && parts.size() == 3) {
     f.kind = Fault::Kind::kKill;
+  } else if (parts[2] == "kill-in-checkpoint" && parts.size() == 3) {
+    f.kind = Fault::Kind::kKillInCheckpoint;
   } else if (parts[2] == "term" && parts.size() == 3) {
     f.kind = Fault::Kind::kTerm;
   } else if (parts[2] == "exit" && parts.size() == 4) {
@@ -58,6 +62,7 @@ StatusOr<std::optional<Fault>> ParseFault(const std::string& text) {
 
 void MaybeInjectFault(const std::optional<Fault>& fault, int rank, int64_t step) {
   if (!fault || fault->rank != rank || fault->step != step) return;
+  if (fault->kind == Fault::Kind::kKillInCheckpoint) return;  // WithCheckpointFault's
   DDP_LOG(WARNING) << kEnvFault << ": injecting fault on rank " << rank << " at step " << step;
   switch (fault->kind) {
     case Fault::Kind::kExit:
@@ -68,7 +73,51 @@ void MaybeInjectFault(const std::optional<Fault>& fault, int rank, int64_t step)
     case Fault::Kind::kTerm:
       kill(getpid(), SIGTERM);
       break;
+    case Fault::Kind::kKillInCheckpoint:
+      break;
   }
+}
+
+namespace {
+
+// Kills the process when the manifest of checkpoint `name` is about to be written (see
+// CheckpointStore::Save: payload, then manifest, then the rename and DONE).
+class CheckpointFaultFs : public FileSystem {
+ public:
+  CheckpointFaultFs(FileSystem* base, std::string name, int rank, int64_t step)
+      : base_(base), name_(std::move(name)), rank_(rank), step_(step) {}
+  Status WriteFile(const std::string& path, const std::string& data) override {
+    const std::string manifest = "/MANIFEST";
+    if (path.find(name_) != std::string::npos && path.size() > manifest.size() &&
+        path.compare(path.size() - manifest.size(), manifest.size(), manifest) == 0) {
+      DDP_LOG(WARNING) << kEnvFault << ": injecting fault on rank " << rank_
+                       << " while writing the checkpoint of step " << step_;
+      kill(getpid(), SIGKILL);
+    }
+    return base_->WriteFile(path, data);
+  }
+  StatusOr<std::string> ReadFile(const std::string& p) override { return base_->ReadFile(p); }
+  Status Rename(const std::string& a, const std::string& b) override { return base_->Rename(a, b); }
+  Status SyncDir(const std::string& d) override { return base_->SyncDir(d); }
+  Status MakeDirs(const std::string& d) override { return base_->MakeDirs(d); }
+  StatusOr<std::vector<std::string>> ListDir(const std::string& d) override { return base_->ListDir(d); }
+  Status RemoveAll(const std::string& p) override { return base_->RemoveAll(p); }
+  bool Exists(const std::string& p) override { return base_->Exists(p); }
+
+ private:
+  FileSystem* base_;
+  std::string name_;
+  int rank_;
+  int64_t step_;
+};
+
+}  // namespace
+
+FileSystem* WithCheckpointFault(FileSystem* base, const std::optional<Fault>& fault, int rank) {
+  if (!fault || fault->kind != Fault::Kind::kKillInCheckpoint || fault->rank != rank) return base;
+  static CheckpointFaultFs* fs = new CheckpointFaultFs(base, CheckpointName(fault->step), rank,
+                                                       fault->step);
+  return fs;
 }
 
 }  // namespace ddp::worker

@@ -1,5 +1,5 @@
 // Fault injection for end-to-end tests: DDP_FAULT=rank:step:exit:CODE | rank:step:kill |
-// rank:step:term, where step may be step@N: only in incarnation N of that rank's trainer (the
+// rank:step:term | rank:step:kill-in-checkpoint, where step may be step@N: only in incarnation N of that rank's trainer (the
 // supervisor's DDP_INCARNATION; without @N the fault fires in every incarnation, a deterministic
 // crash). Pure parsing plus one action function that main-loop code calls per step.
 #ifndef DDP_WORKER_TRAIN_FAULT_H_
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "worker/train/filesystem.h"
 
 namespace ddp::worker {
 
@@ -17,7 +18,9 @@ namespace ddp::worker {
 inline constexpr char kEnvFault[] = "DDP_FAULT";
 
 struct Fault {
-  enum class Kind { kExit, kKill, kTerm };
+  // kKillInCheckpoint: SIGKILL while this rank writes the checkpoint of `step` (its payload is
+  // written, its manifest and DONE marker are not: a torn checkpoint).
+  enum class Kind { kExit, kKill, kTerm, kKillInCheckpoint };
   int rank = 0;
   int64_t step = 0;  // fires when this optimizer step is about to start
   Kind kind = Kind::kKill;
@@ -31,6 +34,10 @@ StatusOr<std::optional<Fault>> ParseFault(const std::string& text);
 // If `fault` targets (rank, step): kExit -> _exit(code) (no cleanup, like a crash); kKill ->
 // SIGKILL to itself; kTerm -> SIGTERM to itself (exercises the real preemption path).
 void MaybeInjectFault(const std::optional<Fault>& fault, int rank, int64_t step);
+
+// `base`, or for a kKillInCheckpoint fault of `rank` a file system that passes everything to
+// `base` except that it kills the process at the fault's point (lives as long as the process).
+FileSystem* WithCheckpointFault(FileSystem* base, const std::optional<Fault>& fault, int rank);
 
 }  // namespace ddp::worker
 
