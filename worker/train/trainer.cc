@@ -3,13 +3,12 @@
 // log, checkpoint.
 #include "worker/train/trainer.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <sstream>
 
-#include <ATen/ops/cat.h>
+#include <ATen/ops/stack.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/utils.h>
 
@@ -270,11 +269,11 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     // Layout: [loss_sum, stop, busy_0 .. busy_{world-1}].
     t0 = Clock::now();
     const bool stop_here = ctx.stop != nullptr && ctx.stop->load();
-    at::Tensor extra = at::zeros({world + 1}, at::TensorOptions().dtype(at::kFloat));
-    extra.data_ptr<float>()[0] = stop_here ? 1.0f : 0.0f;
-    extra.data_ptr<float>()[1 + rank] =
-        static_cast<float>(std::max(0.0, Since(t_step) - t.exposed_allreduce));
-    at::Tensor agree = at::cat({loss_sum.to(at::kFloat).reshape({1}), extra.to(ctx.device)});
+    // Filled on the device (no host-to-device copy, which would wait for the GPU).
+    at::Tensor agree = at::zeros({world + 2}, loss_sum.options().dtype(at::kFloat));
+    agree[0].copy_(loss_sum);
+    agree[1].fill_(stop_here ? 1.0 : 0.0);
+    agree[2 + rank].fill_(std::max(0.0, Since(t_step) - t.exposed_allreduce));
     std::shared_ptr<Work> agreement = comm->AllReduceSumAsync(agree);
     t.sync = Since(t0);
     t0 = Clock::now();
