@@ -13,10 +13,10 @@ std::optional<double> ReadRank0(const std::vector<ParsedFamily>& families, const
   return v ? v : FindSample(families, name);
 }
 
-// The `rank` label as an int; -1 when absent or not a number.
-int RankOf(const LabelPairs& labels) {
+// The label `key` as an int; -1 when absent or not a number.
+int RankOf(const LabelPairs& labels, const std::string& key = "rank") {
   for (const auto& [k, v] : labels) {
-    if (k != "rank") continue;
+    if (k != key) continue;
     char* end = nullptr;
     long r = std::strtol(v.c_str(), &end, 10);
     return end != v.c_str() && *end == '\0' && r >= 0 ? static_cast<int>(r) : -1;
@@ -49,6 +49,17 @@ WorkerScrape ReadWorkerScrape(const std::vector<ParsedFamily>& families) {
     for (const Sample& x : f.samples) {
       if (x.name == step_sum) s.step_time_by_rank[RankOf(x.labels)].sum_seconds = x.value;
       if (x.name == step_count) s.step_time_by_rank[RankOf(x.labels)].count = x.value;
+    }
+  }
+  // Rank 0's per-rank busy series: under launch a page may merge several processes' series;
+  // only rank 0's (or an unlabelled page's) carry values.
+  const std::optional<double> busy_steps = ReadRank0(families, kWorkerRankBusySteps);
+  for (const ParsedFamily& f : families) {
+    if (f.name != kWorkerRankBusySeconds || !busy_steps) continue;
+    for (const Sample& x : f.samples) {
+      const int own = RankOf(x.labels), peer = RankOf(x.labels, kPeerRankLabel);
+      if (own > 0 || peer < 0) continue;
+      s.busy_by_rank[peer] = RankStepTime{x.value, *busy_steps, 0};
     }
   }
   return s;

@@ -28,6 +28,12 @@ inline constexpr char kWorkerRecoverySeconds[] = "ddp_worker_recovery_seconds";
 // Trainer processes the pods' supervisors restarted and the group healed in place this round
 // (a gauge that pod 0's supervisor reads from the store it hosts). Absent without InPlace.
 inline constexpr char kWorkerInPlaceRecoveries[] = "ddp_worker_inplace_recoveries";
+// Rank 0's page only: every rank's busy seconds (label kPeerRankLabel) over the steps counted by
+// kWorkerRankBusySteps, handed to rank 0 in the step agreement. Absent from older workers.
+inline constexpr char kWorkerRankBusySeconds[] = "ddp_worker_rank_busy_seconds_total";
+inline constexpr char kWorkerRankBusySteps[] = "ddp_worker_rank_busy_steps_total";
+// The rank a kWorkerRankBusySeconds series is about (`rank` is the page's own, under launch).
+inline constexpr char kPeerRankLabel[] = "peer_rank";
 
 // Cumulative step time of one rank (the _sum and _count of ddp_worker_step_seconds) and the part
 // of it spent waiting for the all-reduce (ddp_worker_exposed_allreduce_seconds_total).
@@ -49,6 +55,10 @@ struct WorkerScrape {
   std::optional<double> inplace_recoveries;
   // By the `rank` label; a page without one (a worker run alone) is rank -1.
   std::map<int, RankStepTime> step_time_by_rank;
+  // Every rank's busy time from rank 0's per-rank series, by peer_rank: sum_seconds is the busy
+  // time (already net of the all-reduce wait, so exposed_allreduce_seconds is 0), count the
+  // steps covered. Empty when the page lacks either series.
+  std::map<int, RankStepTime> busy_by_rank;
 };
 
 // With `ddp-worker launch` every series carries a `rank` label: the rank="0" series is used;

@@ -165,7 +165,9 @@ int RunMain(int argc, char** argv) {
     co.progress = ProgressScraperOptions{};
     co.progress->interval = f.progress_interval;
     co.progress->max_in_flight = f.progress_scrapers;
+    co.progress->busy_reads_wake = f.straggler_reads;
   }
+  co.stragglers = {f.straggler_factor, f.straggler_reads};
   co.instance = f.identity.empty() ? Identity() : f.identity;
   Controller ctl(client->get(), &metrics, co);
   Status started = ctl.Start(f.sync_timeout, &stop);

@@ -145,6 +145,12 @@ void Controller::UpdateGauges() {
     by_phase[e.phase.empty() ? api::kPhasePending : e.phase]++;
   });
   for (const auto& [phase, n] : by_phase) metrics_->jobs.Labels({phase}).Set(n);
+  size_t flagged = 0;
+  {
+    std::lock_guard<std::mutex> l(stragglers_mu_);
+    for (const auto& [key, s] : stragglers_) flagged += s.detector.flagged();
+  }
+  metrics_->stragglers.Get().Set(static_cast<double>(flagged));
 }
 
 void Controller::Worker() {
@@ -179,7 +185,7 @@ Status Controller::Reconcile(const std::string& key) {
     std::optional<JobEntry> entry = jobs_.Get(key);
     if (!entry) {
       expectations_.Forget(key);  // deleted: its pods go by owner-reference garbage collection
-      if (scraper_) scraper_->Forget(key);
+      ForgetProgress(key);
       return Status::OK();
     }
     SteadyClock::duration wait{};

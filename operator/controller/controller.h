@@ -9,7 +9,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +28,7 @@
 #include "operator/kube/progress_scraper.h"
 #include "operator/kube/workqueue.h"
 #include "operator/plan/plan.h"
+#include "operator/plan/stragglers.h"
 
 namespace ddp::controller {
 
@@ -38,6 +41,8 @@ struct ControllerOptions {
   std::string instance = "ddp-operator";  // reportingInstance of events (hostname)
   // Reading rank 0's /metrics for status.progress and hangs; nullopt: off.
   std::optional<ProgressScraperOptions> progress;
+  // Stragglers, from rank 0's per-rank busy series on the progress reads (needs `progress`).
+  plan::StragglerOptions stragglers;
 };
 
 // Thread-safe. Lifecycle: Start() once, Stop() once (the destructor stops too).
@@ -83,6 +88,11 @@ class Controller {
   // Points the scraper at the job's rank 0 pod while the job runs (else stops reading it) and
   // puts the latest snapshot into `seen` (controller_progress.cc).
   void ObserveProgress(const api::DDPJob& job, plan::Observed* seen);
+  // Feeds the scraper's busy reads of `job` to its straggler detector (reset on a new round or
+  // rank 0 pod) and records one Event per newly flagged rank; never a status write or restart.
+  void ObserveStragglers(const api::DDPJob& job, const plan::ObservedPod& rank0);
+  // Stops reading `key` and drops its straggler state.
+  void ForgetProgress(const std::string& key);
 
   KubeClient* client_;
   OperatorMetrics* metrics_;
@@ -95,6 +105,13 @@ class Controller {
   std::unique_ptr<Informer> job_informer_, pod_informer_, service_informer_;
   std::vector<std::thread> workers_;
   std::unique_ptr<ProgressScraper> scraper_;  // null when options_.progress is unset
+  struct JobStragglers {
+    int round = -1;
+    std::string rank0_uid;
+    plan::StragglerDetector detector;
+  };
+  mutable std::mutex stragglers_mu_;  // guards stragglers_ (workers and UpdateGauges)
+  std::map<std::string, JobStragglers> stragglers_;  // running jobs with busy reads seen
   std::atomic<bool> stopped_{false};
 };
 

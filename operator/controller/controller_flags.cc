@@ -69,6 +69,10 @@ Status ParseRunFlags(int argc, char** argv, RunFlags* f) {
       {"progress-scrapers",
        [f](const std::string& v) { return ParseInt(v, &f->progress_scrapers) && f->progress_scrapers >= 1; }},
       {"cache-sync-timeout", dur(&f->sync_timeout)},
+      {"straggler-factor",
+       [f](const std::string& v) { return ParseDouble(v, &f->straggler_factor) && f->straggler_factor > 1; }},
+      {"straggler-reads",
+       [f](const std::string& v) { return ParseInt(v, &f->straggler_reads) && f->straggler_reads >= 1; }},
   };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -130,6 +134,9 @@ const char* RunUsage() {
          "  --progress-interval D             read rank 0's /metrics of running jobs this often,\n"
          "                                    for status.progress and hangs (default 10s; 0: off)\n"
          "  --progress-scrapers N             /metrics reads in flight at most (default 8)\n"
+         "  --straggler-factor F              a Straggler Event for a rank busy F (> 1) times the\n"
+         "                                    other ranks' median per step (default 1.5) ...\n"
+         "  --straggler-reads N               ... in N consecutive progress reads (default 3)\n"
          "  --cache-sync-timeout D            (default 2m)\n";
 }
 

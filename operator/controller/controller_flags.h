@@ -32,6 +32,10 @@ struct RunFlags {
   // --progress-interval: how often rank 0's /metrics of a running job is read ("0" disables).
   std::chrono::milliseconds progress_interval{std::chrono::seconds(10)};
   int progress_scrapers = 8;  // --progress-scrapers: fetches in flight at most
+  // A rank whose busy time per step is --straggler-factor (> 1) times the other ranks' median
+  // in --straggler-reads (>= 1) consecutive progress reads gets a Straggler Event.
+  double straggler_factor = 1.5;
+  int straggler_reads = 3;
   bool help = false;
 };
 

@@ -1,5 +1,6 @@
 // The controller's side of status.progress: which pod the scraper reads, and handing its
-// snapshot to the planner. The decisions (what to write, when a job is hung) are the planner's.
+// snapshot to the planner; and the per-job straggler detectors fed by the same reads. The
+// decisions (what to write, when a job is hung, who is a straggler) are the plan layer's.
 #include "operator/controller/controller.h"
 
 namespace ddp::controller {
@@ -19,13 +20,43 @@ void Controller::ObserveProgress(const api::DDPJob& job, plan::Observed* seen) {
   // Not running (starting, restarting, finished): nothing to read, and the next round starts
   // from no progress, so its hang clock starts at its first page.
   if (!rank0) {
-    scraper_->Forget(key);
+    ForgetProgress(key);
     return;
   }
   scraper_->Track(key, {rank0->uid, rank0->pod_ip, job.spec.metrics.port, job.status.round});
   if (std::optional<ScrapedProgress> s = scraper_->Get(key)) {
     seen->progress = plan::ObservedProgress{s->round, s->snapshot};
   }
+  ObserveStragglers(job, *rank0);
+}
+
+void Controller::ObserveStragglers(const api::DDPJob& job, const plan::ObservedPod& rank0) {
+  const std::string key = job.Key();
+  std::vector<BusyRead> reads = scraper_->TakeBusyReads(key);
+  if (reads.empty()) return;  // no new page, or a worker without the per-rank series
+  std::vector<plan::Event> events;
+  {
+    std::lock_guard<std::mutex> l(stragglers_mu_);
+    JobStragglers& st = stragglers_[key];
+    // Another round or rank 0 pod: other processes, counters from zero.
+    if (st.round != job.status.round || st.rank0_uid != rank0.uid) {
+      st = JobStragglers{job.status.round, rank0.uid, plan::StragglerDetector(options_.stragglers)};
+    }
+    for (const BusyRead& read : reads) {
+      for (const plan::Straggler& s : st.detector.Add(read)) {
+        events.push_back(plan::StragglerEvent(job, s));
+      }
+    }
+  }
+  if (events.empty()) return;
+  metrics_->straggler_events_total.Get().Inc(static_cast<double>(events.size()));
+  EmitEvents(job, events);
+}
+
+void Controller::ForgetProgress(const std::string& key) {
+  if (scraper_) scraper_->Forget(key);
+  std::lock_guard<std::mutex> l(stragglers_mu_);
+  stragglers_.erase(key);
 }
 
 }  // namespace ddp::controller

@@ -39,6 +39,13 @@ OperatorMetrics::OperatorMetrics()
       progress_scrapes_total(registry.AddCounter(
           "ddp_operator_progress_scrapes_total",
           "Reads of rank 0's /metrics for status.progress, by result.", {"result"})),
+      stragglers(registry.AddGauge(
+          "ddp_operator_stragglers",
+          "Ranks of running jobs currently flagged as stragglers (busy time per step a set "
+          "factor above the median of the other ranks').")),
+      straggler_events_total(registry.AddCounter(
+          "ddp_operator_straggler_events_total",
+          "Straggler Events recorded (one per rank each time it becomes a straggler).")),
       process(&registry) {}
 
 }  // namespace ddp::controller

@@ -30,6 +30,8 @@ struct OperatorMetrics {
   // From a failure being observed to every pod of the next round running.
   metrics::HistogramFamily& recovery_seconds;
   metrics::CounterFamily& progress_scrapes_total;  // {result="ok|error"}
+  metrics::GaugeFamily& stragglers;                // ranks flagged now, over all running jobs
+  metrics::CounterFamily& straggler_events_total;  // Straggler Events recorded
   // process_cpu_seconds_total, process_resident_memory_bytes, ...: call process.Update() before
   // rendering.
   metrics::ProcessMetrics process;

@@ -61,6 +61,15 @@ std::optional<ScrapedProgress> ProgressScraper::Get(const std::string& key) cons
                          it->second.last_page};
 }
 
+std::vector<BusyRead> ProgressScraper::TakeBusyReads(const std::string& key) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return {};
+  std::vector<BusyRead> out;
+  out.swap(it->second.busy_reads);
+  return out;
+}
+
 size_t ProgressScraper::Tracked() const {
   std::lock_guard<std::mutex> l(mu_);
   return entries_.size();
@@ -104,12 +113,20 @@ void ProgressScraper::Loop() {
       DDP_LOG(DEBUG) << key << ": progress scrape: " << page.status().message();
       continue;
     }
-    it->second.last_page = scrape;
-    const bool advanced = it->second.tracker.Add(scrape, std::chrono::system_clock::now());
+    auto& busy = it->second.busy_reads;
+    if (!scrape.busy_by_rank.empty()) {
+      if (busy.size() == kMaxBusyReads) busy.erase(busy.begin());
+      busy.push_back(scrape.busy_by_rank);
+    }
+    const bool busy_due =
+        !scrape.busy_by_rank.empty() && static_cast<int>(busy.size()) >= options_.busy_reads_wake;
+    it->second.last_page = std::move(scrape);
+    const bool advanced =
+        it->second.tracker.Add(it->second.last_page, std::chrono::system_clock::now());
     if (!advanced || !on_advance_) continue;
     const auto fetched = SteadyClock::now();
     auto& last_wake = it->second.last_wake;
-    if (last_wake && fetched - *last_wake < options_.min_wake_interval) continue;
+    if (last_wake && fetched - *last_wake < options_.min_wake_interval && !busy_due) continue;
     last_wake = fetched;
     l.unlock();
     on_advance_(key);

@@ -1,7 +1,8 @@
 // Reads rank 0's /metrics of running jobs for status.progress and hang detection, off the
 // reconcile path: reconciles say which pod to read (Track) and read the latest snapshot (Get);
 // a few threads of its own fetch pages, each job at most once per interval, each fetch with a
-// short timeout, at most max_in_flight at a time. It decides nothing: the planner does.
+// short timeout, at most max_in_flight at a time. It decides nothing: the planner does (and the
+// straggler detector, fed by the controller from TakeBusyReads).
 // Thread-safe.
 #ifndef DDP_OPERATOR_KUBE_PROGRESS_SCRAPER_H_
 #define DDP_OPERATOR_KUBE_PROGRESS_SCRAPER_H_
@@ -45,7 +46,14 @@ struct ProgressScraperOptions {
   // planner writes progress-only changes at most every 30 s anyway, and arms its own timer for
   // the hang deadline.
   std::chrono::milliseconds min_wake_interval{std::chrono::seconds(30)};
+  // Pages carrying every rank's busy time (rank 0's per-rank series) are kept for the
+  // controller's straggler detector (TakeBusyReads); once this many wait, an advance wakes the
+  // job's reconcile regardless of min_wake_interval, so detection keeps the read cadence.
+  int busy_reads_wake = 3;
 };
+
+// Every rank's cumulative busy time as of one page (WorkerScrape::busy_by_rank).
+using BusyRead = std::map<int, metrics::RankStepTime>;
 
 class ProgressScraper {
  public:
@@ -75,6 +83,11 @@ class ProgressScraper {
   // The latest snapshot of `key`; nullopt before a page with a step.
   std::optional<ScrapedProgress> Get(const std::string& key) const;
   size_t Tracked() const;
+  // The busy reads of `key` gathered since the last call, oldest first (at most kMaxBusyReads;
+  // older ones are dropped: the values are cumulative, so only resolution is lost). Empty for
+  // pages without the per-rank series (an older worker, a torchrun image).
+  std::vector<BusyRead> TakeBusyReads(const std::string& key);
+  static constexpr size_t kMaxBusyReads = 16;
 
  private:
   struct Entry {
@@ -85,6 +98,7 @@ class ProgressScraper {
     std::optional<std::chrono::steady_clock::time_point> last_wake;
     metrics::ProgressTracker tracker;
     metrics::WorkerScrape last_page;
+    std::vector<BusyRead> busy_reads;
   };
   void Loop();
 

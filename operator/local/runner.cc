@@ -57,10 +57,12 @@ std::vector<std::string> TailLines(const std::string& path, size_t n) {
 }
 
 // Writes status.json in the run dir by write-temp + rename, so a reader never sees half a file.
-void WriteStatusFile(const std::string& run_dir, const api::DDPJob& job) {
+// `stragglers`: ranks reported as stragglers so far (stragglersReported, when any).
+void WriteStatusFile(const std::string& run_dir, const api::DDPJob& job, int stragglers) {
   nlohmann::json doc = {{"name", job.name},
                         {"generation", job.generation},
                         {"status", api::StatusToJson(job.status)}};
+  if (stragglers > 0) doc["stragglersReported"] = stragglers;
   const std::string tmp = run_dir + "/.status.json.tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);
@@ -210,7 +212,7 @@ void LocalRun::Reconcile() {
   plan::Plan plan = plan::PlanReconcile(job_, seen, std::chrono::system_clock::now());
   if (plan.status) {
     job_.status = *plan.status;
-    WriteStatusFile(run_dir_, job_);
+    WriteStatusFile(run_dir_, job_, stragglers_.reported());
   }
   for (const std::string& m : executor_->Apply(plan, std::chrono::system_clock::now())) {
     terminal_.Line(Elapsed() + " " + m);
@@ -354,10 +356,10 @@ int LocalRun::Run() {
     }
     RefreshStatusLine();
     if (job_.status.phase == api::kPhaseRunning) {
-      for (const std::string& m : stragglers_.Poll(*executor_, job_.status.round,
-                                                   job_.spec.nproc_per_node, SteadyClock::now())) {
-        terminal_.Line(Elapsed() + " ! " + m);
-      }
+      std::vector<std::string> reports = stragglers_.Poll(
+          *executor_, job_.status.round, job_.spec.nproc_per_node, SteadyClock::now());
+      for (const std::string& m : reports) terminal_.Line(Elapsed() + " ! " + m);
+      if (!reports.empty()) WriteStatusFile(run_dir_, job_, stragglers_.reported());
     }
     auto wake = std::min(next_watch_, next_scrape_);
     if (requeue_at_) wake = std::min(wake, *requeue_at_);

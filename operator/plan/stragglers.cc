@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "operator/plan/names.h"
+
 namespace ddp::plan {
 namespace {
 
@@ -31,7 +33,11 @@ std::vector<Straggler> StragglerDetector::Add(const std::map<int, metrics::RankS
   std::map<int, double> busy;
   for (const auto& [rank, now] : by_rank) {
     RankState& st = ranks_[rank];
-    if (st.has_last && now.count > st.last.count) {
+    // A counter that went back is a new process (a restarted trainer starts from zero): no
+    // interval, the next read measures from here.
+    const bool reset = now.count < st.last.count || now.sum_seconds < st.last.sum_seconds ||
+                       now.exposed_allreduce_seconds < st.last.exposed_allreduce_seconds;
+    if (st.has_last && !reset && now.count > st.last.count) {
       const double steps = now.count - st.last.count;
       const double wall = now.sum_seconds - st.last.sum_seconds;
       const double waited = now.exposed_allreduce_seconds - st.last.exposed_allreduce_seconds;
@@ -61,6 +67,12 @@ std::vector<Straggler> StragglerDetector::Add(const std::map<int, metrics::RankS
     }
   }
   return out;
+}
+
+Event StragglerEvent(const api::DDPJob& job, const Straggler& straggler) {
+  const int index = straggler.rank / std::max(1, job.spec.nproc_per_node);
+  return {"Warning", kStragglerReason,
+          straggler.Describe() + "; pod " + PodName(job, index) + " (reported, not restarted)"};
 }
 
 size_t StragglerDetector::flagged() const {

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "common/worker_progress.h"
+#include "operator/api/types.h"
+#include "operator/plan/plan.h"
 
 namespace ddp::plan {
 
@@ -34,7 +36,7 @@ class StragglerDetector {
   explicit StragglerDetector(StragglerOptions options = {}) : options_(options) {}
 
   // Feeds one read of every rank's cumulative times (a rank missing from a read keeps its
-  // streak). Returns the ranks that just became stragglers: each once, until it has been back
+  // streak; a rank whose counters went back, a restarted process, gives no interval this read). Returns the ranks that just became stragglers: each once, until it has been back
   // within the factor for a read.
   std::vector<Straggler> Add(const std::map<int, metrics::RankStepTime>& by_rank);
   // Ranks currently flagged.
@@ -50,6 +52,13 @@ class StragglerDetector {
   StragglerOptions options_;
   std::map<int, RankState> ranks_;
 };
+
+// The reason of the one Event per newly flagged rank.
+inline constexpr char kStragglerReason[] = "Straggler";
+
+// That Event for `job`: a Warning naming the rank's pod (rank / nproc_per_node) and saying it
+// is reported, not restarted.
+Event StragglerEvent(const api::DDPJob& job, const Straggler& straggler);
 
 }  // namespace ddp::plan
 

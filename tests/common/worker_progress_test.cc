@@ -49,6 +49,47 @@ TEST(WorkerScrape, AWorkerWithoutRecoverySeriesHasNone) {
   EXPECT_TRUE(s.step_time_by_rank.empty());
 }
 
+// Rank 0's page under `ddp-worker launch`: the launcher's rank/local_rank labels beside
+// peer_rank; a second local rank's (empty) family and series of other ranks are not read.
+TEST(WorkerScrape, ReadsEveryRanksBusyTimeFromRankZerosPage) {
+  const std::string page =
+      "# TYPE ddp_worker_rank_busy_seconds_total counter\n"
+      "ddp_worker_rank_busy_seconds_total{rank=\"0\",local_rank=\"0\",peer_rank=\"0\"} 1.5\n"
+      "ddp_worker_rank_busy_seconds_total{rank=\"0\",local_rank=\"0\",peer_rank=\"1\"} 4.25\n"
+      "ddp_worker_rank_busy_seconds_total{rank=\"1\",local_rank=\"1\",peer_rank=\"3\"} 9\n"
+      "# TYPE ddp_worker_rank_busy_steps_total counter\n"
+      "ddp_worker_rank_busy_steps_total{rank=\"0\",local_rank=\"0\"} 12\n";
+  WorkerScrape s = ParseWorkerScrape(page);
+  ASSERT_EQ(s.busy_by_rank.size(), 2u);
+  EXPECT_EQ(s.busy_by_rank[0].sum_seconds, 1.5);
+  EXPECT_EQ(s.busy_by_rank[1].sum_seconds, 4.25);
+  EXPECT_EQ(s.busy_by_rank[1].count, 12);
+  EXPECT_EQ(s.busy_by_rank[1].exposed_allreduce_seconds, 0);
+  EXPECT_TRUE(s.step_time_by_rank.empty());
+}
+
+TEST(WorkerScrape, BusySeriesWithoutTheirStepCountOrPeerRankAreNotRead) {
+  // A page of a worker run alone (no rank label) but without the steps series: nothing.
+  WorkerScrape s = ParseWorkerScrape(
+      "# TYPE ddp_worker_rank_busy_seconds_total counter\n"
+      "ddp_worker_rank_busy_seconds_total{peer_rank=\"0\"} 1\n");
+  EXPECT_TRUE(s.busy_by_rank.empty());
+  // With the step count, but one series has no peer_rank and one a malformed one.
+  s = ParseWorkerScrape(
+      "# TYPE ddp_worker_rank_busy_seconds_total counter\n"
+      "ddp_worker_rank_busy_seconds_total{peer_rank=\"1\"} 2\n"
+      "ddp_worker_rank_busy_seconds_total{peer_rank=\"x\"} 3\n"
+      "ddp_worker_rank_busy_seconds_total 4\n"
+      "# TYPE ddp_worker_rank_busy_steps_total counter\n"
+      "ddp_worker_rank_busy_steps_total 8\n");
+  ASSERT_EQ(s.busy_by_rank.size(), 1u);
+  EXPECT_EQ(s.busy_by_rank[1].sum_seconds, 2);
+  EXPECT_EQ(s.busy_by_rank[1].count, 8);
+  // An older worker (or a torchrun image): no series, no busy times, no error.
+  EXPECT_TRUE(ParseWorkerScrape("ddp_worker_steps_total 4\n").busy_by_rank.empty());
+  EXPECT_TRUE(ParseWorkerScrape("not { an exposition\n").busy_by_rank.empty());
+}
+
 TEST(ProgressTracker, FirstPageHasNoRateSecondGivesOne) {
   ProgressTracker t;
   EXPECT_TRUE(t.Add(Page(10), At(0)));

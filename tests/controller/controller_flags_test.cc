@@ -74,6 +74,9 @@ TEST(ParseRunFlagsTest, ErrorsNameTheFlag) {
       {{"stray"}, "unexpected argument \"stray\""},
       {{"--progress-interval", "soon"}, "--progress-interval: invalid value \"soon\""},
       {{"--progress-scrapers", "0"}, "--progress-scrapers: invalid value \"0\""},
+      {{"--straggler-factor", "1"}, "--straggler-factor: invalid value \"1\""},
+      {{"--straggler-factor", "fast"}, "--straggler-factor: invalid value \"fast\""},
+      {{"--straggler-reads", "0"}, "--straggler-reads: invalid value \"0\""},
   };
   for (const auto& r : rows) {
     RunFlags f;
@@ -92,6 +95,15 @@ TEST(ParseRunFlagsTest, ProgressReads) {
   EXPECT_EQ(f.progress_scrapers, 2);
   ASSERT_TRUE(Parse({"--progress-interval", "0"}, &f).ok());  // off
   EXPECT_EQ(f.progress_interval, milliseconds(0));
+}
+
+TEST(ParseRunFlagsTest, StragglerOptions) {
+  RunFlags f;
+  EXPECT_EQ(f.straggler_factor, 1.5);  // the same defaults as `ddp-operator local`
+  EXPECT_EQ(f.straggler_reads, 3);
+  ASSERT_TRUE(Parse({"--straggler-factor=2.5", "--straggler-reads", "5"}, &f).ok());
+  EXPECT_EQ(f.straggler_factor, 2.5);
+  EXPECT_EQ(f.straggler_reads, 5);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // process. Targets (issue 10): progress in the status within 15 s of a step; a hung job
 // restarted within hangTimeoutSeconds + 15 s.
 #include <atomic>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -34,6 +36,37 @@ class FakeWorkerMetrics {
 
  private:
   std::atomic<int> step_{0};
+  HttpServer server_;
+};
+
+// Rank 0's page of a worker that exports every rank's busy time: each read finds 10 more steps,
+// rank r busy busy[r] s of each.
+class FakeBusyWorker {
+ public:
+  explicit FakeBusyWorker(std::vector<double> busy) : busy_(std::move(busy)) {
+    server_.Handle("/metrics", [this] {
+      const int steps = 10 * ++reads_;
+      std::string page = "# TYPE ddp_worker_steps_total counter\nddp_worker_steps_total " +
+                         std::to_string(steps) +
+                         "\n# TYPE ddp_worker_total_steps gauge\nddp_worker_total_steps 100000\n"
+                         "# TYPE ddp_worker_rank_busy_seconds_total counter\n";
+      for (size_t r = 0; r < busy_.size(); ++r) {
+        page += "ddp_worker_rank_busy_seconds_total{peer_rank=\"" + std::to_string(r) + "\"} " +
+                std::to_string(busy_[r] * steps) + "\n";
+      }
+      page += "# TYPE ddp_worker_rank_busy_steps_total counter\nddp_worker_rank_busy_steps_total " +
+              std::to_string(steps) + "\n";
+      return HttpResponse{200, kPrometheusContentType, page};
+    });
+    Status s = server_.Start("127.0.0.1:0");
+    if (!s.ok()) throw std::runtime_error(s.ToString());
+  }
+  int port() const { return server_.port(); }
+  int reads() const { return reads_.load(); }
+
+ private:
+  const std::vector<double> busy_;
+  std::atomic<int> reads_{0};
   HttpServer server_;
 };
 
@@ -115,6 +148,71 @@ TEST(ProgressE2eTest, ProgressAppearsThenAHungJobIsRestarted) {
       },
       milliseconds(10000)))
       << op->Log();
+}
+
+std::vector<json> EventsOf(World* w, const std::string& job, const std::string& reason) {
+  std::vector<json> out;
+  for (const auto& e : w->server().Objects("/api/v1/namespaces/ml/events")) {
+    if (e.value("reason", "") == reason && e["involvedObject"].value("name", "") == job) {
+      out.push_back(e);
+    }
+  }
+  return out;
+}
+
+std::string OperatorPage(OperatorProcess* op) {
+  auto page = HttpGet("127.0.0.1", op->MetricsPort(), "/metrics", 2000);
+  return page.ok() ? page.value() : "";
+}
+
+// Rank 1 of "slow" is busy 0.4 s of each step, rank 0 0.1 s: one Straggler Event naming its pod,
+// counted, and no restart. "even" (equal ranks) and "old" (a page without the per-rank series,
+// an older worker) get none.
+TEST(ProgressE2eTest, AStragglerGetsOneEventAndAMetricNotARestart) {
+  World w;
+  FakeBusyWorker slow({0.1, 0.4}), even({0.2, 0.2});
+  FakeWorkerMetrics old;
+  old.SetStep(3);
+  auto op = w.StartOperator("op", {"--progress-interval", "1s", "--straggler-reads", "2"});
+  for (auto [name, port] : {std::pair<const char*, int>{"slow", slow.port()},
+                            {"even", even.port()}, {"old", old.port()}}) {
+    w.CreateJob(World::Job(name, 2, {{"metrics", {{"port", port}}}}));
+    ASSERT_TRUE(w.RunRound(name, 0, 2, milliseconds(20000))) << op->Log();
+    PointRank0At127(&w, name);
+  }
+  ASSERT_TRUE(WaitFor([&] { return !EventsOf(&w, "slow", "Straggler").empty(); },
+                      milliseconds(30000)))
+      << op->Log();
+  // Several reads later: still one Event, the gauge and the counter say one, no restart.
+  const int reads = slow.reads();
+  ASSERT_TRUE(WaitFor([&] { return slow.reads() >= reads + 4 && even.reads() >= reads + 4; },
+                      milliseconds(20000)));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string page = OperatorPage(op.get());
+        return page.find("ddp_operator_stragglers 1\n") != std::string::npos &&
+               page.find("ddp_operator_straggler_events_total 1\n") != std::string::npos;
+      },
+      milliseconds(10000)))
+      << OperatorPage(op.get());
+  std::vector<json> events = EventsOf(&w, "slow", "Straggler");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].value("type", ""), "Warning");
+  // 0.4 / 0.1 = 4x; rank 1 of a job with one process per pod is pod 1.
+  EXPECT_EQ(events[0].value("message", ""),
+            "rank 1 is a straggler: 0.400 s busy per step, 4.0x the median of the other ranks "
+            "(0.100 s); pod slow-worker-1 (reported, not restarted)");
+  EXPECT_TRUE(EventsOf(&w, "even", "Straggler").empty());
+  EXPECT_TRUE(EventsOf(&w, "old", "Straggler").empty());
+  for (const char* name : {"slow", "even", "old"}) {
+    json st = w.JobStatus(name);
+    EXPECT_EQ(st.value("round", -1), 0) << name;
+    EXPECT_EQ(st.value("restarts", 0), 0) << name;
+  }
+  // The old worker's page still gives progress: no per-rank series is no error.
+  ASSERT_TRUE(WaitFor(
+      [&] { return w.JobStatus("old").value("progress", json::object()).value("step", -1) == 3; },
+      milliseconds(15000)));
 }
 
 TEST(ProgressE2eTest, AJobWithoutMetricsHasNoProgressAndIsNeverHung) {

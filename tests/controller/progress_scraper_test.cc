@@ -79,6 +79,48 @@ TEST(ProgressScraper, AdvancesWakeTheReconcileAtMostOncePerWakeInterval) {
   EXPECT_EQ(wakes.load(), 1);  // the first step seen; the next 20 advances are within the hour
 }
 
+// Pages with every rank's busy series are kept for the straggler detector, at most
+// kMaxBusyReads; once busy_reads_wake wait, an advance wakes the reconcile despite the wake
+// interval. A page without the series (an older worker) keeps nothing.
+TEST(ProgressScraper, KeepsBusyReadsForTheDetectorAndWakesWhenEnoughWait) {
+  std::atomic<int> step{0};
+  std::atomic<int> wakes{0};
+  std::atomic<bool> with_busy{false};
+  ProgressScraperOptions o;
+  o.interval = milliseconds(5);
+  o.min_wake_interval = std::chrono::hours(1);
+  o.busy_reads_wake = 3;
+  ProgressScraper s(o, [&](const std::string&) { wakes++; }, {},
+                    [&](const std::string&, int, const std::string&, int) {
+                      const int n = step.fetch_add(1);
+                      std::string page = Page(n);
+                      if (with_busy) {
+                        page += "ddp_worker_rank_busy_seconds_total{peer_rank=\"0\"} " +
+                                std::to_string(n) + "\nddp_worker_rank_busy_steps_total " +
+                                std::to_string(n) + "\n";
+                      }
+                      return StatusOr<std::string>(page);
+                    });
+  s.Start();
+  s.Track("ml/a", Target("uid-a"));
+  ASSERT_TRUE(PollUntil([&] { auto g = s.Get("ml/a"); return g && g->snapshot.step >= 5; },
+                        seconds(10)));
+  EXPECT_TRUE(s.TakeBusyReads("ml/a").empty());
+  EXPECT_EQ(wakes.load(), 1);  // the first step only
+  with_busy = true;
+  ASSERT_TRUE(PollUntil([&] { return wakes.load() >= 2; }, seconds(10)));
+  std::vector<BusyRead> reads = s.TakeBusyReads("ml/a");
+  ASSERT_GE(reads.size(), 3u);
+  ASSERT_LE(reads.size(), ProgressScraper::kMaxBusyReads);
+  for (size_t i = 1; i < reads.size(); ++i) {  // oldest first
+    EXPECT_LT(reads[i - 1].at(0).count, reads[i].at(0).count);
+  }
+  // Left alone, the kept reads stop at the bound.
+  ASSERT_TRUE(PollUntil([&] { return step.load() > 100; }, seconds(10)));
+  EXPECT_LE(s.TakeBusyReads("ml/a").size(), ProgressScraper::kMaxBusyReads);
+  EXPECT_TRUE(s.TakeBusyReads("ml/unknown").empty());
+}
+
 TEST(ProgressScraper, ANewPodStartsFromNoProgressAndForgetDropsTheJob) {
   std::atomic<bool> fail{false};
   ProgressScraperOptions o;

@@ -29,6 +29,12 @@ class LocalRunTest : public ::testing::Test {
     return std::make_unique<OperatorProcess>(args, dir_.path() + "/out.txt");
   }
   nlohmann::json Status() const { return ReadStatus(RunDir()); }
+  // The whole status.json (name, generation, status, stragglersReported).
+  nlohmann::json ReadDoc() const {
+    nlohmann::json doc =
+        nlohmann::json::parse(ReadFile(RunDir() + "/status.json"), nullptr, false);
+    return doc.is_object() ? doc : nlohmann::json::object();
+  }
   std::string StatusField(const char* key) const {
     nlohmann::json s = Status();
     return s.is_object() && s.contains(key) ? s[key].dump() : "";
@@ -287,7 +293,40 @@ TEST_F(LocalRunTest, AStragglerIsReportedOnceAndNotRestarted) {
   const std::string out = op->Output();
   EXPECT_EQ(out.find(report), out.rfind(report)) << "reported twice:\n" << out;
   EXPECT_NE(out.find("stragglers reported: 1"), std::string::npos) << out;
+  EXPECT_EQ(ReadDoc().value("stragglersReported", 0), 1);
   EXPECT_EQ(Status().value("restarts", -1), 0);
+  EXPECT_EQ(Status().value("round", -1), 0);
+}
+
+// Rank 0's page carries every rank's busy time (a ddp-worker of this version): it is read alone.
+// Rank 1 serves no page at all, so a report proves the per-rank series are the source: rank 1 is
+// busy 0.4 s per step (4 s per 10 steps), rank 0 0.1 s.
+TEST_F(LocalRunTest, RankZerosPerRankSeriesAloneFindTheStraggler) {
+  if (system("python3 -c 'import http.server' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "python3 not available to serve a metrics page";
+  }
+  const std::string script =
+      "if [ $RANK != 0 ]; then exec sleep 600; fi; d=" + Dir() + "/m0; mkdir -p $d; "
+      "python3 -m http.server $DDP_METRICS_PORT --bind 127.0.0.1 --directory $d & "
+      "i=0; while true; do i=$$((i+1)); "
+      "printf '# TYPE ddp_worker_rank_busy_seconds_total counter\\n"
+      "ddp_worker_rank_busy_seconds_total{peer_rank=\"0\"} %s\\n"
+      "ddp_worker_rank_busy_seconds_total{peer_rank=\"1\"} %s\\n"
+      "# TYPE ddp_worker_rank_busy_steps_total counter\\nddp_worker_rank_busy_steps_total %s\\n' "
+      "$i $$((i*4)) $$((i*10)) > $d/.t && mv $d/.t $d/metrics; sleep 0.2; done";
+  auto op = Start(ShellJob("busy", 2, script), {"--straggler-reads", "2"});
+  const std::string report =
+      "rank 1 is a straggler: 0.400 s busy per step, 4.0x the median of the other ranks "
+      "(0.100 s) (reported, not restarted)";
+  ASSERT_TRUE(WaitFor([&] { return op->Output().find(report) != std::string::npos; },
+                      seconds(60)))
+      << op->Output();
+  // status.json says so too, without a status change.
+  ASSERT_TRUE(WaitFor([&] { return ReadDoc().value("stragglersReported", 0) == 1; },
+                      seconds(10)));
+  EXPECT_EQ(op->Output().find("rank 0 is a straggler"), std::string::npos) << op->Output();
+  kill(op->pid(), SIGTERM);
+  EXPECT_EQ(op->Wait(seconds(30)), 128 + SIGTERM);
   EXPECT_EQ(Status().value("round", -1), 0);
 }
 

@@ -87,5 +87,56 @@ TEST(StragglerDetector, NoStepsOrOneRankDecidesNothing) {
   EXPECT_TRUE(idle.Add(r).empty());  // no step since the last read: no busy time to compare
 }
 
+// A restarted process starts its counters from zero and may pass the old step count by the next
+// read: rank 2's sums went back, so that read gives it no interval (not a busy time of 0, which
+// would end its streak); detection goes on from the new baseline.
+TEST(StragglerDetector, CountersGoingBackAreARestartNotANegativeInterval) {
+  StragglerDetector d({1.5, 2});
+  Ranks ranks({0.1, 0.1, 0.5});
+  d.Add(ranks.Next(10));
+  d.Add(ranks.Next(10));  // rank 2 slow once
+  Ranks restarted({0.1, 0.1, 0.5});
+  Reads after = restarted.Next(30);  // more steps than before, but smaller sums: a reset
+  after[2].sum_seconds = 1;          // rank 2's counters below its last read's
+  after[2].exposed_allreduce_seconds = 0.5;
+  EXPECT_TRUE(d.Add(after).empty());
+  EXPECT_EQ(d.flagged(), 0u);
+  // From the new baseline, rank 2 is slow twice more (its streak survived the gap): reported.
+  Reads next = restarted.Next(10);
+  next[2] = {after[2].sum_seconds + 10, after[2].count + 10,
+             after[2].exposed_allreduce_seconds + 10 * 0.5};
+  std::vector<Straggler> got = d.Add(next);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].rank, 2);
+  EXPECT_NEAR(got[0].busy_seconds, 0.5, 1e-9);
+}
+
+// Rank 0's per-rank busy series (common/worker_progress.h's busy_by_rank) carry no all-reduce
+// wait: busy time per step is sum / count.
+TEST(StragglerDetector, WorksOnBusyTimeAlreadyNetOfTheWait) {
+  StragglerDetector d({1.5, 1});
+  d.Add({{0, {1.0, 10, 0}}, {1, {1.0, 10, 0}}, {2, {4.0, 10, 0}}});
+  std::vector<Straggler> got = d.Add({{0, {2.0, 20, 0}}, {1, {2.0, 20, 0}}, {2, {8.0, 20, 0}}});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].rank, 2);
+  EXPECT_NEAR(got[0].busy_seconds, 0.4, 1e-9);
+  EXPECT_NEAR(got[0].others_median_seconds, 0.1, 1e-9);
+}
+
+// The Event names the pod of the rank: rank / nproc_per_node.
+TEST(StragglerEvent, NamesThePodOfTheRankAndSaysNotRestarted) {
+  api::DDPJob job;
+  job.namespace_name = "ml";
+  job.name = "gpt";
+  job.spec.nproc_per_node = 4;
+  const Straggler s{6, 0.3, 0.1};
+  const Event e = StragglerEvent(job, s);
+  EXPECT_EQ(e.type, "Warning");
+  EXPECT_EQ(e.reason, "Straggler");
+  EXPECT_EQ(e.message, s.Describe() + "; pod gpt-worker-1 (reported, not restarted)");
+  job.spec.nproc_per_node = 1;
+  EXPECT_NE(StragglerEvent(job, s).message.find("pod gpt-worker-6 "), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ddp::plan

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "common/http_server.h"
+#include "common/worker_progress.h"
 #include "tests/worker/e2e_util.h"
 
 namespace ddp::testing {
@@ -108,9 +109,26 @@ TEST(LaunchE2E, ServesMergedMetricsAndForwardsSigterm) {
     body = *b;
     return body.find("ddp_worker_steps_total{rank=\"0\",local_rank=\"0\"} ") != std::string::npos &&
            body.find("ddp_worker_steps_total{rank=\"1\",local_rank=\"1\"} ") != std::string::npos &&
-           body.find("ddp_worker_steps_total{rank=\"1\",local_rank=\"1\"} 0") == std::string::npos;
+           body.find("ddp_worker_steps_total{rank=\"1\",local_rank=\"1\"} 0") == std::string::npos &&
+           body.find("ddp_worker_rank_busy_seconds_total{rank=\"0\",local_rank=\"0\",peer_rank=\"1\"} ") !=
+               std::string::npos;
   }, std::chrono::seconds(90));
   EXPECT_TRUE(ok) << body << ReadAll(p.err_path);
+  // Rank 0's series carry every rank's busy time, from the step agreement: both ranks, over the
+  // same steps, each a positive time below the steps' total wall time.
+  metrics::WorkerScrape scrape = metrics::ParseWorkerScrape(body);
+  ASSERT_EQ(scrape.busy_by_rank.size(), 2u) << body;
+  ASSERT_EQ(scrape.step_time_by_rank.count(0), 1u) << body;
+  const metrics::RankStepTime rank0_steps = scrape.step_time_by_rank[0];
+  for (const auto& [rank, busy] : scrape.busy_by_rank) {
+    EXPECT_GT(busy.count, 0) << rank;
+    EXPECT_GT(busy.sum_seconds, 0) << rank;
+    // The page is rendered at one instant, but rank 0 adds the busy sums and the step histogram
+    // in the same step, so at most one step's worth apart; busy is part of the step.
+    EXPECT_LE(busy.count, rank0_steps.count + 1) << rank;
+    EXPECT_LT(busy.sum_seconds, rank0_steps.sum_seconds + 1.0) << rank;
+  }
+  EXPECT_EQ(scrape.busy_by_rank[0].count, scrape.busy_by_rank[1].count);
   EXPECT_NE(body.find("ddp_worker_info{rank=\"1\",local_rank=\"1\",job=\"\",world_size=\"2\""), std::string::npos) << body;
   if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
     FILE* pt = popen("promtool check metrics >/dev/null 2>&1", "w");

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "common/exposition.h"
+#include "common/worker_progress.h"
 #include "worker/comm/factory.h"
 
 namespace ddp::worker {
@@ -37,6 +38,23 @@ TEST(WorkerMetricsTest, BriefNamesPresent) {
   EXPECT_EQ(metrics::FindSample(*fams, "ddp_worker_info",
                                 {{"job", "ml/gpt"}, {"rank", "1"}, {"world_size", "2"}, {"round", "4"}}),
             1.0);
+}
+
+// Rank 0 exports every rank's busy time (summed over steps) and the steps covered, in a form
+// the operator's parser reads back; other ranks export no series of either.
+TEST(WorkerMetricsTest, RankBusySeriesReadBackPerRank) {
+  WorkerMetrics other({"j", 1, 1, 3, 0});
+  EXPECT_TRUE(metrics::ParseWorkerScrape(other.Render()).busy_by_rank.empty());
+  WorkerMetrics m({"j", 0, 0, 3, 0});
+  const float step1[] = {0.5f, 0.25f, 1.0f}, step2[] = {0.5f, 0.25f, 2.0f};
+  m.AddRankBusy(step1, 3);
+  m.AddRankBusy(step2, 3);
+  metrics::WorkerScrape s = metrics::ParseWorkerScrape(m.Render());
+  ASSERT_EQ(s.busy_by_rank.size(), 3u);
+  EXPECT_DOUBLE_EQ(s.busy_by_rank[0].sum_seconds, 1.0);
+  EXPECT_DOUBLE_EQ(s.busy_by_rank[1].sum_seconds, 0.5);
+  EXPECT_DOUBLE_EQ(s.busy_by_rank[2].sum_seconds, 3.0);
+  EXPECT_EQ(s.busy_by_rank[2].count, 2);
 }
 
 // A CPU worker has no GPU reading: the family is declared but carries no sample (not a 0).

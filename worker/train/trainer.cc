@@ -263,10 +263,17 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     // Agree on the mean loss and on stopping: SIGTERM may reach ranks at different steps, but
     // all of them must checkpoint and leave at the same one. Launched before the optimizer step
     // and awaited after it, so its latency hides behind clipping and AdamW.
+    // Each rank also writes its busy time of this step (data, forward, backward: the step so
+    // far minus the wait for the gradient all-reduce; not the optimizer step, which follows) in
+    // its own slot, so the sum hands rank 0 every rank's for the straggler series.
+    // Layout: [loss_sum, stop, busy_0 .. busy_{world-1}].
     t0 = Clock::now();
     const bool stop_here = ctx.stop != nullptr && ctx.stop->load();
-    at::Tensor agree = at::stack({loss_sum.to(at::kFloat),
-                                  at::scalar_tensor(stop_here ? 1.0 : 0.0, loss_sum.options().dtype(at::kFloat))});
+    // Filled on the device (no host-to-device copy, which would wait for the GPU).
+    at::Tensor agree = at::zeros({world + 2}, loss_sum.options().dtype(at::kFloat));
+    agree[0].copy_(loss_sum);
+    agree[1].fill_(stop_here ? 1.0 : 0.0);
+    agree[2 + rank].fill_(std::max(0.0, Since(t_step) - t.exposed_allreduce));
     std::shared_ptr<Work> agreement = comm->AllReduceSumAsync(agree);
     t.sync = Since(t0);
     t0 = Clock::now();
@@ -284,6 +291,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     at::Tensor agreed = agree.cpu();
     result.last_loss = agreed[0].item<double>() / world;
     *stop = agreed[1].item<double>() > 0;
+    if (m && rank == 0) m->AddRankBusy(agreed.data_ptr<float>() + 2, world);
     t.sync += Since(t0);
     t.step = Since(t_step);
 

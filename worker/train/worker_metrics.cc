@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "worker/train/filesystem.h"
@@ -37,7 +38,9 @@ WorkerMetrics::WorkerMetrics(const WorkerIdentity& id)
       recoveries(registry_.AddCounter("ddp_worker_recoveries_total", "In-place recoveries this trainer process survived (the group re-formed without it restarting).").Get()),
       recovery_seconds(registry_.AddHistogram("ddp_worker_recovery_seconds", "Seconds from a failure seen by this rank to the group's next committed step (in-place recovery).", RecoveryBuckets()).Get()),
       gpu_memory_bytes(registry_.AddGauge("ddp_worker_gpu_memory_bytes", "GPU memory in use on this rank's device (total - free, from the CUDA runtime).")),
-      val_loss(registry_.AddGauge("ddp_worker_val_loss", "Loss on the held-out shards at the last eval, averaged over ranks.")) {
+      val_loss(registry_.AddGauge("ddp_worker_val_loss", "Loss on the held-out shards at the last eval, averaged over ranks.")),
+      rank_busy_seconds(registry_.AddCounter("ddp_worker_rank_busy_seconds_total", "Rank 0 only: each rank's busy seconds (data, forward, backward; not the all-reduce wait) over the steps counted by ddp_worker_rank_busy_steps_total.", {"peer_rank"})),
+      rank_busy_steps(registry_.AddCounter("ddp_worker_rank_busy_steps_total", "Rank 0 only: steps of this process covered by ddp_worker_rank_busy_seconds_total.")) {
   if (id.launched) {
     registry_.AddGauge("ddp_worker_info", "Identity of this worker process.", {"job", "world_size", "round"})
         .Labels({id.job, std::to_string(id.world_size), std::to_string(id.round)})
@@ -50,6 +53,13 @@ WorkerMetrics::WorkerMetrics(const WorkerIdentity& id)
                  std::to_string(id.world_size), std::to_string(id.round)})
         .Set(1);
   }
+}
+
+void WorkerMetrics::AddRankBusy(const float* busy, int world) {
+  for (int r = 0; r < world; ++r) {
+    rank_busy_seconds.Labels({std::to_string(r)}).Inc(std::max(0.0f, busy[r]));
+  }
+  rank_busy_steps.Get().Inc();
 }
 
 StatusOr<std::unique_ptr<HttpServer>> ServeMetrics(WorkerMetrics* m, const std::string& addr,
