@@ -139,6 +139,31 @@ TEST(WorkerE2E, SigtermThenResumeEqualsUninterruptedRun) {
   std::filesystem::remove_all(dir);
 }
 
+// A preemption checkpoint that cannot be written is reported as failed on every rank, with the
+// step the next round resumes from (no checkpoint: 0), not as saved.
+TEST(WorkerE2E, SigtermWithUnwritableCheckpointDirReportsTheFailure) {
+  const std::string dir = MakeTempDir("ddp-e2e-ckfail");
+  // A path under a regular file: no directory can be made there, not even by root.
+  { std::ofstream(dir + "/blocker") << "a file, not a directory\n"; }
+  auto args = TinyArgs(16);
+  args.insert(args.end(), {"--checkpoint-dir", dir + "/blocker/ck"});
+  GroupResult stopped = RunGroup(2, args, {{"DDP_FAULT", "0:7:term"}}, dir);
+  ASSERT_EQ(stopped.codes[0], 75) << Describe(stopped);
+  ASSERT_EQ(stopped.codes[1], 75) << Describe(stopped);
+  EXPECT_EQ(Field(stopped.out[0], "step"), "8");
+  for (int r = 0; r < 2; ++r) {
+    const std::string& log = stopped.err[r];
+    EXPECT_NE(log.find("stopped by signal; checkpoint of step 8 failed: "), std::string::npos) << log;
+    EXPECT_NE(log.find("; the next round resumes from step 0 (exit 75)"), std::string::npos) << log;
+    EXPECT_EQ(log.find("after checkpointing"), std::string::npos) << log;
+  }
+  // Rank 0 names the path it could not write; rank 1 knows only that rank 0 failed.
+  EXPECT_NE(stopped.err[0].find(dir + "/blocker/ck"), std::string::npos) << stopped.err[0];
+  EXPECT_NE(stopped.err[1].find("rank 0 could not write it"), std::string::npos) << stopped.err[1];
+  EXPECT_FALSE(std::filesystem::exists(dir + "/blocker/ck"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(WorkerE2E, CorruptNewestCheckpointResumesFromPrevious) {
   const std::string dir = MakeTempDir("ddp-e2e-corrupt");
   auto args = TinyArgs(12);
