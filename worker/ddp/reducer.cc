@@ -13,12 +13,12 @@
 #include <unordered_set>
 
 #include "common/logging.h"
+#include "worker/comm/deadline.h"
 
 namespace ddp::worker {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string GroupOf(const at::Tensor& p) {
   return std::string(c10::toString(p.scalar_type())) + "@" + p.device().str();

@@ -13,6 +13,7 @@
 #include <torch/utils.h>
 
 #include "common/logging.h"
+#include "worker/comm/deadline.h"
 #include "worker/comm/factory.h"
 #include "worker/data/sampler.h"
 #include "worker/ddp/reducer.h"
@@ -28,7 +29,6 @@ namespace ddp::worker {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // A collective or the group failed: the kind of error in-place recovery heals (Gone: the store
 // itself is lost, which only a new round can fix, but a survivor still saves its step first).
