@@ -28,7 +28,8 @@ int64_t ReadInt(torch::serialize::InputArchive& a, const char* key) {
 std::string CudaRngKey(int i) { return "cuda_rng_" + std::to_string(i); }
 
 at::Generator CudaGenerator(int i) {
-  return at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(i)));
+  const c10::Device device(c10::kCUDA, static_cast<c10::DeviceIndex>(i));
+  return at::globalContext().defaultGenerator(device);
 }
 
 // The default generators' states: the CPU's and every visible CUDA device's (as
