@@ -162,6 +162,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   ReducerOptions ropts;
   ropts.bucket_cap_bytes = static_cast<size_t>(cfg.bucket_cap_mb * (1 << 20));
   ropts.first_bucket_cap_bytes = static_cast<size_t>(cfg.first_bucket_cap_mb * (1 << 20));
+  ropts.rebuild_buckets = cfg.rebuild_buckets;
   for (const auto& np : mo.model->named_parameters()) ropts.param_names.push_back(np.key());
   auto reducer = std::make_unique<Reducer>(mo.model->parameters(), comm, ropts);
   if (rank == 0) {
