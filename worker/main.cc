@@ -154,7 +154,17 @@ int TrainMain(const std::vector<std::string>& args) {
   }
   std::cout << SummaryLine(*result, rdzv_cfg->rank, rdzv_cfg->world_size) << std::endl;
   if (result->preempted) {
-    DDP_LOG(INFO) << "stopped by signal after checkpointing step " << result->step << " (exit 75)";
+    if (cfg->checkpoint_dir.empty()) {
+      DDP_LOG(WARNING) << "stopped by signal at step " << result->step
+                       << " without a checkpoint (no --checkpoint-dir); the next round starts"
+                          " from step 0 (exit 75)";
+    } else if (result->checkpoint_error.empty()) {
+      DDP_LOG(INFO) << "stopped by signal after checkpointing step " << result->step << " (exit 75)";
+    } else {
+      DDP_LOG(ERROR) << "stopped by signal; checkpoint of step " << result->step
+                     << " failed: " << result->checkpoint_error << "; the next round resumes from step "
+                     << result->resume_step << " (exit 75)";
+    }
     Exit(kExitRetryable);
   }
   if (server) server->Stop();

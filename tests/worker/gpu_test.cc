@@ -3,9 +3,13 @@
 
 #include <filesystem>
 
+#include <ATen/ops/rand.h>
 #include <torch/cuda.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adamw.h>
 
 #include "tests/worker/e2e_util.h"
+#include "worker/train/train_state.h"
 
 namespace ddp::testing {
 namespace {
@@ -35,6 +39,27 @@ TEST(WorkerGpu, TwoRanksAgreeOverNccl) {
   ASSERT_EQ(g.codes[1], 0) << g.err[1];
   EXPECT_EQ(Field(g.out[0], "param_checksum"), Field(g.out[1], "param_checksum"));
   std::filesystem::remove_all(dir);
+}
+
+// What dropout draws on each GPU after a checkpoint is what it draws again after restoring it.
+TEST(WorkerGpu, CheckpointRestoresEveryCudaGenerator) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device (or a CPU-only LibTorch)";
+  const int n = worker::VisibleCudaDevices();
+  ASSERT_EQ(n, static_cast<int>(torch::cuda::device_count()));
+  torch::nn::Linear lin(4, 4);
+  torch::optim::AdamW opt(lin->parameters(), torch::optim::AdamWOptions(1e-3));
+  auto bytes = worker::SerializeTrainState(*lin, opt, worker::TrainProgress{});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto draw = [](int i) {
+    return at::rand({128}, at::TensorOptions().device(at::Device(at::kCUDA, i))).cpu();
+  };
+  std::vector<at::Tensor> after_save;
+  for (int i = 0; i < n; ++i) after_save.push_back(draw(i));
+  worker::TrainProgress p;
+  ASSERT_TRUE(worker::RestoreTrainState(*bytes, at::kCPU, *lin, opt, &p).ok());
+  for (int i = 0; i < n; ++i) {
+    EXPECT_TRUE(at::equal(draw(i), after_save[static_cast<size_t>(i)])) << "cuda:" << i;
+  }
 }
 
 }  // namespace

@@ -31,7 +31,8 @@ TEST(WorkerMetricsTest, BriefNamesPresent) {
                            "ddp_worker_tokens_per_second", "ddp_worker_step_seconds_count",
                            "ddp_worker_allreduce_bytes_total", "ddp_worker_allreduce_seconds_total",
                            "ddp_worker_exposed_allreduce_seconds_total", "ddp_worker_checkpoint_seconds_count",
-                           "ddp_worker_checkpoint_last_step", "ddp_worker_checkpoint_timestamp_seconds"}) {
+                           "ddp_worker_checkpoint_last_step", "ddp_worker_checkpoint_timestamp_seconds",
+                           "ddp_worker_checkpoint_failures_total"}) {
     EXPECT_TRUE(metrics::FindSample(*fams, name).has_value()) << name;
   }
   EXPECT_EQ(metrics::FindSample(*fams, "ddp_worker_steps_total"), 3.0);

@@ -5,10 +5,14 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/cat.h>
 #include <torch/nn/module.h>
 #include <torch/optim/adamw.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
 
 #include "worker/data/dataset.h"
 #include "worker/model/mingpt.h"
@@ -104,6 +108,96 @@ TEST(TrainStateTest, RoundTripRestoresEverything) {
   torch::optim::AdamW opt_c((*c)->parameters(), torch::optim::AdamWOptions(1e-2));
   Status bad = RestoreTrainState("not an archive", at::kCPU, **c, opt_c, &q);
   EXPECT_EQ(bad.code(), StatusCode::kDataLoss);
+}
+
+// A payload as SerializeTrainState documents it, written independently of it: without
+// "cuda_rng_count" (the format before CUDA generators were saved) when cuda_count is negative.
+std::string WritePayload(torch::nn::Module& model, torch::optim::Optimizer& opt, int64_t step,
+                         const at::Tensor& cpu_rng, int cuda_count) {
+  torch::serialize::OutputArchive root, model_ar, opt_ar;
+  model.save(model_ar);
+  opt.save(opt_ar);
+  root.write("model", model_ar);
+  root.write("optimizer", opt_ar);
+  root.write("step", at::scalar_tensor(step, at::kLong));
+  root.write("epoch", at::scalar_tensor(int64_t{0}, at::kLong));
+  root.write("sampler_offset", at::scalar_tensor(int64_t{0}, at::kLong));
+  root.write("world_size", at::scalar_tensor(int64_t{1}, at::kLong));
+  root.write("cpu_rng", cpu_rng);
+  if (cuda_count >= 0) {
+    root.write("cuda_rng_count", at::scalar_tensor(int64_t{cuda_count}, at::kLong));
+    for (int i = 0; i < cuda_count; ++i) root.write("cuda_rng_" + std::to_string(i), cpu_rng);
+  }
+  std::ostringstream out;
+  root.save_to(out);
+  return out.str();
+}
+
+at::Tensor CpuRngState() {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+TEST(TrainStateTest, RandomGeneratorsRoundTripAndTheirCountIsSaved) {
+  auto a = MakeModel(Tiny("mingpt"), 5);
+  ASSERT_TRUE(a.ok());
+  torch::optim::AdamW opt((*a)->parameters(), torch::optim::AdamWOptions(1e-2));
+  auto bytes = SerializeTrainState(**a, opt, TrainProgress{3, {0, 0}, 1});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  // What the generators give after the save is what they give again after a restore.
+  const at::Tensor after_save = at::rand({64});
+  (void)at::rand({17});  // move them on
+  TrainProgress q;
+  ASSERT_TRUE(RestoreTrainState(*bytes, at::kCPU, **a, opt, &q).ok());
+  EXPECT_TRUE(at::equal(at::rand({64}), after_save));
+  // One state per visible CUDA device: none on a machine (or a LibTorch) without CUDA.
+  torch::serialize::InputArchive root;
+  std::istringstream in(*bytes);
+  root.load_from(in);
+  at::Tensor count;
+  ASSERT_TRUE(root.try_read("cuda_rng_count", count));
+  EXPECT_EQ(count.item<int64_t>(), VisibleCudaDevices());
+  for (int i = 0; i < VisibleCudaDevices(); ++i) {
+    at::Tensor state;
+    EXPECT_TRUE(root.try_read("cuda_rng_" + std::to_string(i), state)) << i;
+  }
+}
+
+TEST(TrainStateTest, PayloadWithoutCudaGeneratorsStillLoads) {
+  auto a = MakeModel(Tiny("mingpt"), 5), b = MakeModel(Tiny("mingpt"), 6);
+  ASSERT_TRUE(a.ok() && b.ok());
+  torch::optim::AdamW opt_a((*a)->parameters(), torch::optim::AdamWOptions(1e-2));
+  torch::optim::AdamW opt_b((*b)->parameters(), torch::optim::AdamWOptions(1e-2));
+  const at::Tensor saved_rng = CpuRngState();
+  const at::Tensor expected = at::rand({32});
+  const std::string old = WritePayload(**a, opt_a, 11, saved_rng, /*cuda_count=*/-1);
+  TrainProgress q;
+  Status s = RestoreTrainState(old, at::kCPU, **b, opt_b, &q);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(q.step, 11);
+  EXPECT_EQ(ParamChecksum(**a), ParamChecksum(**b));
+  EXPECT_TRUE(at::equal(at::rand({32}), expected));
+}
+
+TEST(TrainStateTest, MoreCudaGeneratorsThanDevicesIsAClearErrorAndRestoresNothing) {
+  auto a = MakeModel(Tiny("mingpt"), 5), b = MakeModel(Tiny("mingpt"), 6);
+  ASSERT_TRUE(a.ok() && b.ok());
+  torch::optim::AdamW opt_a((*a)->parameters(), torch::optim::AdamWOptions(1e-2));
+  torch::optim::AdamW opt_b((*b)->parameters(), torch::optim::AdamWOptions(1e-2));
+  const int claimed = VisibleCudaDevices() + 1;
+  const std::string bytes = WritePayload(**a, opt_a, 4, CpuRngState(), claimed);
+  const std::string before = ParamChecksum(**b);
+  TrainProgress q;
+  Status s = RestoreTrainState(bytes, at::kCPU, **b, opt_b, &q);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find(std::to_string(claimed) + " CUDA device(s) but this process sees " +
+                             std::to_string(claimed - 1)),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_NE(s.message().find("HINT"), std::string::npos);
+  EXPECT_EQ(ParamChecksum(**b), before);
+  EXPECT_EQ(q.step, 0);
 }
 
 TEST(DataTest, SyntheticIsDeterministicAndStructured) {

@@ -1,5 +1,5 @@
-// AssignBuckets: reverse order, first-bucket cap, cap, dtype groups. Expected buckets are derived
-// by hand from the sizes in each row.
+// AssignBuckets (reverse order) and AssignBucketsInOrder (the rebuild): first-bucket cap, cap,
+// dtype groups. Expected buckets are derived by hand from the sizes in each row.
 #include "worker/ddp/buckets.h"
 
 #include <gtest/gtest.h>
@@ -80,6 +80,41 @@ TEST(AssignBucketsTest, EveryParamExactlyOnceWithContiguousOffsets) {
     EXPECT_EQ(b.bytes, bytes);
   }
   EXPECT_EQ(seen.size(), params.size());
+}
+
+// The rebuild after the first step: the same caps walked in arrival order. Sizes as in "first
+// cap then cap": p0 400 B, p1 200 B, p2 1200 B, p3 40 B.
+TEST(AssignBucketsInOrderTest, FollowsTheGivenOrder) {
+  const std::vector<ParamSpec> params = {F(100), F(50), F(300), F(10)};
+  // p1 200 B < 500; + p3 40 B < 500; + p2 1200 B closes bucket 0; p0 400 B < 1000 stays open.
+  EXPECT_EQ(AssignBucketsInOrder(params, {1, 3, 2, 0}, 1000, 500),
+            (std::vector<BucketSpec>{B({1, 3, 2}, {0, 50, 60}, 360, 1440),
+                                     B({0}, {0}, 100, 400)}));
+  // The reverse order is AssignBuckets itself.
+  EXPECT_EQ(AssignBucketsInOrder(params, {3, 2, 1, 0}, 1000, 500),
+            AssignBuckets(params, 1000, 500));
+  // A dtype change still closes a bucket, in any order.
+  EXPECT_EQ(AssignBucketsInOrder({F(1), D(1), F(1)}, {0, 2, 1}, 1 << 20, 1 << 20),
+            (std::vector<BucketSpec>{B({0, 2}, {0, 1}, 2, 8), B({1}, {0}, 1, 8)}));
+}
+
+TEST(CompleteArrivalOrderTest, UnusedParametersFollowInReverseAndBadOrdersAreErrors) {
+  auto all = CompleteArrivalOrder({1, 3, 2, 0}, 4);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(*all, (std::vector<size_t>{1, 3, 2, 0}));
+  auto partial = CompleteArrivalOrder({2}, 5);  // 0, 1, 3, 4 got no gradient
+  ASSERT_TRUE(partial.ok());
+  EXPECT_EQ(*partial, (std::vector<size_t>{2, 4, 3, 1, 0}));
+  auto none = CompleteArrivalOrder({}, 3);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, (std::vector<size_t>{2, 1, 0}));
+  auto twice = CompleteArrivalOrder({1, 1}, 3);
+  EXPECT_EQ(twice.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(twice.status().message().find("parameter 1 listed twice"), std::string::npos);
+  auto outside = CompleteArrivalOrder({0, 7}, 3);
+  EXPECT_EQ(outside.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(outside.status().message().find("parameter 7 out of range (3 parameters)"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -230,30 +230,131 @@ TEST(ReducerTest, ParametersWithoutGradientAreReducedAsZeros) {
     one_per_param.bucket_cap_bytes = 1;
     one_per_param.first_bucket_cap_bytes = 1;
     Reducer reducer(heads.params(), g->comm.get(), one_per_param);
-    for (auto& p : heads.params()) p.mutable_grad() = torch::Tensor();  // zero_grad(set_to_none)
-    reducer.PrepareForBackward();
-    heads.Loss(rank).backward();
-    CHILD_CHECK_OK(reducer.FinalizeBackward());
-    CHILD_CHECK(reducer.last_stats().buckets == 4);
-    // Buckets launch in order and bucket 0 holds head b's bias: on rank 1 nothing launches early.
-    CHILD_CHECK(reducer.last_stats().buckets_launched_in_backward == (rank == 0 ? 4 : 0));
-
-    // Reference: each rank's gradients on a fresh copy, a missing gradient counted as zero.
-    std::vector<torch::Tensor> want;
-    for (int r = 0; r < kWorld; ++r) {
-      Heads h = make();
-      h.Loss(r).backward();
-      auto ps = h.params();
-      for (size_t i = 0; i < ps.size(); ++i) {
-        torch::Tensor gi = ps[i].grad().defined() ? ps[i].grad() : torch::zeros_like(ps[i]);
-        if (want.size() <= i) want.push_back(gi / kWorld);
-        else want[i] = want[i] + gi / kWorld;
+    for (int step = 0; step < 2; ++step) {
+      for (auto& p : heads.params()) p.mutable_grad() = torch::Tensor();  // zero_grad(set_to_none)
+      reducer.PrepareForBackward();
+      heads.Loss(rank).backward();
+      CHILD_CHECK_OK(reducer.FinalizeBackward());
+      CHILD_CHECK(reducer.last_stats().buckets == 4);
+      if (step == 0) {
+        // Buckets launch in order and bucket 0 holds head b's bias: on rank 1 nothing launches
+        // early.
+        CHILD_CHECK(reducer.last_stats().buckets_launched_in_backward == (rank == 0 ? 4 : 0));
       }
+      // The rebuild after step 0 took rank 0's arrival order: rank 1, whose head b got no gradient,
+      // has the same buckets (or the collectives above would not have matched).
+      std::vector<torch::Tensor> layout;
+      for (const BucketSpec& b : reducer.buckets()) {
+        for (size_t p : b.params) layout.push_back(torch::tensor(static_cast<int64_t>(p)));
+      }
+      CHILD_CHECK(SameOnAllRanks(g->comm.get(), layout));
+
+      // Reference: each rank's gradients on a fresh copy, a missing gradient counted as zero.
+      std::vector<torch::Tensor> want;
+      for (int r = 0; r < kWorld; ++r) {
+        Heads h = make();
+        h.Loss(r).backward();
+        auto ps = h.params();
+        for (size_t i = 0; i < ps.size(); ++i) {
+          torch::Tensor gi = ps[i].grad().defined() ? ps[i].grad() : torch::zeros_like(ps[i]);
+          if (want.size() <= i) want.push_back(gi / kWorld);
+          else want[i] = want[i] + gi / kWorld;
+        }
+      }
+      std::vector<torch::Tensor> got;
+      for (auto& p : heads.params()) got.push_back(p.grad());
+      CHILD_CHECK(AllClose(got, want));
+      CHILD_CHECK(!torch::equal(want[2], torch::zeros_like(want[2])));  // head b did get rank 0's
     }
-    std::vector<torch::Tensor> got;
-    for (auto& p : heads.params()) got.push_back(p.grad());
-    CHILD_CHECK(AllClose(got, want));
-    CHILD_CHECK(!torch::equal(want[2], torch::zeros_like(want[2])));  // head b did get rank 0's
+    CHILD_CHECK_OK(g->comm->Barrier());
+    return 0;
+  });
+}
+
+// Three bias-free matrices registered a, b, c but applied a, c, b: backward reaches b first,
+// then c, then a, so gradients arrive 1, 2, 0, while the initial buckets (one parameter each)
+// follow reverse registration, 2, 1, 0. After step 0 the buckets follow the arrival order, and
+// every gradient stays bit-identical to a reducer that keeps its initial buckets (each element
+// is still the same sum of the same two values).
+struct Chain {
+  torch::Tensor a, b, c;
+  std::vector<torch::Tensor> params() const { return {a, b, c}; }
+  torch::Tensor Loss(int rank, int step) const {
+    torch::manual_seed(500 + 10 * rank + step);
+    auto x = torch::randn({5, 6});
+    auto y = torch::randn({5, 3});
+    return torch::mse_loss(x.mm(a).tanh().mm(c).tanh().mm(b), y);
+  }
+};
+Chain MakeChain() {
+  torch::manual_seed(11);
+  Chain ch;
+  ch.a = (torch::randn({6, 8}) * 0.3).requires_grad_();
+  ch.b = (torch::randn({8, 3}) * 0.3).requires_grad_();
+  ch.c = (torch::randn({8, 8}) * 0.3).requires_grad_();
+  return ch;
+}
+
+std::vector<std::vector<size_t>> Layout(const Reducer& r) {
+  std::vector<std::vector<size_t>> l;
+  for (const BucketSpec& b : r.buckets()) l.push_back(b.params);
+  return l;
+}
+
+TEST(ReducerTest, BucketsAreRebuiltInArrivalOrderAfterTheFirstStep) {
+  const int port = FreePort();
+  RunChildren([&](int rank) {
+    auto g = JoinGroup(port, kWorld, rank);
+    CHILD_CHECK_OK(g.status());
+    ReducerOptions rebuild;
+    rebuild.bucket_cap_bytes = 1;
+    rebuild.first_bucket_cap_bytes = 1;
+    ReducerOptions fixed = rebuild;
+    fixed.rebuild_buckets = false;
+    Chain x = MakeChain(), y = MakeChain();
+    Reducer rx(x.params(), g->comm.get(), rebuild);
+    Reducer ry(y.params(), g->comm.get(), fixed);
+    const std::vector<std::vector<size_t>> reverse = {{2}, {1}, {0}}, arrival = {{1}, {2}, {0}};
+    CHILD_CHECK(Layout(rx) == reverse && Layout(ry) == reverse);
+    Chain ref = MakeChain();
+    for (int step = 0; step < 3; ++step) {
+      for (auto* pair : {&x, &y}) {
+        Reducer& r = pair == &x ? rx : ry;
+        r.PrepareForBackward();
+        pair->Loss(rank, step).backward();
+        CHILD_CHECK_OK(r.FinalizeBackward());
+        const Reducer::Stats st = r.last_stats();
+        CHILD_CHECK(st.buckets == 3 && st.buckets_launched_in_backward == 3);
+      }
+      CHILD_CHECK(Layout(rx) == arrival);  // rebuilt after step 0, and only then
+      CHILD_CHECK(Layout(ry) == reverse);
+      // Reference: the average over ranks of each rank's gradient, computed here.
+      std::vector<torch::Tensor> want(3);
+      for (int r = 0; r < kWorld; ++r) {
+        for (auto& p : ref.params()) p.mutable_grad() = torch::Tensor();
+        ref.Loss(r, step).backward();
+        auto ps = ref.params();
+        for (size_t i = 0; i < 3; ++i) {
+          want[i] = want[i].defined() ? want[i] + ps[i].grad() / kWorld : ps[i].grad() / kWorld;
+        }
+      }
+      std::vector<torch::Tensor> gx, gy;
+      for (auto& p : x.params()) gx.push_back(p.grad().clone());
+      for (auto& p : y.params()) gy.push_back(p.grad().clone());
+      CHILD_CHECK(AllClose(gx, want));
+      for (size_t i = 0; i < 3; ++i) CHILD_CHECK(torch::equal(gx[i], gy[i]));
+      // The same SGD step on all three copies, then gradients zeroed in place.
+      torch::NoGradGuard no_grad;
+      for (const Chain* ch : {&x, &y}) {
+        for (auto& p : ch->params()) {
+          p.sub_(p.grad() * 0.5);
+          p.mutable_grad().zero_();
+        }
+      }
+      auto rp = ref.params();
+      for (size_t i = 0; i < 3; ++i) rp[i].sub_(want[i] * 0.5);
+    }
+    CHILD_CHECK(SameOnAllRanks(g->comm.get(), x.params()));
     CHILD_CHECK_OK(g->comm->Barrier());
     return 0;
   });

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/logging.h"
+#include "worker/comm/deadline.h"
 #include "worker/comm/work_util.h"
 
 namespace ddp::worker {
@@ -44,14 +45,11 @@ Status GroupMembership::Advance(int64_t g) {
       DDP_LOG(INFO) << "membership: rank " << rank_ << " moved the group to generation " << now;
     }
     // The winner may not have moved `gen` yet: wait, so that Join reads the new generation.
-    const auto deadline = Clock::now() + timeout_;
-    while (store_->add(kGenKey, 0) <= g) {
-      if (Clock::now() >= deadline) {
-        return Status::DeadlineExceeded("membership: generation " + std::to_string(g) +
-                                        " was not left within " +
-                                        std::to_string(timeout_.count()) + "ms");
-      }
-      std::this_thread::sleep_for(kPollInterval);
+    if (PollUntil(Clock::now() + timeout_, kPollInterval,
+                  [&] { return store_->add(kGenKey, 0) > g; }) != PollOutcome::kDone) {
+      return Status::DeadlineExceeded("membership: generation " + std::to_string(g) +
+                                      " was not left within " + std::to_string(timeout_.count()) +
+                                      "ms");
     }
   } catch (const std::exception& e) {
     return Status::Gone("membership: store lost while leaving generation " +
@@ -80,27 +78,22 @@ StatusOr<Formation> GroupMembership::Join(int64_t committed_step) {
       // 3. Wait for everyone, or for the generation to move on.
       std::vector<std::string> keys;
       for (int r = 0; r < size_; ++r) keys.push_back(ArrivedKey(g, r));
-      bool moved = false;
-      while (!store_->check(keys)) {
-        if (store_->add(kGenKey, 0) != g) {
-          moved = true;
-          break;
-        }
-        if (Clock::now() >= deadline) {
-          std::string missing;
-          for (int r = 0; r < size_; ++r) {
-            if (!store_->check({keys[static_cast<size_t>(r)]})) {
-              missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-            }
+      const PollOutcome arrived =
+          PollUntil(deadline, kPollInterval, [&] { return store_->check(keys); },
+                    [&] { return store_->add(kGenKey, 0) != g; });
+      if (arrived == PollOutcome::kAborted) continue;  // the generation moved on: arrive anew
+      if (arrived == PollOutcome::kDeadline) {
+        std::string missing;
+        for (int r = 0; r < size_; ++r) {
+          if (!store_->check({keys[static_cast<size_t>(r)]})) {
+            missing += (missing.empty() ? "" : ", ") + std::to_string(r);
           }
-          return Status::DeadlineExceeded(
-              "membership: generation " + std::to_string(g) + " did not re-form within " +
-              std::to_string(timeout_.count() / 1000) + "s: rank(s) " + missing + " of " +
-              std::to_string(size_) + " never arrived");
         }
-        std::this_thread::sleep_for(kPollInterval);
+        return Status::DeadlineExceeded(
+            "membership: generation " + std::to_string(g) + " did not re-form within " +
+            std::to_string(timeout_.count() / 1000) + "s: rank(s) " + missing + " of " +
+            std::to_string(size_) + " never arrived");
       }
-      if (moved) continue;
       // 4. Steps, then the communicator.
       f.generation = g;
       f.committed_steps.assign(static_cast<size_t>(size_), -1);
@@ -140,10 +133,7 @@ void GroupMembership::Watch(Communicator* comm, std::chrono::milliseconds interv
         // abort here could only turn a finished job's last barrier into a failure.
         return;
       }
-      const auto until = Clock::now() + interval;
-      while (!watch_stop_.load() && Clock::now() < until) {
-        std::this_thread::sleep_for(kPollInterval);
-      }
+      PollUntil(Clock::now() + interval, kPollInterval, [this] { return watch_stop_.load(); });
     }
   });
 }

@@ -7,9 +7,9 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <thread>
 
 #include "common/logging.h"
+#include "worker/comm/deadline.h"
 #include "worker/comm/work_util.h"
 
 namespace ddp::worker {
@@ -163,12 +163,11 @@ StatusOr<Rendezvous> JoinRendezvous(const RendezvousConfig& config) {
   try {
     store->set(Key("arrived/", config.rank), std::vector<uint8_t>{'1'});
     int64_t arrived = store->add(kArrivedCountKey, 1);
-    while (arrived < config.world_size) {
-      if (Clock::now() >= deadline) break;
-      std::this_thread::sleep_for(kPollInterval);
-      arrived = store->add(kArrivedCountKey, 0);
-    }
-    if (arrived < config.world_size) {
+    auto all_arrived = [&] {
+      return arrived >= config.world_size ||
+             (arrived = store->add(kArrivedCountKey, 0)) >= config.world_size;
+    };
+    if (PollUntil(deadline, kPollInterval, all_arrived) != PollOutcome::kDone) {
       std::string missing;
       int n_missing = 0;
       for (int r = 0; r < config.world_size; ++r) {

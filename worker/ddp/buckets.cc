@@ -1,4 +1,4 @@
-// Bucket assignment (see buckets.h): reverse order, capped, grouped by dtype+device.
+// Bucket assignment (see buckets.h): reverse or arrival order, capped, grouped by dtype+device.
 #include "worker/ddp/buckets.h"
 
 #include <algorithm>
@@ -7,6 +7,14 @@ namespace ddp::worker {
 
 std::vector<BucketSpec> AssignBuckets(const std::vector<ParamSpec>& params, size_t cap_bytes,
                                       size_t first_cap_bytes) {
+  std::vector<size_t> reverse(params.size());
+  for (size_t k = 0; k < params.size(); ++k) reverse[k] = params.size() - 1 - k;
+  return AssignBucketsInOrder(params, reverse, cap_bytes, first_cap_bytes);
+}
+
+std::vector<BucketSpec> AssignBucketsInOrder(const std::vector<ParamSpec>& params,
+                                             const std::vector<size_t>& order, size_t cap_bytes,
+                                             size_t first_cap_bytes) {
   cap_bytes = std::max<size_t>(cap_bytes, 1);
   first_cap_bytes = std::max<size_t>(first_cap_bytes, 1);
   std::vector<BucketSpec> buckets;
@@ -17,7 +25,7 @@ std::vector<BucketSpec> AssignBuckets(const std::vector<ParamSpec>& params, size
     current = BucketSpec();
     current_group = nullptr;
   };
-  for (size_t k = params.size(); k-- > 0;) {
+  for (size_t k : order) {
     const ParamSpec& p = params[k];
     if (current_group != nullptr && *current_group != p.group) close();
     current.params.push_back(k);
@@ -30,6 +38,23 @@ std::vector<BucketSpec> AssignBuckets(const std::vector<ParamSpec>& params, size
   }
   close();
   return buckets;
+}
+
+StatusOr<std::vector<size_t>> CompleteArrivalOrder(const std::vector<size_t>& arrived, size_t n) {
+  std::vector<bool> seen(n, false);
+  for (size_t i : arrived) {
+    if (i >= n || seen[i]) {
+      const std::string why =
+          i >= n ? " out of range (" + std::to_string(n) + " parameters)" : " listed twice";
+      return Status::InvalidArgument("arrival order: parameter " + std::to_string(i) + why);
+    }
+    seen[i] = true;
+  }
+  std::vector<size_t> order = arrived;
+  for (size_t k = n; k-- > 0;) {
+    if (!seen[k]) order.push_back(k);
+  }
+  return order;
 }
 
 }  // namespace ddp::worker

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
+
 namespace ddp::worker {
 
 inline constexpr size_t kDefaultBucketCapBytes = 25 << 20;      // PyTorch DDP's default
@@ -37,6 +39,19 @@ struct BucketSpec {
 // Every parameter lands in exactly one bucket. Caps of 0 are treated as 1 byte (one param each).
 std::vector<BucketSpec> AssignBuckets(const std::vector<ParamSpec>& params, size_t cap_bytes,
                                       size_t first_cap_bytes);
+
+// The same walk over `order` instead of reverse parameter order: how the reducer rebuilds its
+// buckets in the order gradients arrived in its first step (as PyTorch's DDP does once), so that
+// a parameter registered early but ready late no longer holds back a bucket of early ones.
+// REQUIRES: `order` is a permutation of 0..params.size()-1 (see CompleteArrivalOrder).
+std::vector<BucketSpec> AssignBucketsInOrder(const std::vector<ParamSpec>& params,
+                                             const std::vector<size_t>& order, size_t cap_bytes,
+                                             size_t first_cap_bytes);
+
+// A bucket order from the parameters whose gradients arrived, in arrival order (each index once,
+// each < n), followed by those that got none (unused in that step) in reverse index order.
+// InvalidArgument when `arrived` repeats an index or holds one >= n.
+StatusOr<std::vector<size_t>> CompleteArrivalOrder(const std::vector<size_t>& arrived, size_t n);
 
 }  // namespace ddp::worker
 

@@ -13,12 +13,12 @@
 #include <unordered_set>
 
 #include "common/logging.h"
+#include "worker/comm/deadline.h"
 
 namespace ddp::worker {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string GroupOf(const at::Tensor& p) {
   return std::string(c10::toString(p.scalar_type())) + "@" + p.device().str();
@@ -30,7 +30,10 @@ struct Reducer::State {
   // Fixed at construction.
   std::vector<at::Tensor> params;
   std::vector<std::string> names;      // per parameter, for error messages
+  std::vector<ParamSpec> param_specs;  // per parameter
+  ReducerOptions options;
   Communicator* comm = nullptr;
+  // Set at construction, and once more by the rebuild after the first synchronised step.
   std::vector<BucketSpec> specs;
   std::vector<at::Tensor> buffers;     // one flat buffer per bucket
   std::vector<at::Tensor> views;       // per parameter: its slice of the bucket, param-shaped
@@ -49,6 +52,69 @@ struct Reducer::State {
   double last_ready_seconds = 0;
   Status duplicate;                    // the first gradient that arrived twice this step
   Stats stats;
+  bool rebuild_pending = false;        // until the first synchronised FinalizeBackward
+  std::vector<size_t> arrival;         // parameters in the order their gradients arrived
+
+  // Allocates a flat buffer per bucket of `new_specs` and makes every .grad a view into its
+  // bucket, carrying its current value over. REQUIRES: mu held, or no hooks registered yet.
+  void Build(std::vector<BucketSpec> new_specs) {
+    at::NoGradGuard no_grad;
+    specs = std::move(new_specs);
+    buffers.clear();
+    views.assign(params.size(), at::Tensor());
+    bucket_of.assign(params.size(), 0);
+    for (size_t b = 0; b < specs.size(); ++b) {
+      const BucketSpec& spec = specs[b];
+      const at::Tensor& first = params[spec.params[0]];
+      buffers.push_back(at::zeros({spec.numel}, first.options().requires_grad(false)));
+      for (size_t k = 0; k < spec.params.size(); ++k) {
+        const size_t i = spec.params[k];
+        // detach(): same memory, but not an autograd "view", so optimizers may detach_() the
+        // grad in zero_grad (LibTorch 1.13's does; it throws on views).
+        views[i] = buffers[b].narrow(0, spec.offsets[k], params[i].numel())
+                       .view(params[i].sizes())
+                       .detach();
+        bucket_of[i] = b;
+      }
+    }
+    for (size_t i = 0; i < params.size(); ++i) PointGradAtView(i);
+    works.assign(specs.size(), nullptr);
+    pending.assign(specs.size(), 0);
+  }
+
+  // Every rank takes rank 0's arrival order (completed with the parameters that got no
+  // gradient) and rebuilds its buckets in it. REQUIRES: mu held, every bucket's work finished.
+  Status RebuildInArrivalOrder() {
+    if (params.empty()) return Status::OK();
+    const size_t n = params.size();
+    at::Tensor order = at::full({static_cast<int64_t>(n)}, -1, at::kLong);
+    if (comm->rank() == 0) {
+      StatusOr<std::vector<size_t>> mine = CompleteArrivalOrder(arrival, n);
+      if (!mine.ok()) return mine.status().WithContext("reducer");
+      for (size_t k = 0; k < n; ++k) {
+        order[static_cast<int64_t>(k)] = static_cast<int64_t>((*mine)[k]);
+      }
+    }
+    std::vector<at::Tensor> shipped{order.to(buffers[0].device())};
+    DDP_RETURN_IF_ERROR(comm->Broadcast(shipped, 0).WithContext("reducer: bucket order"));
+    const at::Tensor got = shipped[0].cpu();
+    std::vector<size_t> received;
+    for (size_t k = 0; k < n; ++k) {
+      const int64_t v = got[static_cast<int64_t>(k)].item<int64_t>();
+      received.push_back(v < 0 ? n : static_cast<size_t>(v));
+    }
+    StatusOr<std::vector<size_t>> checked = CompleteArrivalOrder(received, n);
+    if (!checked.ok()) return checked.status().WithContext("reducer: rank 0's bucket order");
+    std::vector<BucketSpec> rebuilt = AssignBucketsInOrder(
+        param_specs, *checked, options.bucket_cap_bytes, options.first_bucket_cap_bytes);
+    if (rebuilt == specs) return Status::OK();
+    if (comm->rank() == 0) {
+      DDP_LOG(INFO) << "reducer: buckets rebuilt in gradient arrival order: " << specs.size()
+                    << " -> " << rebuilt.size() << " buckets";
+    }
+    Build(std::move(rebuilt));
+    return Status::OK();
+  }
 
   // Makes p.grad the bucket view, carrying over its current value (zeros when undefined).
   void PointGradAtView(size_t i) {
@@ -91,6 +157,7 @@ struct Reducer::State {
     }
     PointGradAtView(i);  // the user may have set .grad to undefined since PrepareForBackward
     ready[i] = true;
+    if (rebuild_pending) arrival.push_back(i);
     last_ready_seconds = Since(step_start);
     const size_t b = bucket_of[i];
     if (--pending[b] != 0) return;
@@ -133,36 +200,17 @@ Reducer::Reducer(std::vector<at::Tensor> params, Communicator* comm, ReducerOpti
                                                      : std::to_string(j));
   }
   s.comm = comm;
-  std::vector<ParamSpec> specs;
   for (const auto& p : s.params) {
-    specs.push_back({p.numel(), static_cast<size_t>(p.element_size()), GroupOf(p)});
+    s.param_specs.push_back({p.numel(), static_cast<size_t>(p.element_size()), GroupOf(p)});
   }
-  s.specs = AssignBuckets(specs, options.bucket_cap_bytes, options.first_bucket_cap_bytes);
-  s.views.resize(s.params.size());
-  s.bucket_of.resize(s.params.size());
-  at::NoGradGuard no_grad;
-  for (size_t b = 0; b < s.specs.size(); ++b) {
-    const BucketSpec& spec = s.specs[b];
-    const at::Tensor& first = s.params[spec.params[0]];
-    s.buffers.push_back(at::zeros({spec.numel}, first.options().requires_grad(false)));
-    for (size_t k = 0; k < spec.params.size(); ++k) {
-      const size_t i = spec.params[k];
-      // detach(): same memory, but not an autograd "view", so optimizers may detach_() the
-      // grad in zero_grad (LibTorch 1.13's does; it throws on views).
-      s.views[i] = s.buffers[b].narrow(0, spec.offsets[k], s.params[i].numel())
-                       .view(s.params[i].sizes())
-                       .detach();
-      s.bucket_of[i] = b;
-    }
-  }
+  s.options = options;
+  s.rebuild_pending = options.rebuild_buckets;
+  s.Build(AssignBuckets(s.param_specs, options.bucket_cap_bytes, options.first_bucket_cap_bytes));
   for (size_t i = 0; i < s.params.size(); ++i) {
-    s.PointGradAtView(i);
     auto acc = torch::autograd::impl::grad_accumulator(s.params[i]);
     s.hook_keys.push_back(acc->add_post_hook(std::make_unique<ReadyHook>([&s, i] { s.MarkReady(i); })));
     s.accumulators.push_back(std::move(acc));
   }
-  s.works.resize(s.specs.size());
-  s.pending.resize(s.specs.size());
   s.ready.assign(s.params.size(), false);
   PrepareForBackward();
   DDP_LOG(INFO) << "reducer: " << s.params.size() << " parameters in " << s.specs.size()
@@ -199,6 +247,7 @@ void Reducer::PrepareForBackward() {
   s.step_start = Clock::now();
   s.last_ready_seconds = 0;
   s.duplicate = Status::OK();
+  s.arrival.clear();  // only the backward that FinalizeBackward completes counts
   s.stats = Stats();
 }
 
@@ -240,6 +289,12 @@ Status Reducer::FinalizeBackward() {
   if (open_end > open_start) busy += open_end - open_start;
   s.stats.allreduce_seconds = busy;
   for (size_t i = 0; i < s.params.size(); ++i) s.ready[i] = true;  // late hooks: no-op
+  // Every rank reaches this with its collectives done (or the communicator aborted, then no
+  // rebuild): the broadcast happens on all ranks at the same step.
+  if (s.rebuild_pending && first_error.ok()) {
+    s.rebuild_pending = false;
+    DDP_RETURN_IF_ERROR(s.RebuildInArrivalOrder());
+  }
   if (!s.duplicate.ok()) return s.duplicate;
   return first_error;
 }

@@ -28,6 +28,10 @@ struct ReducerOptions {
   // Optional, parallel to the params passed to the constructor: names used in error messages
   // (else its index in that list).
   std::vector<std::string> param_names;
+  // After the first synchronised backward, rebuild the buckets in the order rank 0's gradients
+  // arrived in it (one broadcast, once; every rank then has the same buckets). false keeps the
+  // reverse-registration buckets for good.
+  bool rebuild_buckets = true;
 };
 
 // Usage per optimizer step (every rank, same order):
@@ -52,7 +56,7 @@ class Reducer {
     int buckets_launched_in_backward = 0;  // launched by hooks, i.e. overlapped with backward
     double backward_seconds = 0;           // PrepareForBackward -> last gradient ready
     // Seconds after PrepareForBackward when bucket i was launched (in launch order == bucket
-    // order, which is reverse parameter order).
+    // order: reverse parameter order until the rebuild, then the first step's arrival order).
     std::vector<double> bucket_launch_seconds;
   };
 
@@ -76,7 +80,9 @@ class Reducer {
   // communicator is aborted and the worker should exit 75). A gradient that arrived twice since
   // PrepareForBackward (a second backward through the same parameter, which PyTorch rejects too)
   // is FailedPrecondition naming the parameter, returned after the step's collectives completed,
-  // so every rank stays in step. In no_sync mode: OK, no-op.
+  // so every rank stays in step. In no_sync mode: OK, no-op. The first synchronised call with
+  // rebuild_buckets also broadcasts rank 0's arrival order and rebuilds the buckets in it (the
+  // gradients, carried over, are unchanged); errors of that broadcast as Communicator::Broadcast.
   Status FinalizeBackward();
 
   Stats last_stats() const;

@@ -115,6 +115,14 @@ std::vector<int64_t> CheckpointStore::ListSteps() {
   return steps;
 }
 
+std::optional<int64_t> CheckpointStore::NewestComplete() {
+  std::vector<int64_t> steps = ListSteps();
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    if (fs_->Exists(Path(CheckpointName(*it)) + "/" + kDone)) return *it;
+  }
+  return std::nullopt;
+}
+
 StatusOr<CheckpointStore::Loaded> CheckpointStore::Load(int64_t step) {
   const std::string d = Path(CheckpointName(step));
   if (!fs_->Exists(d + "/" + kDone)) {

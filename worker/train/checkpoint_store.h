@@ -59,6 +59,8 @@ class CheckpointStore {
 
   // Steps with a checkpoint directory (complete or not), ascending.
   std::vector<int64_t> ListSteps();
+  // The newest step whose DONE marker exists (payloads are not read); nullopt when none.
+  std::optional<int64_t> NewestComplete();
 
  private:
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }

@@ -111,6 +111,7 @@ const std::vector<Option>& Options() {
       Opt("train.log_level", "log-level", &TrainConfig::log_level),
       Opt("train.bucket_cap_mb", "bucket-cap-mb", &TrainConfig::bucket_cap_mb),
       Opt("train.first_bucket_cap_mb", "first-bucket-cap-mb", &TrainConfig::first_bucket_cap_mb),
+      Opt("train.rebuild_buckets", "rebuild-buckets", &TrainConfig::rebuild_buckets),
       Opt("train.collective_timeout_seconds", "collective-timeout",
           &TrainConfig::collective_timeout_seconds),
       Opt("checkpoint.dir", "checkpoint-dir", &TrainConfig::checkpoint_dir),

@@ -47,6 +47,7 @@ struct TrainConfig {
   int64_t eval_batches = 20;          // batches per rank per eval
   double bucket_cap_mb = 25;
   double first_bucket_cap_mb = 1;
+  bool rebuild_buckets = true;  // after step 1, buckets in gradient arrival order (as torch DDP)
   int64_t collective_timeout_seconds = 300;
   // checkpoints
   std::string checkpoint_dir;         // empty = no checkpoints (env DDP_CHECKPOINT_DIR)

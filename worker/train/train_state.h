@@ -26,17 +26,25 @@ struct TrainProgress {
   int64_t world_size = 1;  // of the group that saved, to rescale the sampler position
 };
 
-// Serializes parameters, buffers, optimizer state, progress and the CPU RNG state.
+// Serializes parameters, buffers, optimizer state, progress and the states of the default random
+// generators: the CPU's ("cpu_rng") and every visible CUDA device's ("cuda_rng_count", then
+// "cuda_rng_<i>"; a count of 0 where LibTorch has no CUDA or no GPU is visible).
 // Internal when LibTorch throws (it should not for an in-memory archive).
 StatusOr<std::string> SerializeTrainState(torch::nn::Module& model, torch::optim::Optimizer& opt,
                                           const TrainProgress& progress);
 
-// Restores everything SerializeTrainState wrote, loading tensors onto `device`. DataLoss when the
-// bytes are not a readable archive of this model/optimizer (e.g. another model size); then the
-// model and optimizer may be partly overwritten and must be rebuilt by the caller.
+// Restores everything SerializeTrainState wrote, loading tensors onto `device`. A payload without
+// "cuda_rng_count" (written before CUDA generators were saved) restores the CPU generator only.
+// FailedPrecondition, with nothing restored, when it holds more CUDA generators than
+// VisibleCudaDevices(). DataLoss when the bytes are not a readable archive of this
+// model/optimizer (e.g. another model size); then the model and optimizer may be partly
+// overwritten and must be rebuilt by the caller.
 Status RestoreTrainState(const std::string& bytes, const c10::Device& device,
                          torch::nn::Module& model, torch::optim::Optimizer& opt,
                          TrainProgress* progress);
+
+// CUDA devices this process sees (0 with a LibTorch built without CUDA).
+int VisibleCudaDevices();
 
 // FNV-1a over the bytes of every parameter (in registration order, as contiguous CPU tensors):
 // equal on two ranks iff their parameters are bit-identical (up to hash collisions).

@@ -13,6 +13,7 @@
 #include <torch/utils.h>
 
 #include "common/logging.h"
+#include "worker/comm/deadline.h"
 #include "worker/comm/factory.h"
 #include "worker/data/sampler.h"
 #include "worker/ddp/reducer.h"
@@ -28,7 +29,6 @@ namespace ddp::worker {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // A collective or the group failed: the kind of error in-place recovery heals (Gone: the store
 // itself is lost, which only a new round can fix, but a survivor still saves its step first).
@@ -162,6 +162,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   ReducerOptions ropts;
   ropts.bucket_cap_bytes = static_cast<size_t>(cfg.bucket_cap_mb * (1 << 20));
   ropts.first_bucket_cap_bytes = static_cast<size_t>(cfg.first_bucket_cap_mb * (1 << 20));
+  ropts.rebuild_buckets = cfg.rebuild_buckets;
   for (const auto& np : mo.model->named_parameters()) ropts.param_names.push_back(np.key());
   auto reducer = std::make_unique<Reducer>(mo.model->parameters(), comm, ropts);
   if (rank == 0) {
@@ -174,24 +175,40 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
 
   CheckpointStore store(ctx.fs, cfg.checkpoint_dir, static_cast<int>(cfg.keep_checkpoints));
   int64_t last_saved = committed.step;
-  // Rank 0 writes; the barrier keeps anyone from running ahead (or exiting) while it writes.
+  // Rank 0 writes; then rank 0's outcome is all-reduced (it doubles as the barrier that keeps
+  // anyone from running ahead or exiting while it writes), so every rank learns whether the save
+  // happened and, if not, the newest complete checkpoint a restart would resume from.
   auto checkpoint = [&]() -> Status {
     if (cfg.checkpoint_dir.empty() || committed.step == last_saved) return Status::OK();
     const auto t0 = Clock::now();
+    Status saved;
+    int64_t newest = 0;
     if (rank == 0) {
       auto payload = SerializeTrainState(*mo.model, *mo.optimizer, committed);
-      Status s = payload.ok() ? store.Save(committed.step, *payload) : payload.status();
+      saved = payload.ok() ? store.Save(committed.step, *payload) : payload.status();
       // A failed checkpoint costs progress on a restart, not correctness: keep training.
-      if (!s.ok()) {
-        DDP_LOG(ERROR) << "checkpoint step " << committed.step << " failed: " << s.ToString();
+      if (!saved.ok()) {
+        DDP_LOG(ERROR) << "checkpoint step " << committed.step << " failed: " << saved.ToString();
+        newest = store.NewestComplete().value_or(0);
       } else if (m != nullptr) {
         m->checkpoint_last_step.Set(static_cast<double>(committed.step));
         m->checkpoint_timestamp_seconds.Set(static_cast<double>(std::time(nullptr)));
       }
     }
-    DDP_RETURN_IF_ERROR(comm->Barrier().WithContext("checkpoint barrier"));
+    at::Tensor outcome = at::tensor({saved.ok() ? int64_t{0} : int64_t{1}, newest}, at::kLong);
+    outcome = outcome.to(ctx.device);
+    DDP_RETURN_IF_ERROR(comm->AllReduceSumAsync(outcome)->Wait().WithContext("checkpoint barrier"));
+    outcome = outcome.cpu();
+    if (outcome[0].item<int64_t>() > 0) {
+      if (m) m->checkpoint_failures.Inc();
+      result.resume_step = outcome[1].item<int64_t>();
+      result.checkpoint_error = rank == 0 ? saved.ToString() : "rank 0 could not write it";
+      return Status::OK();
+    }
     if (m) m->checkpoint_seconds.Observe(Since(t0));
     last_saved = committed.step;
+    result.resume_step = committed.step;
+    result.checkpoint_error.clear();
     return Status::OK();
   };
   // Before giving up on the group: every survivor saves its committed step (identical state on
@@ -205,6 +222,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       DDP_LOG(INFO) << "rank " << rank << ": just-in-time checkpoint of step " << committed.step;
       if (m) m->checkpoint_last_step.Set(static_cast<double>(committed.step));
     } else {
+      if (m) m->checkpoint_failures.Inc();
       DDP_LOG(ERROR) << "rank " << rank << ": just-in-time checkpoint of step " << committed.step
                      << " failed: " << s.ToString();
     }

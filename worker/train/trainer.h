@@ -45,7 +45,13 @@ struct TrainResult {
   int64_t step = 0;          // optimizer steps completed (including resumed ones)
   int64_t resumed_from = -1; // checkpoint step resumed from, -1 for a fresh start
   double last_loss = 0;      // averaged over ranks
-  bool preempted = false;    // stopped by SIGTERM after checkpointing: exit 75
+  bool preempted = false;    // stopped by SIGTERM (the group tried to checkpoint): exit 75
+  // After the last group checkpoint (periodic, final or on SIGTERM): the step the next round
+  // resumes from (the newest complete checkpoint; 0: from scratch), and why the checkpoint of
+  // `step` was not saved ("" when it was, or when no checkpoint directory is set). Every rank
+  // learns rank 0's outcome; only rank 0 knows the I/O error itself.
+  int64_t resume_step = 0;
+  std::string checkpoint_error;
   std::string param_checksum;
   StepBreakdown breakdown;
 };

@@ -90,10 +90,17 @@ StatusOr<TrainProgress> ResumeFromCheckpoint(const TrainConfig& cfg, FileSystem*
   int64_t chosen = -1;
   if (comm->rank() == 0) {
     bool touched = false;
+    Status unusable_here;  // a checkpoint this process cannot restore, though it is intact
     auto loaded = store.LoadLatest([&](const CheckpointStore::Loaded& l) {
       touched = true;
-      return RestoreTrainState(l.payload, device, *mo->model, *mo->optimizer, &progress);
+      Status s = RestoreTrainState(l.payload, device, *mo->model, *mo->optimizer, &progress);
+      if (s.code() == StatusCode::kFailedPrecondition && unusable_here.ok()) unusable_here = s;
+      return s;
     });
+    // Starting fresh would silently discard the run's progress: fail instead (exit 2).
+    if (!loaded && !unusable_here.ok()) {
+      return unusable_here.WithContext("checkpoint in " + cfg.checkpoint_dir);
+    }
     if (loaded) {
       chosen = loaded->step;
     } else if (touched) {

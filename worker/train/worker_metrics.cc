@@ -34,6 +34,7 @@ WorkerMetrics::WorkerMetrics(const WorkerIdentity& id)
       checkpoint_seconds(registry_.AddHistogram("ddp_worker_checkpoint_seconds", "Wall time of writing one checkpoint.", StepBuckets()).Get()),
       checkpoint_last_step(registry_.AddGauge("ddp_worker_checkpoint_last_step", "Step of the last complete checkpoint.").Get()),
       checkpoint_timestamp_seconds(registry_.AddGauge("ddp_worker_checkpoint_timestamp_seconds", "Unix time of the last complete checkpoint.").Get()),
+      checkpoint_failures(registry_.AddCounter("ddp_worker_checkpoint_failures_total", "Checkpoint saves that failed (counted on every rank of a group save, on the writer of a just-in-time save).").Get()),
       generation(registry_.AddGauge("ddp_worker_generation", "In-place recovery generation of the group in this round (+1 per re-formation; 0 without failures).").Get()),
       recoveries(registry_.AddCounter("ddp_worker_recoveries_total", "In-place recoveries this trainer process survived (the group re-formed without it restarting).").Get()),
       recovery_seconds(registry_.AddHistogram("ddp_worker_recovery_seconds", "Seconds from a failure seen by this rank to the group's next committed step (in-place recovery).", RecoveryBuckets()).Get()),

@@ -48,6 +48,7 @@ class WorkerMetrics {
   metrics::Histogram& checkpoint_seconds;
   metrics::Gauge& checkpoint_last_step;
   metrics::Gauge& checkpoint_timestamp_seconds;
+  metrics::Counter& checkpoint_failures;
   metrics::Gauge& generation;
   metrics::Counter& recoveries;
   metrics::Histogram& recovery_seconds;
