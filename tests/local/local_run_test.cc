@@ -258,7 +258,11 @@ TEST_F(LocalRunTest, StatusJsonHasProgressAndAHungJobRestarts) {
   EXPECT_NE(st["lastFailure"]["message"].get<std::string>().find("last step 30 seen at"),
             std::string::npos)
       << st.dump();
-  EXPECT_NE(op->Output().find("hung, no step progress for 3s: last step 30"), std::string::npos)
+  // The console line may follow status.json's write by a moment: wait for it, briefly.
+  EXPECT_TRUE(WaitFor(
+      [&] { return op->Output().find("hung, no step progress for 3s: last step 30") !=
+                   std::string::npos; },
+      seconds(10)))
       << op->Output();
   kill(op->pid(), SIGTERM);
   EXPECT_EQ(op->Wait(seconds(30)), 128 + SIGTERM);
