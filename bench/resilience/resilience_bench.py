@@ -14,12 +14,18 @@ For each system: a fault-free run, then a run with faults: SIGKILL of a random t
 (a rank's training process; for InPlace the supervisor's child, for Restart the pod process, for
 torchrun one of the agent's workers) every P seconds, and, for the two ddp-operator systems, of
 a whole non-zero pod (its top process: the supervisor under InPlace) every Q seconds (0 = off).
-Kill times are counted from the start of the run; a kill that finds no target (a group in the
-middle of a restart) is retried every 0.2 s.
+Kill times are counted from the start of the run (pod kills offset by P/2, so that the two
+never coincide: both at once in a 2-rank group lose every member, which only a checkpoint can
+heal); a kill that finds no target (a group in the middle of a restart) is retried every 0.2 s.
 
 Printed per system: fault-free and faulty wall time (launch to exit), kills, goodput =
 fault-free / faulty, goodput ratio vs torchrun, recovery time, and whether the final parameter
-checksums of the ranks agree (and equal the fault-free run's).
+checksums of the ranks agree (and equal the fault-free run's). A shared machine's speed drifts
+by 5-10% between two runs minutes apart, as much as ten kills cost; so the table also gives each
+run's normal step time (the mean time between rank 0's consecutive steps, recovery gaps longer
+than 3x the median left out: the machine's speed then) and a speed-corrected goodput = goodput x
+(faulty normal step / fault-free normal step), the time the faulty run's machine would have
+needed without faults over the faulty wall time.
 
 Recovery time, measured the same way for every system from rank 0's per-step log (every run logs
 every step with a timestamp): from the kill to the first logged step numbered at least two above
@@ -35,6 +41,7 @@ bench started is killed on exit, Ctrl-C included.
   bench/resilience/resilience_bench.py                 # defaults: P=20 s, Q=0, auto steps
   bench/resilience/resilience_bench.py --quick         # smoke test: 300 steps, P=6 s, Q=15 s
   bench/resilience/resilience_bench.py --steps 3000 --kill-every 20 --pod-kill-every 45
+  bench/resilience/resilience_bench.py --report /tmp/resilience-bench-XXXX   # a kept run's table
 
 --steps 0 (default) calibrates: a 40-step ddp-worker run measures the step time on this machine
 now, and the step count is chosen so that the fault-free run lasts (--min-kills + 0.5) * P.
@@ -302,6 +309,16 @@ def recovery_times(kills, steps):
     return out
 
 
+def normal_step(steps):
+    """Mean seconds between rank 0's consecutive steps (n, n+1), leaving out the gaps longer than
+    3x the median (a recovery): the machine's speed in that run."""
+    iv = sorted(b[0] - a[0] for a, b in zip(steps, steps[1:]) if b[1] == a[1] + 1 and b[0] > a[0])
+    if not iv:
+        return None
+    normal = [x for x in iv if x <= 3 * iv[len(iv) // 2]]
+    return sum(normal) / len(normal)
+
+
 def worker_reported(kills, recovered):
     """Per kill: the max `recovered in` over the ranks among the lines logged before the next kill."""
     out = []
@@ -321,7 +338,8 @@ def run_once(sysobj, run_dir, steps, a, faulty, rng):
     kills = []
     next_p = t0 + a.kill_every if faulty and a.kill_every > 0 else float("inf")
     pod_kills = faulty and a.pod_kill_every > 0 and sysobj.name != "torchrun"
-    next_q = t0 + a.pod_kill_every if pod_kills else float("inf")
+    offset = a.pod_kill_offset if a.pod_kill_offset >= 0 else a.kill_every / 2
+    next_q = t0 + a.pod_kill_every + offset if pod_kills else float("inf")
     deadline = t0 + a.run_timeout
     rc = None
     while True:
@@ -410,6 +428,9 @@ def main():
     p.add_argument("--min-kills", type=int, default=10, help="for --steps 0: kills the fault-free length allows")
     p.add_argument("--kill-every", type=float, default=20.0, help="P: seconds between trainer kills (0 = off)")
     p.add_argument("--pod-kill-every", type=float, default=0.0, help="Q: seconds between pod kills (0 = off)")
+    p.add_argument("--pod-kill-offset", type=float, default=-1.0,
+                   help="seconds added to every pod kill time (default P/2: a pod kill never lands on a "
+                        "trainer kill, which in a 2-rank group would lose every member at once)")
     p.add_argument("--checkpoint-every", type=int, default=100)
     p.add_argument("--run-timeout", type=float, default=1800.0, help="hard limit per run, seconds")
     p.add_argument("--seed", type=int, default=1, help="seed of the random kill targets")
@@ -417,7 +438,18 @@ def main():
     p.add_argument("--keep", action="store_true", help="keep the run directories (printed)")
     p.add_argument("--operator", default=os.path.join(ROOT, "build", "operator", "ddp-operator"))
     p.add_argument("--worker", default=os.path.join(ROOT, "build", "worker", "ddp-worker"))
+    p.add_argument("--report", metavar="WORKDIR", help="print the table again from a run kept with --keep "
+                   "(its results.json and run directories), running nothing")
     a = p.parse_args()
+    if a.report:
+        with open(os.path.join(a.report, "results.json")) as f:
+            saved = json.load(f)
+        for name, runs in saved["results"].items():
+            for tag, out in runs.items():
+                st, _, _ = parse_run(name, os.path.join(a.report, f"{name}-{tag}"))
+                out["normal_step"] = normal_step(st)
+        report(saved["results"], list(saved["results"]), saved["steps"])
+        return
     if a.quick:
         a.steps, a.kill_every, a.pod_kill_every, a.run_timeout = a.steps or 300, 6.0, 15.0, 300.0
     for b in (a.operator, a.worker):
@@ -443,7 +475,8 @@ def main():
             print(f"# calibration: ddp-worker step {st * 1e3:.0f} ms -> --steps {steps}", flush=True)
         print(f"# minGPT L4 H4 C128 T64, batch 16/rank, 2 ranks CPU/Gloo, 1 thread, {steps} steps, checkpoint "
               f"every {a.checkpoint_every}; kill a trainer every {a.kill_every:g} s, a non-zero pod every "
-              f"{a.pod_kill_every:g} s (0 = off), kill seed {a.seed}", flush=True)
+              f"{a.pod_kill_every:g} s (0 = off; offset {a.pod_kill_offset if a.pod_kill_offset >= 0 else a.kill_every / 2:g} s), "
+              f"kill seed {a.seed}", flush=True)
         rng = random.Random(a.seed)
         res = {}
         for name in systems:
@@ -459,6 +492,7 @@ def main():
                 out["recovery"] = recovery_times(kt, st)
                 out["reported"] = worker_reported(kt, rec) if name != "torchrun" else []
                 out["last_step"] = max((x for _, x in st), default=0)
+                out["normal_step"] = normal_step(st)
                 r[tag] = out
                 kinds = {}
                 for _, kind, _ in out["kills"]:
@@ -483,11 +517,20 @@ def report(res, systems, steps):
         ok = r["clean"]["rc"] == 0 and r["faulty"]["rc"] == 0
         return r["clean"]["wall"] / r["faulty"]["wall"] if ok else None
 
+    def corrected(n):
+        # The fault-free time scaled by how fast the machine stepped in each run (normal step):
+        # a shared machine's speed drifts by several percent between two runs minutes apart.
+        r, g = res[n], goodput(n)
+        c, f = r["clean"].get("normal_step"), r["faulty"].get("normal_step")
+        return g * f / c if g is not None and c and f else None
+
     tr = goodput("torchrun") if "torchrun" in res else None
+    trc = corrected("torchrun") if "torchrun" in res else None
     print()
-    print("| system | fault-free s | faulty s | kills | goodput | vs torchrun | recovery mean / max s "
+    print("| system | fault-free s | faulty s | kills | goodput | vs torchrun | normal step ms clean / faulty "
+          "| goodput, speed-corrected | vs torchrun | recovery mean / max s "
           "| worker-reported mean / max s | checksums agree | = fault-free |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in systems:
         c, f = res[n]["clean"], res[n]["faulty"]
         g = goodput(n)
@@ -505,8 +548,13 @@ def report(res, systems, steps):
         kills = f"{len(f['kills'])}" + (f" ({kinds.get('proc', 0)} proc, {kinds.get('pod', 0)} pod)"
                                          if kinds.get("pod") else "")
         ratio = g / tr if g is not None and tr else None
+        gc = corrected(n)
+        ratio_c = gc / trc if gc is not None and trc else None
+        med = (f"{fmt(c.get('normal_step') and c['normal_step'] * 1e3, '.0f')} / "
+               f"{fmt(f.get('normal_step') and f['normal_step'] * 1e3, '.0f')}")
         status = "" if c["rc"] == 0 and f["rc"] == 0 else f" (rc {c['rc']}/{f['rc']})"
-        print(f"| {n}{status} | {c['wall']:.1f} | {f['wall']:.1f} | {kills} | {fmt(g)} | {fmt(ratio)} | {rec} | "
+        print(f"| {n}{status} | {c['wall']:.1f} | {f['wall']:.1f} | {kills} | {fmt(g)} | {fmt(ratio)} | {med} | "
+              f"{fmt(gc)} | {fmt(ratio_c)} | {rec} | "
               f"{rep} | {'yes' if agree else 'NO'} | {'yes' if same else 'no'} |")
     for n in systems:
         f = res[n]["faulty"]
