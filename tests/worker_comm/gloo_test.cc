@@ -166,5 +166,45 @@ TEST(GlooTest, AbortFromAnotherThreadReleasesWait) {
   EXPECT_EQ(codes[0], 0) << CodesToString(codes);
 }
 
+
+// Abort() is a real abort, not a flag: the Gloo work this rank has in flight fails at once
+// (IsCompleted, long before the 30 s timeout), and the peer's connections close, so a collective
+// the peer starts afterwards fails at once instead of pairing with the abandoned one.
+TEST(GlooTest, AbortFailsTheWorkInFlightAndThePeersConnections) {
+  const int port = FreePort();
+  auto codes = RunRanks(2, [&](int rank) {
+    at::set_num_threads(1);
+    auto g = JoinGroup(port, 2, rank, std::chrono::seconds(30));
+    CHILD_CHECK_OK(g.status());
+    CHILD_CHECK_OK(g->comm->Barrier());
+    at::Tensor t = at::ones({10});
+    if (rank == 1) {
+      std::this_thread::sleep_for(std::chrono::seconds(2));  // rank 0 aborts meanwhile
+      const auto start = Clock::now();
+      Status s = g->comm->AllReduceSumAsync(t)->Wait();
+      const double took = Since(start);
+      std::fprintf(stderr, "rank 1: after the peer's abort -> %s after %.2fs\n", s.ToString().c_str(), took);
+      CHILD_CHECK(s.code() == StatusCode::kUnavailable);
+      CHILD_CHECK(took < 10.0);
+      return 0;
+    }
+    auto work = g->comm->AllReduceSumAsync(t);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHILD_CHECK(!work->IsCompleted());  // rank 1 has not joined it
+    const auto start = Clock::now();
+    g->comm->Abort();
+    while (!work->IsCompleted() && Since(start) < 10.0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const double took = Since(start);
+    std::fprintf(stderr, "rank 0: Gloo work completed %.2fs after the abort\n", took);
+    CHILD_CHECK(work->IsCompleted());
+    CHILD_CHECK(took < 5.0);
+    CHILD_CHECK(work->Wait().code() == StatusCode::kUnavailable);
+    return 0;
+  }, {std::chrono::seconds(60)});
+  EXPECT_EQ(codes, (std::vector<int>{0, 0})) << CodesToString(codes);
+}
+
 }  // namespace
 }  // namespace ddp::worker

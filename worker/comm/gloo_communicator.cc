@@ -2,6 +2,13 @@
 #include "worker/comm/gloo_communicator.h"
 
 #include <ATen/ATen.h>
+#include <dlfcn.h>
+#include <gloo/context.h>
+#include <gloo/transport/pair.h>
+
+#include <cstring>
+#include <exception>
+#include <typeinfo>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
@@ -96,6 +103,92 @@ class GlooWork : public Work {
 };
 
 
+// c10d's ProcessGroupGloo has no abort (1.13 nor 2.x), so Abort() reaches into Gloo:
+//  - the group's Gloo contexts are a protected member; GroupAccess names it through a derived
+//    class (never instantiated), which C++ allows;
+//  - three functions Gloo exports but no usable header declares (Debian's libgloo-dev lacks
+//    gloo/common/memory.h, which the TCP transport's headers include; a PyTorch build carries
+//    Gloo inside libtorch_cpu) are looked up by symbol at run time and called through the
+//    platform's C++ ABI, where a member function takes `this` as its first argument:
+//    gloo::Context::getPair and ::closeConnections, and
+//    gloo::transport::tcp::Pair::signalExceptionExternal, which fails every operation pending on
+//    a connection and closes it (what Gloo itself calls when a buffer's wait times out).
+struct GroupAccess : c10d::ProcessGroupGloo {
+  static std::vector<std::shared_ptr<::gloo::Context>>& Contexts(c10d::ProcessGroupGloo& pg) {
+    return pg.*(&GroupAccess::contexts_);
+  }
+};
+
+#if defined(_GLIBCXX_USE_CXX11_ABI) && _GLIBCXX_USE_CXX11_ABI
+#define DDP_GLOO_STRING_ARG "RKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"
+#else
+#define DDP_GLOO_STRING_ARG "RKSs"
+#endif
+constexpr char kTcpPairTypeName[] = "N4gloo9transport3tcp4PairE";  // typeid(tcp::Pair).name()
+
+struct GlooAbortCalls {
+  using GetPair = std::unique_ptr<::gloo::transport::Pair>& (*)(::gloo::Context*, int);
+  using CloseConnections = void (*)(::gloo::Context*);
+  using PairSignal = std::exception_ptr (*)(void* tcp_pair, const std::string& message);
+  GetPair get_pair = nullptr;
+  CloseConnections close_connections = nullptr;
+  PairSignal pair_signal = nullptr;  // optional: without it, connections are only closed
+};
+
+const GlooAbortCalls& AbortCalls() {
+  static const GlooAbortCalls calls = [] {
+    GlooAbortCalls c;
+    c.get_pair = reinterpret_cast<GlooAbortCalls::GetPair>(
+        dlsym(RTLD_DEFAULT, "_ZN4gloo7Context7getPairEi"));
+    c.close_connections = reinterpret_cast<GlooAbortCalls::CloseConnections>(
+        dlsym(RTLD_DEFAULT, "_ZN4gloo7Context16closeConnectionsEv"));
+    c.pair_signal = reinterpret_cast<GlooAbortCalls::PairSignal>(dlsym(
+        RTLD_DEFAULT, "_ZN4gloo9transport3tcp4Pair23signalExceptionExternalE" DDP_GLOO_STRING_ARG));
+    return c;
+  }();
+  return calls;
+}
+
+struct AbortOutcome {
+  int failed = 0;  // connections whose pending operations failed at once
+  int closed = 0;  // connections only closed (no error signal for their transport)
+  bool supported = true;  // false: this LibTorch exports none of Gloo's functions used here
+};
+
+// Fails every operation pending on the group's connections and closes them: a Gloo worker
+// thread blocked in a collective gets an error at once, and the peers see their connections
+// reset (a collective of theirs fails at once too, instead of pairing with the abandoned one).
+// A connection without the error signal (another transport) is only closed: the peer still fails
+// at once, while this rank's blocked Gloo thread waits out Gloo's timeout (the training thread
+// is released by Wait's slices either way).
+AbortOutcome AbortConnections(c10d::ProcessGroupGloo& pg, const std::string& why) {
+  const GlooAbortCalls& calls = AbortCalls();
+  AbortOutcome out;
+  if (calls.get_pair == nullptr || calls.close_connections == nullptr) {
+    out.supported = false;
+    return out;
+  }
+  for (const std::shared_ptr<::gloo::Context>& ctx : GroupAccess::Contexts(pg)) {
+    if (!ctx) continue;
+    bool all_failed = true;
+    for (int peer = 0; peer < ctx->size; ++peer) {
+      if (peer == ctx->rank) continue;
+      std::unique_ptr<::gloo::transport::Pair>& pair = calls.get_pair(ctx.get(), peer);
+      if (!pair) continue;
+      ::gloo::transport::Pair& p = *pair;
+      if (calls.pair_signal != nullptr && std::strcmp(typeid(p).name(), kTcpPairTypeName) == 0) {
+        (void)calls.pair_signal(dynamic_cast<void*>(&p), why);
+        ++out.failed;
+      } else {
+        ++out.closed;
+        all_failed = false;
+      }
+    }
+    if (!all_failed) calls.close_connections(ctx.get());
+  }
+  return out;
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::Create(
@@ -130,8 +223,9 @@ GlooCommunicator::GlooCommunicator(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg
     : pg_(std::move(pg)), rank_(rank), size_(size), timeout_(timeout) {}
 
 GlooCommunicator::~GlooCommunicator() {
-  // Destroying the group joins its worker threads, which may sit in a collective with a dead peer
-  // until Gloo's own timeout. After an abort the process is about to exit 75: let it go now.
+  // Destroying the group joins its worker threads. After an abort they are released (Abort), but
+  // one may still sit in a send the kernel had not flushed when the peer stopped reading, until
+  // Gloo's own timeout: let the aborted group go rather than wait (it holds no connection).
   if (aborted_) (void)pg_.release();
 }
 
@@ -192,8 +286,21 @@ Status GlooCommunicator::Barrier() {
 }
 
 void GlooCommunicator::Abort() {
-  if (!aborted_.exchange(true)) {
-    DDP_LOG(WARNING) << "gloo: rank " << rank_ << " aborting the communicator";
+  if (aborted_.exchange(true)) return;
+  DDP_LOG(WARNING) << "gloo: rank " << rank_ << " aborting the communicator";
+  try {
+    const AbortOutcome out =
+        AbortConnections(*pg_, "gloo: rank " + std::to_string(rank_) + " aborted the communicator");
+    if (!out.supported) {
+      DDP_LOG(WARNING) << "gloo: this LibTorch does not export Gloo's getPair/closeConnections: "
+                          "the connections stay open until Gloo's own timeout";
+    } else if (out.closed > 0) {
+      DDP_LOG(WARNING) << "gloo: " << out.closed << " connection(s) closed without failing their "
+                          "pending operations (no error signal for their transport)";
+    }
+  } catch (const std::exception& e) {
+    // Gloo reports a connection that already failed by throwing; it is closed either way.
+    DDP_LOG(WARNING) << "gloo: rank " << rank_ << " abort: " << BackendErrorText(e);
   }
 }
 

@@ -27,6 +27,8 @@ struct GlooOptions {
 };
 
 // Thread-safety: as Communicator. A collective that fails or times out aborts the communicator.
+// Abort() fails every operation pending on the group's connections and closes them (c10d has
+// no abort of its own; see the .cc), so the peers' collectives fail at once as well.
 class GlooCommunicator : public Communicator {
  public:
   // Connects to all peers through `store` (a full mesh of TCP pairs). Errors: Unavailable or
