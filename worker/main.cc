@@ -184,6 +184,10 @@ std::string SelfPath(const char* argv0) {
 }
 
 int main(int argc, char** argv) {
+  // A write to a connection the peer reset (a peer killed or aborting its communicator) must be
+  // an error of that write (EPIPE), not the death of the process: Gloo's TCP transport writes
+  // with writev, which raises SIGPIPE. (Python ignores SIGPIPE at start-up; a C++ program must.)
+  signal(SIGPIPE, SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
   const std::string self = SelfPath(argv[0]);
   for (const auto& a : args) {

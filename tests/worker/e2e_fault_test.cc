@@ -28,6 +28,24 @@ TEST(WorkerFaultE2E, KilledRankMakesTheOthersExit75WithinTheTimeout) {
   std::filesystem::remove_all(dir);
 }
 
+// A peer that resets a connection while this worker writes to it raises SIGPIPE; the worker
+// must see the write fail (and handle it as any collective failure), never die of the signal.
+TEST(WorkerFaultE2E, SigpipeDoesNotKillTheWorker) {
+  const std::string dir = MakeTempDir("ddp-e2e-sigpipe");
+  const std::map<std::string, std::string> env = {{"MASTER_ADDR", "127.0.0.1"},
+                                                  {"MASTER_PORT", std::to_string(FreePort())},
+                                                  {"WORLD_SIZE", "1"}, {"RANK", "0"}};
+  Proc p = StartProc(kWorkerBin, TinyArgs(400), env, dir, "sigpipe");
+  ASSERT_TRUE(PollUntil([&] { return ReadAll(p.err_path).find("step 5/400") != std::string::npos; },
+                        std::chrono::seconds(60)))
+      << ReadAll(p.err_path);
+  ASSERT_EQ(kill(p.pid, SIGPIPE), 0);
+  const std::optional<int> code = WaitProc(p, std::chrono::seconds(120));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0) << ReadAll(p.err_path);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(WorkerFaultE2E, BadConfigExits2NamingTheKey) {
   const std::string dir = MakeTempDir("ddp-e2e-config");
   std::ofstream(dir + "/cfg.yaml") << "train:\n  stepz: 3\n";
