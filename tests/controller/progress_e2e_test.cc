@@ -115,14 +115,19 @@ TEST(ProgressE2eTest, ProgressAppearsThenAHungJobIsRestarted) {
   json st = w.JobStatus("gpt");
   EXPECT_EQ(st["restarts"], 1);
   EXPECT_EQ(st["lastFailure"]["reason"], "Hung");
-  int hung_events = 0;
-  for (const auto& e : w.server().Objects("/api/v1/namespaces/ml/events")) {
-    if (e.value("reason", "") != "Hung") continue;
-    ++hung_events;
-    EXPECT_NE(e.value("message", "").find("last step 7 seen at "), std::string::npos)
-        << e.dump();
-  }
-  EXPECT_EQ(hung_events, 1);
+  // The Event is written beside the status, not before it: wait for it, then count.
+  auto hung = [&] {
+    std::vector<json> out;
+    for (const auto& e : w.server().Objects("/api/v1/namespaces/ml/events")) {
+      if (e.value("reason", "") == "Hung") out.push_back(e);
+    }
+    return out;
+  };
+  ASSERT_TRUE(WaitFor([&] { return !hung().empty(); }, milliseconds(10000))) << op->Log();
+  const std::vector<json> hung_events = hung();
+  ASSERT_EQ(hung_events.size(), 1u);
+  EXPECT_NE(hung_events[0].value("message", "").find("last step 7 seen at "), std::string::npos)
+      << hung_events[0].dump();
 
   // Recovery time: from the Hung failure to every pod of round 1 running, in the status and in
   // the operator's histogram.
