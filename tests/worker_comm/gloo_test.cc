@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <thread>
 
 #include "tests/worker_comm/group.h"
@@ -80,6 +81,24 @@ TEST(GlooTest, BadTensorIsAnErrorNotACrash) {
     return 0;
   });
   EXPECT_EQ(codes, std::vector<int>{0}) << CodesToString(codes);
+}
+
+// A write to a peer that reset the connection raises SIGPIPE (Gloo writes with writev); joining a
+// group leaves SIGPIPE ignored so that such a write is an error, not the death of the rank. A
+// handler the program installed itself stays.
+TEST(GlooTest, JoiningIgnoresSigpipeUnlessTheProgramHandlesIt) {
+  // Two independent one-rank groups: child 0 keeps the default disposition, child 1 has its own.
+  auto codes = RunRanks(2, [&](int child) {
+    void (*own)(int) = [](int) {};
+    std::signal(SIGPIPE, child == 0 ? SIG_DFL : own);
+    auto g = JoinGroup(FreePort(), 1, 0);
+    CHILD_CHECK_OK(g.status());
+    struct sigaction now {};
+    CHILD_CHECK(sigaction(SIGPIPE, nullptr, &now) == 0);
+    CHILD_CHECK(now.sa_handler == (child == 0 ? SIG_IGN : own));
+    return 0;
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0})) << CodesToString(codes);
 }
 
 // Rank 1 exits after the setup barrier; rank 0's next all-reduce must fail within the timeout,

@@ -6,6 +6,7 @@
 #include <gloo/context.h>
 #include <gloo/transport/pair.h>
 
+#include <csignal>
 #include <cstring>
 #include <exception>
 #include <typeinfo>
@@ -189,6 +190,19 @@ AbortOutcome AbortConnections(c10d::ProcessGroupGloo& pg, const std::string& why
   return out;
 }
 
+// Gloo's TCP transport writes with writev, which raises SIGPIPE when the peer has reset the
+// connection (a peer killed, or aborting its communicator): with the default disposition that
+// kills this process instead of failing the write with EPIPE. Python ignores SIGPIPE at start-up;
+// any C++ program that holds a Gloo group must too, so the communicator sees to it. A handler the
+// program installed itself is left alone.
+void IgnoreSigpipeUnlessHandled() {
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) != 0) return;
+  if ((current.sa_flags & SA_SIGINFO) == 0 && current.sa_handler == SIG_DFL) {
+    std::signal(SIGPIPE, SIG_IGN);
+  }
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::Create(
@@ -198,6 +212,7 @@ StatusOr<std::unique_ptr<Communicator>> GlooCommunicator::Create(
     return Status::InvalidArgument("gloo: rank " + std::to_string(rank) + " outside [0, " +
                                    std::to_string(size) + ")");
   }
+  IgnoreSigpipeUnlessHandled();
   try {
     auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
     if (!options.interface.empty()) {

@@ -32,7 +32,8 @@ struct GlooOptions {
 class GlooCommunicator : public Communicator {
  public:
   // Connects to all peers through `store` (a full mesh of TCP pairs). Errors: Unavailable or
-  // DeadlineExceeded when a peer cannot be reached within `timeout`.
+  // DeadlineExceeded when a peer cannot be reached within `timeout`. Sets SIGPIPE to ignored
+  // when it has the default disposition: a write to a reset peer must be an error, not a death.
   static StatusOr<std::unique_ptr<Communicator>> Create(c10::intrusive_ptr<c10d::Store> store,
                                                         int rank, int size,
                                                         std::chrono::milliseconds timeout,
