@@ -79,7 +79,8 @@ if part sweep; then
   done
 fi
 if part rebuild; then
-  # Each repeat runs both settings back to back, so both see the same machine load.
+  # Each repeat runs both settings back to back, so both see the same machine load, and every
+  # second repeat runs them in the other order, so neither setting is always the second.
   echo
   echo "bucket rebuild in arrival order (ddp-worker; median of $REPEATS runs each, ms per step):"
   echo "| bucket cap MiB | rebuild | step ms | all-reduce ms | exposed ms | hidden |"
@@ -88,7 +89,8 @@ if part rebuild; then
   for cap in $REBUILD_CAPS; do
     for mode in true false; do : >"$tmp/rb.$mode"; done
     for i in $(seq "$REPEATS"); do
-      for mode in false true; do
+      order="false true"; (( i % 2 == 0 )) && order="true false"
+      for mode in $order; do
         line=$(run_worker --bucket-cap-mb "$cap" --first-bucket-cap-mb "$cap" --rebuild-buckets "$mode")
         echo "$(field step_ms "$line") $(field allreduce_ms "$line") $(field exposed_allreduce_ms "$line")" >>"$tmp/rb.$mode"
       done
