@@ -167,6 +167,51 @@ TEST(WorkerE2E, SigtermThenResumeEqualsUninterruptedRun) {
   std::filesystem::remove_all(dir);
 }
 
+// The ranks read their loss/stop agreement on the host only at agreement steps (the first, each
+// multiple of --log-every, the last, and about every second of training), not every step. How
+// often they agree changes nothing in the training (same parameters as agreeing every step), and
+// a SIGTERM is still acted on by both ranks at one common step, checkpointed and resumable.
+TEST(WorkerE2E, AgreementOnlyAtAgreementStepsChangesNothingAndStillStopsTogether) {
+  const std::string dir = MakeTempDir("ddp-e2e-agree");
+  auto every_step = TinyArgs(24);  // --log-every 1: the agreement runs every step
+  GroupResult each = RunGroup(2, every_step, {}, dir);
+  ASSERT_EQ(each.codes[0], 0) << Describe(each);
+  EXPECT_EQ(Field(each.out[0], "agreements"), "24");
+  const std::string want = Field(each.out[0], "param_checksum");
+
+  auto args = every_step;
+  args.insert(args.end(), {"--log-every", "8"});  // the later flag wins
+  GroupResult sparse = RunGroup(2, args, {}, dir);
+  ASSERT_EQ(sparse.codes[0], 0) << Describe(sparse);
+  EXPECT_EQ(Field(sparse.out[0], "param_checksum"), want);
+  EXPECT_EQ(Field(sparse.out[1], "param_checksum"), want);
+  // Steps 1, 8, 16 and 24 always; more only when a step took over 1/7 s (a loaded machine).
+  const int agreements = std::stoi(Field(sparse.out[0], "agreements"));
+  EXPECT_GE(agreements, 4);
+  EXPECT_LE(agreements, 12);
+  EXPECT_EQ(Field(sparse.out[1], "agreements"), Field(sparse.out[0], "agreements"));
+  EXPECT_EQ(LossTrajectory(sparse.err[0]).size(), 3u);  // the log lines of steps 8, 16 and 24
+  EXPECT_NEAR(std::stod(Field(sparse.out[0], "loss")), std::stod(Field(each.out[0], "loss")), 1e-6);
+
+  // SIGTERM before step 2 (step 1 agreed already): the group stops at the next agreement.
+  args.insert(args.end(), {"--checkpoint-dir", dir + "/ck"});
+  GroupResult stopped = RunGroup(2, args, {{"DDP_FAULT", "0:2:term"}}, dir);
+  ASSERT_EQ(stopped.codes[0], 75) << Describe(stopped);
+  ASSERT_EQ(stopped.codes[1], 75) << Describe(stopped);
+  const std::string stop_step = Field(stopped.out[0], "step");
+  EXPECT_EQ(Field(stopped.out[1], "step"), stop_step);
+  EXPECT_GE(std::stoi(stop_step), 3);
+  EXPECT_LE(std::stoi(stop_step), 8);
+  char name[32];
+  std::snprintf(name, sizeof(name), "/ck/step-%08d/DONE", std::stoi(stop_step));
+  EXPECT_TRUE(std::filesystem::exists(dir + name)) << name;
+  GroupResult resumed = RunGroup(2, args, {}, dir);
+  ASSERT_EQ(resumed.codes[0], 0) << Describe(resumed);
+  EXPECT_EQ(Field(resumed.out[0], "resumed_from"), stop_step);
+  EXPECT_EQ(Field(resumed.out[0], "param_checksum"), want);
+  std::filesystem::remove_all(dir);
+}
+
 // A preemption checkpoint that cannot be written is reported as failed on every rank, with the
 // step the next round resumes from (no checkpoint: 0), not as saved.
 TEST(WorkerE2E, SigtermWithUnwritableCheckpointDirReportsTheFailure) {

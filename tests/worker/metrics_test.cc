@@ -47,15 +47,16 @@ TEST(WorkerMetricsTest, RankBusySeriesReadBackPerRank) {
   WorkerMetrics other({"j", 1, 1, 3, 0});
   EXPECT_TRUE(metrics::ParseWorkerScrape(other.Render()).busy_by_rank.empty());
   WorkerMetrics m({"j", 0, 0, 3, 0});
-  const float step1[] = {0.5f, 0.25f, 1.0f}, step2[] = {0.5f, 0.25f, 2.0f};
-  m.AddRankBusy(step1, 3);
-  m.AddRankBusy(step2, 3);
+  // One agreement after one step, one after three (the agreement's window).
+  const float step1[] = {0.5f, 0.25f, 1.0f}, steps2to4[] = {0.5f, 0.25f, 2.0f};
+  m.AddRankBusy(step1, 3, 1);
+  m.AddRankBusy(steps2to4, 3, 3);
   metrics::WorkerScrape s = metrics::ParseWorkerScrape(m.Render());
   ASSERT_EQ(s.busy_by_rank.size(), 3u);
   EXPECT_DOUBLE_EQ(s.busy_by_rank[0].sum_seconds, 1.0);
   EXPECT_DOUBLE_EQ(s.busy_by_rank[1].sum_seconds, 0.5);
   EXPECT_DOUBLE_EQ(s.busy_by_rank[2].sum_seconds, 3.0);
-  EXPECT_EQ(s.busy_by_rank[2].count, 2);
+  EXPECT_EQ(s.busy_by_rank[2].count, 4);
 }
 
 // A CPU worker has no GPU reading: the family is declared but carries no sample (not a 0).

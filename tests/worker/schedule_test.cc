@@ -26,5 +26,30 @@ TEST(ScheduleTest, NoWarmupStartsAtPeakAndIsMonotone) {
   for (int64_t i = 1; i <= 50; ++i) EXPECT_LE(LearningRateAt(s, i), LearningRateAt(s, i - 1));
 }
 
+TEST(ScheduleTest, AgreementIntervalKeepsAgreementsAboutTheTargetApart) {
+  EXPECT_EQ(AgreementInterval(0.1, 1.0), 10);   // a 100 ms GPU step: every 10th step
+  EXPECT_EQ(AgreementInterval(0.3, 1.0), 3);    // floor(3.33)
+  EXPECT_EQ(AgreementInterval(5.0, 1.0), 1);    // steps longer than the target: every step
+  EXPECT_EQ(AgreementInterval(0.0, 1.0), 1);    // no measurement yet
+  EXPECT_EQ(AgreementInterval(-1.0, 1.0), 1);
+  EXPECT_EQ(AgreementInterval(std::nan(""), 1.0), 1);
+  EXPECT_EQ(AgreementInterval(1e-12, 1.0), 1000000000);  // bounded, no overflow
+}
+
+TEST(ScheduleTest, NextAgreementIsTheNearestOfLogIntervalTimeAndTheEnd) {
+  struct Row { int64_t step, log_every, interval, total, want; };
+  for (Row r : {Row{0, 10, 100, 1000, 10},   // the log line at 10 comes first
+                Row{10, 10, 3, 1000, 13},    // time: 3 steps
+                Row{13, 10, 3, 1000, 16},
+                Row{19, 10, 3, 1000, 20},    // back on the log grid
+                Row{95, 10, 100, 98, 98},    // the last step
+                Row{7, 1, 50, 100, 8},       // --log-every 1: every step
+                Row{97, 10, 1, 98, 98},
+                Row{98, 10, 5, 98, 99}}) {   // past the end: still moves on
+    EXPECT_EQ(NextAgreementStep(r.step, r.log_every, r.interval, r.total), r.want)
+        << "step " << r.step << " log_every " << r.log_every << " interval " << r.interval;
+  }
+}
+
 }  // namespace
 }  // namespace ddp::worker

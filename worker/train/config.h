@@ -42,7 +42,7 @@ struct TrainConfig {
   std::string device = "auto";        // cpu | cuda | auto (cuda when available)
   bool bf16 = true;                   // bf16 autocast, GPU only
   int64_t threads = 0;                // torch intra-op threads; 0 = LibTorch's default
-  int64_t log_every = 10;
+  int64_t log_every = 10;             // log line and step agreement at least every N steps
   int64_t eval_every = 0;             // steps between eval losses on val_files; 0 = never
   int64_t eval_batches = 20;          // batches per rank per eval
   double bucket_cap_mb = 25;

@@ -1,6 +1,6 @@
 // The training loop. Reads like the algorithm: setup, then per step: micro-batches (forward,
-// backward with overlapped bucket all-reduce), finalize, clip, AdamW, agree on loss and stop,
-// log, checkpoint.
+// backward with overlapped bucket all-reduce), finalize, clip, AdamW, agree on loss and stop
+// (at the agreement steps), log, checkpoint.
 #include "worker/train/trainer.h"
 
 #include <chrono>
@@ -83,7 +83,7 @@ std::string SummaryLine(const TrainResult& r, int rank, int world_size) {
     << " allreduce_ms=" << r.breakdown.allreduce * 1e3
     << " exposed_allreduce_ms=" << r.breakdown.exposed_allreduce * 1e3
     << " optimizer_ms=" << r.breakdown.optimizer * 1e3 << " sync_ms=" << r.breakdown.sync * 1e3
-    << " param_checksum=" << r.param_checksum;
+    << " param_checksum=" << r.param_checksum << " agreements=" << r.agreements;
   return s.str();
 }
 
@@ -243,6 +243,14 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   PhaseTotals totals, window;
   result.step = committed.step;
   std::optional<Clock::time_point> failed_at;  // a recovery in progress, until the next commit
+  // The step agreement: the committed step it runs at next (the first step agrees, to measure
+  // the step time) and this rank's busy time since the last one.
+  int64_t next_agreement = committed.step + 1;
+  struct BusyWindow {
+    Clock::time_point since = Clock::now();
+    double seconds = 0;
+    int64_t steps = 0;
+  } busy;
 
   // One optimizer step. Sets *applied once the optimizer step ran (the step is committed).
   auto run_step = [&](int64_t step, bool* applied, bool* stop) -> Status {
@@ -279,20 +287,34 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     const Reducer::Stats stats = reducer->last_stats();
     t.allreduce = stats.allreduce_seconds;
     // Agree on the mean loss and on stopping: SIGTERM may reach ranks at different steps, but
-    // all of them must checkpoint and leave at the same one. Launched before the optimizer step
-    // and awaited after it, so its latency hides behind clipping and AdamW.
-    // Each rank also writes its busy time of this step (data, forward, backward: the step so
-    // far minus the wait for the gradient all-reduce; not the optimizer step, which follows) in
-    // its own slot, so the sum hands rank 0 every rank's for the straggler series.
-    // Layout: [loss_sum, stop, busy_0 .. busy_{world-1}].
+    // all of them must checkpoint and leave at the same one. Only at the agreement steps (see
+    // NextAgreementStep): reading the result on the host drains a GPU's queue. Launched before
+    // the optimizer step and awaited after it, so its latency hides behind clipping and AdamW.
+    // Each rank also writes its busy time since the last agreement (per step: data, forward,
+    // backward, the step so far minus the wait for the gradient all-reduce; not the optimizer
+    // step, which follows) in its own slot, so the sum hands rank 0 every rank's for the
+    // straggler series; and rank 0 the interval to the next agreement, from its step time.
+    // Layout: [loss_sum, stop, interval, busy_0 .. busy_{world-1}].
+    const bool agree_now = step + 1 >= next_agreement;
+    busy.seconds += std::max(0.0, Since(t_step) - t.exposed_allreduce);
+    busy.steps += 1;
+    std::shared_ptr<Work> agreement;
+    at::Tensor agree;
     t0 = Clock::now();
-    const bool stop_here = ctx.stop != nullptr && ctx.stop->load();
-    // Filled on the device (no host-to-device copy, which would wait for the GPU).
-    at::Tensor agree = at::zeros({world + 2}, loss_sum.options().dtype(at::kFloat));
-    agree[0].copy_(loss_sum);
-    agree[1].fill_(stop_here ? 1.0 : 0.0);
-    agree[2 + rank].fill_(std::max(0.0, Since(t_step) - t.exposed_allreduce));
-    std::shared_ptr<Work> agreement = comm->AllReduceSumAsync(agree);
+    if (agree_now) {
+      const bool stop_here = ctx.stop != nullptr && ctx.stop->load();
+      const double mean_step = Since(busy.since) / static_cast<double>(busy.steps);
+      // Bounded so that the float carries it exactly; NextAgreementStep caps it at log_every.
+      const int64_t interval =
+          std::min<int64_t>({AgreementInterval(mean_step), cfg.log_every, int64_t{1} << 24});
+      // Filled on the device (no host-to-device copy, which would wait for the GPU).
+      agree = at::zeros({world + 3}, loss_sum.options().dtype(at::kFloat));
+      agree[0].copy_(loss_sum);
+      agree[1].fill_(stop_here ? 1.0 : 0.0);
+      if (rank == 0) agree[2].fill_(static_cast<double>(interval));
+      agree[3 + rank].fill_(busy.seconds);
+      agreement = comm->AllReduceSumAsync(agree);
+    }
     t.sync = Since(t0);
     t0 = Clock::now();
     if (cfg.grad_clip > 0) torch::nn::utils::clip_grad_norm_(mo.model->parameters(), cfg.grad_clip);
@@ -305,11 +327,22 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     result.step = committed.step;
     t.optimizer = Since(t0);
     t0 = Clock::now();
-    DDP_RETURN_IF_ERROR(agreement->Wait().WithContext("step agreement"));
-    at::Tensor agreed = agree.cpu();
-    result.last_loss = agreed[0].item<double>() / world;
-    *stop = agreed[1].item<double>() > 0;
-    if (m && rank == 0) m->AddRankBusy(agreed.data_ptr<float>() + 2, world);
+    if (agree_now) {
+      DDP_RETURN_IF_ERROR(agreement->Wait().WithContext("step agreement"));
+      at::Tensor agreed = agree.cpu();
+      ++result.agreements;
+      result.last_loss = agreed[0].item<double>() / world;
+      *stop = agreed[1].item<double>() > 0;
+      const auto interval = static_cast<int64_t>(agreed[2].item<double>());
+      if (m && rank == 0) m->AddRankBusy(agreed.data_ptr<float>() + 3, world, busy.steps);
+      if (m) {
+        m->loss.Set(result.last_loss);
+        m->tokens_per_second.Set(tokens_per_step * static_cast<double>(busy.steps) /
+                                 Since(busy.since));
+      }
+      next_agreement = NextAgreementStep(committed.step, cfg.log_every, interval, cfg.steps);
+      busy = BusyWindow{};
+    }
     t.sync += Since(t0);
     t.step = Since(t_step);
 
@@ -319,9 +352,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       m->steps.Inc();
       m->samples.Inc(samples_per_step);
       m->tokens.Inc(tokens_per_step);
-      m->loss.Set(result.last_loss);
       m->learning_rate.Set(lr);
-      m->tokens_per_second.Set(tokens_per_step / t.step);
       if (auto used = DeviceMemoryInUse(ctx.device)) {
         m->gpu_memory_bytes.Get().Set(static_cast<double>(*used));
       }
@@ -337,7 +368,9 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
                     << "s (failure to the next committed step, " << committed.step << ")";
       failed_at.reset();
     }
-    if (rank == 0 && (result.step % cfg.log_every == 0 || result.step == cfg.steps || *stop)) {
+    // Every multiple of log_every, the last step and a stop are agreement steps.
+    if (rank == 0 && agree_now &&
+        (result.step % cfg.log_every == 0 || result.step == cfg.steps || *stop)) {
       StepBreakdown a = window.Average(samples_per_step * world, tokens_per_step * world);
       char line[256];
       std::snprintf(line, sizeof(line),
@@ -384,6 +417,8 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     }
     reducer = std::make_unique<Reducer>(mo.model->parameters(), comm, ropts);
     result.step = committed.step;
+    next_agreement = committed.step + 1;  // as a member that joins now starts: the same step
+    busy = BusyWindow{};
   }
   if (!result.preempted) DDP_RETURN_IF_ERROR(checkpoint());
   result.breakdown = totals.Average(samples_per_step * world, tokens_per_step * world);

@@ -46,6 +46,7 @@ struct TrainResult {
   int64_t resumed_from = -1; // checkpoint step resumed from, -1 for a fresh start
   double last_loss = 0;      // averaged over ranks
   bool preempted = false;    // stopped by SIGTERM (the group tried to checkpoint): exit 75
+  int64_t agreements = 0;    // step agreements this process ran (host reads of loss and stop)
   // After the last group checkpoint (periodic, final or on SIGTERM): the step the next round
   // resumes from (the newest complete checkpoint; 0: from scratch), and why the checkpoint of
   // `step` was not saved ("" when it was, or when no checkpoint directory is set). Every rank

@@ -56,11 +56,11 @@ WorkerMetrics::WorkerMetrics(const WorkerIdentity& id)
   }
 }
 
-void WorkerMetrics::AddRankBusy(const float* busy, int world) {
+void WorkerMetrics::AddRankBusy(const float* busy, int world, int64_t steps) {
   for (int r = 0; r < world; ++r) {
     rank_busy_seconds.Labels({std::to_string(r)}).Inc(std::max(0.0f, busy[r]));
   }
-  rank_busy_steps.Get().Inc();
+  rank_busy_steps.Get().Inc(static_cast<double>(steps));
 }
 
 StatusOr<std::unique_ptr<HttpServer>> ServeMetrics(WorkerMetrics* m, const std::string& addr,

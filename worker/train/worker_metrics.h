@@ -57,13 +57,14 @@ class WorkerMetrics {
   metrics::GaugeFamily& gpu_memory_bytes;
   // ddp_worker_val_loss: no series until the first eval (--eval-every), for the same reason.
   metrics::GaugeFamily& val_loss;
-  // Rank 0 only (no series elsewhere): every rank's busy time per step, handed over in the
-  // step agreement, for straggler detection from one page. ddp_worker_rank_busy_seconds_total
+  // Rank 0 only (no series elsewhere): every rank's busy time, handed over in the step
+  // agreement, for straggler detection from one page. ddp_worker_rank_busy_seconds_total
   // {peer_rank} and the steps they cover, ddp_worker_rank_busy_steps_total.
   metrics::CounterFamily& rank_busy_seconds;
   metrics::CounterFamily& rank_busy_steps;
-  // Adds one step: busy[r] is rank r's busy seconds, r < world. REQUIRES: busy has world values.
-  void AddRankBusy(const float* busy, int world);
+  // Adds `steps` steps: busy[r] is rank r's busy seconds over them, r < world.
+  // REQUIRES: busy has world values; steps >= 0.
+  void AddRankBusy(const float* busy, int world, int64_t steps = 1);
 };
 
 // Serves /metrics and /healthz for `m` on addr:port (port 0 = any free port). When `port_file`
