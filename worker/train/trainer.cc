@@ -251,6 +251,12 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     double seconds = 0;
     int64_t steps = 0;
   } busy;
+  // Reused every step, so the trainer allocates nothing of its own per step (forward and backward
+  // allocate through the caching allocator as any model does). A failed step's agreement may
+  // still be referenced by the abandoned collective: a new group gets a new buffer.
+  const auto on_device = at::TensorOptions().device(ctx.device);
+  at::Tensor loss_sum = at::zeros({}, on_device.dtype(at::kFloat));
+  at::Tensor agree = at::zeros({world + 3}, on_device.dtype(at::kFloat));
 
   // One optimizer step. Sets *applied once the optimizer step ran (the step is committed).
   auto run_step = [&](int64_t step, bool* applied, bool* stop) -> Status {
@@ -260,7 +266,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     const double lr = LearningRateAt(sched, step);
     SetLearningRate(*mo.optimizer, lr);
     SamplerPosition pos = committed.sampler;
-    at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(ctx.device));
+    loss_sum.zero_();
     for (int64_t micro = 0; micro < cfg.grad_accum; ++micro) {
       reducer->set_sync(micro + 1 == cfg.grad_accum);  // no_sync on all but the last micro-step
       auto t0 = Clock::now();
@@ -299,7 +305,6 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     busy.seconds += std::max(0.0, Since(t_step) - t.exposed_allreduce);
     busy.steps += 1;
     std::shared_ptr<Work> agreement;
-    at::Tensor agree;
     t0 = Clock::now();
     if (agree_now) {
       const bool stop_here = ctx.stop != nullptr && ctx.stop->load();
@@ -308,7 +313,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       const int64_t interval =
           std::min<int64_t>({AgreementInterval(mean_step), cfg.log_every, int64_t{1} << 24});
       // Filled on the device (no host-to-device copy, which would wait for the GPU).
-      agree = at::zeros({world + 3}, loss_sum.options().dtype(at::kFloat));
+      agree.zero_();
       agree[0].copy_(loss_sum);
       agree[1].fill_(stop_here ? 1.0 : 0.0);
       if (rank == 0) agree[2].fill_(static_cast<double>(interval));
@@ -419,6 +424,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     result.step = committed.step;
     next_agreement = committed.step + 1;  // as a member that joins now starts: the same step
     busy = BusyWindow{};
+    agree = at::zeros({world + 3}, on_device.dtype(at::kFloat));
   }
   if (!result.preempted) DDP_RETURN_IF_ERROR(checkpoint());
   result.breakdown = totals.Average(samples_per_step * world, tokens_per_step * world);
