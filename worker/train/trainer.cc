@@ -9,7 +9,6 @@
 #include <sstream>
 
 #include <ATen/ops/stack.h>
-#include <torch/nn/utils/clip_grad.h>
 #include <torch/utils.h>
 
 #include "common/logging.h"
@@ -19,6 +18,7 @@
 #include "worker/ddp/reducer.h"
 #include "worker/train/autocast.h"
 #include "worker/train/checkpoint_store.h"
+#include "worker/train/clip.h"
 #include "worker/train/heal.h"
 #include "worker/train/evaluate.h"
 #include "worker/train/schedule.h"
@@ -322,7 +322,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     }
     t.sync = Since(t0);
     t0 = Clock::now();
-    if (cfg.grad_clip > 0) torch::nn::utils::clip_grad_norm_(mo.model->parameters(), cfg.grad_clip);
+    if (cfg.grad_clip > 0) ClipGradNorm(mo.model->parameters(), cfg.grad_clip);
     mo.optimizer->step();
     ZeroGrads(*mo.model);
     // Committed: every gradient of this step was the full all-reduced sum.
