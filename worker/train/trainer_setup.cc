@@ -6,6 +6,7 @@
 
 #include "common/logging.h"
 #include "worker/train/checkpoint_store.h"
+#include "worker/train/foreach_adamw.h"
 
 namespace ddp::worker {
 
@@ -71,11 +72,19 @@ StatusOr<ModelAndOptimizer> BuildModel(const TrainConfig& cfg, int64_t vocab_siz
   groups.emplace_back(decay, opts(cfg.weight_decay));
   groups.emplace_back(no_decay, opts(0.0));
   // LibTorch's C++ AdamW (1.13 and 2.x) has no foreach/fused variant: it updates tensor by
-  // tensor. Python's fused=True is not reachable from the C++ frontend.
+  // tensor. ForeachAdamW is the same optimizer (state, checkpoints, arithmetic) with
+  // multi-tensor calls: on a GPU one kernel per call instead of one per tensor; on a CPU ATen
+  // runs them tensor by tensor, once per call, which measured slower than the per-tensor loop
+  // (bench/RESULTS.md, "optimizer step"), so the CPU keeps LibTorch's.
   ModelAndOptimizer mo;
   mo.model = std::move(*model);
-  mo.optimizer = std::make_unique<torch::optim::AdamW>(std::move(groups),
-                                                       torch::optim::AdamWOptions(cfg.lr));
+  if (device.is_cuda()) {
+    mo.optimizer =
+        std::make_unique<ForeachAdamW>(std::move(groups), torch::optim::AdamWOptions(cfg.lr));
+  } else {
+    mo.optimizer = std::make_unique<torch::optim::AdamW>(std::move(groups),
+                                                         torch::optim::AdamWOptions(cfg.lr));
+  }
   return mo;
 }
 

@@ -41,7 +41,8 @@ struct ModelAndOptimizer {
 };
 
 // Model from cfg.model (vocab from the data) and seed, moved to `device`; AdamW with weight
-// decay on matrices only (biases and LayerNorm gains are not decayed, as in nanoGPT).
+// decay on matrices only (biases and LayerNorm gains are not decayed, as in nanoGPT):
+// ForeachAdamW on CUDA, LibTorch's AdamW on CPU (the same arithmetic and state).
 StatusOr<ModelAndOptimizer> BuildModel(const TrainConfig& cfg, int64_t vocab_size,
                                        const c10::Device& device);
 
