@@ -198,20 +198,23 @@ TEST(GlooTest, AbortFailsTheWorkInFlightAndThePeersConnections) {
     CHILD_CHECK_OK(g->comm->Barrier());
     at::Tensor t = at::ones({10});
     if (rank == 1) {
-      std::this_thread::sleep_for(std::chrono::seconds(2));  // rank 0 aborts meanwhile
+      // Only once rank 0 has aborted (it says so through the store).
+      g->rendezvous.store->wait({"aborted"}, std::chrono::seconds(30));
       const auto start = Clock::now();
       Status s = g->comm->AllReduceSumAsync(t)->Wait();
       const double took = Since(start);
+      g->rendezvous.store->set("done", {1});  // rank 0 may exit (its store with it)
       std::fprintf(stderr, "rank 1: after the peer's abort -> %s after %.2fs\n", s.ToString().c_str(), took);
       CHILD_CHECK(s.code() == StatusCode::kUnavailable);
       CHILD_CHECK(took < 10.0);
       return 0;
     }
     auto work = g->comm->AllReduceSumAsync(t);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    CHILD_CHECK(!work->IsCompleted());  // rank 1 has not joined it
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // time it could not use
+    CHILD_CHECK(!work->IsCompleted());  // rank 1 has not joined it and will not
     const auto start = Clock::now();
     g->comm->Abort();
+    g->rendezvous.store->set("aborted", {1});
     while (!work->IsCompleted() && Since(start) < 10.0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -220,6 +223,7 @@ TEST(GlooTest, AbortFailsTheWorkInFlightAndThePeersConnections) {
     CHILD_CHECK(work->IsCompleted());
     CHILD_CHECK(took < 5.0);
     CHILD_CHECK(work->Wait().code() == StatusCode::kUnavailable);
+    g->rendezvous.store->wait({"done"}, std::chrono::seconds(30));  // keeps the store up for rank 1
     return 0;
   }, {std::chrono::seconds(60)});
   EXPECT_EQ(codes, (std::vector<int>{0, 0})) << CodesToString(codes);
