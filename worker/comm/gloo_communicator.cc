@@ -103,7 +103,6 @@ class GlooWork : public Work {
   Status status_;
 };
 
-
 // c10d's ProcessGroupGloo has no abort (1.13 nor 2.x), so Abort() reaches into Gloo:
 //  - the group's Gloo contexts are a protected member; GroupAccess names it through a derived
 //    class (never instantiated), which C++ allows;
