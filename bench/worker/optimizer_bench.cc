@@ -76,8 +76,12 @@ void Sync(const at::Device& device) {
 int main(int argc, char** argv) {
   int64_t layers = 4, embd = 128, vocab = 32, block = 64, steps = 50;
   std::string dev = "cpu", part = "both";
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "optimizer_bench: %s needs a value\n", argv[i]);
+      return 2;
+    }
     const char* v = argv[i + 1];
     if (flag == "--layers") layers = std::atoll(v);
     else if (flag == "--embd") embd = std::atoll(v);
@@ -90,6 +94,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "optimizer_bench: unknown flag %s\n", argv[i]);
       return 2;
     }
+  }
+  if (layers < 1 || embd < 1 || vocab < 1 || block < 1 || steps < 1) {
+    std::fprintf(stderr, "optimizer_bench: --layers, --embd, --vocab, --block and --steps must be >= 1\n");
+    return 2;
+  }
+  if (part != "both" && part != "clip" && part != "adamw") {
+    std::fprintf(stderr, "optimizer_bench: --part must be both, clip or adamw (got %s)\n", part.c_str());
+    return 2;
   }
   at::set_num_threads(1);
   const at::Device device(dev);
