@@ -24,7 +24,46 @@ int RankOf(const LabelPairs& labels, const std::string& key = "rank") {
   return -1;
 }
 
+std::string Label(const LabelPairs& labels, const std::string& key) {
+  for (const auto& [k, v] : labels) {
+    if (k == key) return v;
+  }
+  return "";
+}
+
+// The rendezvous pod's series (common/group_contract.h).
+GroupScrape ReadGroupScrape(const std::vector<ParsedFamily>& families) {
+  using namespace ddp::group;
+  GroupScrape g;
+  const std::optional<double> generation = FindSample(families, kGroupGeneration);
+  if (!generation) return g;
+  g.present = true;
+  g.generation = *generation;
+  g.recoveries = FindSample(families, kGroupRecoveries).value_or(0);
+  g.budget_left = FindSample(families, kGroupBudgetLeft).value_or(0);
+  g.abandoned = FindSample(families, kGroupAbandoned).value_or(0) > 0;
+  for (const ParsedFamily& f : families) {
+    for (const Sample& x : f.samples) {
+      if (x.value <= 0) continue;
+      if (f.name == kGroupMember) {
+        g.members[Label(x.labels, kPodLabel)] = RankOf(x.labels, kNodeRankLabel);
+      } else if (f.name == kGroupSpare) {
+        g.spares.push_back(Label(x.labels, kPodLabel));
+      } else if (f.name == kGroupFenced) {
+        g.fenced.push_back({Label(x.labels, kPodLabel), Label(x.labels, kUidLabel)});
+      }
+    }
+  }
+  return g;
+}
+
 }  // namespace
+
+bool GroupScrape::operator==(const GroupScrape& o) const {
+  return present == o.present && generation == o.generation && recoveries == o.recoveries &&
+         budget_left == o.budget_left && members == o.members && spares == o.spares &&
+         fenced == o.fenced && abandoned == o.abandoned;
+}
 
 WorkerScrape ReadWorkerScrape(const std::vector<ParsedFamily>& families) {
   WorkerScrape s;
@@ -33,7 +72,6 @@ WorkerScrape ReadWorkerScrape(const std::vector<ParsedFamily>& families) {
   s.tokens_per_second = ReadRank0(families, kWorkerTokensPerSecond);
   s.total_steps = ReadRank0(families, kWorkerTotalSteps);
   s.generation = ReadRank0(families, kWorkerGeneration);
-  s.inplace_recoveries = ReadRank0(families, kWorkerInPlaceRecoveries);
   const std::string rec = kWorkerRecoverySeconds;
   s.recovery_seconds_sum = ReadRank0(families, rec + "_sum");
   s.recovery_seconds_count = ReadRank0(families, rec + "_count");
@@ -51,6 +89,7 @@ WorkerScrape ReadWorkerScrape(const std::vector<ParsedFamily>& families) {
       if (x.name == step_count) s.step_time_by_rank[RankOf(x.labels)].count = x.value;
     }
   }
+  s.group = ReadGroupScrape(families);
   // Rank 0's per-rank busy series: under launch a page may merge several processes' series;
   // only rank 0's (or an unlabelled page's) carry values.
   const std::optional<double> busy_steps = ReadRank0(families, kWorkerRankBusySteps);
@@ -84,7 +123,6 @@ bool ProgressTracker::Add(const WorkerScrape& page, WallTime now) {
   s.total_steps = page.total_steps;
   s.loss = page.loss;
   s.tokens_per_second = page.tokens_per_second;
-  if (page.inplace_recoveries) s.inplace_recoveries = page.inplace_recoveries;
   s.scraped_at = now;
   if (!advanced) return false;
   s.step = *page.steps;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/exposition.h"
+#include "common/group_contract.h"
 
 namespace ddp::metrics {
 
@@ -25,9 +26,7 @@ inline constexpr char kWorkerExposedAllreduceSeconds[] = "ddp_worker_exposed_all
 // the group's next committed step (histogram). Absent from workers without in-place recovery.
 inline constexpr char kWorkerGeneration[] = "ddp_worker_generation";
 inline constexpr char kWorkerRecoverySeconds[] = "ddp_worker_recovery_seconds";
-// Trainer processes the pods' supervisors restarted and the group healed in place this round
-// (a gauge that pod 0's supervisor reads from the store it hosts). Absent without InPlace.
-inline constexpr char kWorkerInPlaceRecoveries[] = "ddp_worker_inplace_recoveries";
+
 // Rank 0's page only: every rank's busy seconds (label kPeerRankLabel) over the steps counted by
 // kWorkerRankBusySteps, handed to rank 0 in the step agreement. Absent from older workers.
 inline constexpr char kWorkerRankBusySeconds[] = "ddp_worker_rank_busy_seconds_total";
@@ -43,6 +42,19 @@ struct RankStepTime {
   double exposed_allreduce_seconds = 0;
 };
 
+// What the rendezvous pod of an InPlace job says about its group (common/group_contract.h).
+struct GroupScrape {
+  bool present = false;     // the page had the group's series
+  double generation = 0;
+  double recoveries = 0;    // failures healed in place this round, charged in the group
+  double budget_left = 0;
+  std::map<std::string, int> members;  // pod name -> node rank
+  std::vector<std::string> spares;     // idle spare pods
+  std::vector<std::pair<std::string, std::string>> fenced;  // pod name, uid
+  bool abandoned = false;
+  bool operator==(const GroupScrape& o) const;
+};
+
 // What one page says. Every field is absent when the page lacks its series.
 struct WorkerScrape {
   std::optional<double> steps;
@@ -52,7 +64,7 @@ struct WorkerScrape {
   std::optional<double> generation;
   std::optional<double> recovery_seconds_sum;
   std::optional<double> recovery_seconds_count;
-  std::optional<double> inplace_recoveries;
+  GroupScrape group;  // a rendezvous pod's page
   // By the `rank` label; a page without one (a worker run alone) is rank -1.
   std::map<int, RankStepTime> step_time_by_rank;
   // Every rank's busy time from rank 0's per-rank series, by peer_rank: sum_seconds is the busy
@@ -78,7 +90,6 @@ struct ProgressSnapshot {
   std::optional<double> loss;
   std::optional<double> tokens_per_second;
   std::optional<double> steps_per_second;  // over the last advances; absent until two are seen
-  std::optional<double> inplace_recoveries;  // the latest page's, when it had the series
   WallTime last_advance{};  // when a page first showed `step` (the first page counts)
   WallTime scraped_at{};    // the last page with a step
   // The seconds to totalSteps at steps_per_second; absent without both.

@@ -10,15 +10,19 @@
 #include <string>
 #include <vector>
 
+#include <torch/cuda.h>
 #include <torch/utils.h>
 
 #include "common/logging.h"
 #include "worker/comm/factory.h"
 #include "worker/comm/rendezvous.h"
-#include "worker/comm/membership.h"
+#include "worker/group/membership.h"
+#include "worker/group/rendezvous_main.h"
+#include "worker/launch/launch_plan.h"
 #include "worker/launch/launcher.h"
 #include "worker/launch/standby.h"
 #include "worker/launch/supervise.h"
+#include "worker/launch/supervisor.h"
 #include "worker/train/config.h"
 #include "worker/train/exit_codes.h"
 #include "worker/train/fault.h"
@@ -53,19 +57,46 @@ extern "C" void OnStopSignal(int) { g_stop.store(true); }
 void PrintHelp() {
   std::cout << "usage: ddp-worker [--config cfg.yaml] [--flag value ...]\n"
                "       ddp-worker launch [same flags]   (one trainer per local rank)\n"
+               "       ddp-worker rendezvous            (an InPlace job's rendezvous pod)\n"
                "options (YAML key, flag, env; flags win over env over YAML):\n";
   for (const auto& k : ConfigKeys()) std::cout << "  " << k << "\n";
   std::cout << "exit codes: 0 done, 2 invalid configuration, 3 invalid data, 75 retryable\n";
 }
 
+// A spare's standby makes its device's context while it waits (its GPU is idle): the rank it
+// takes later then starts without CUDA's initialisation. Nothing on a CPU-only build or machine.
+void WarmDevice() {
+  const char* warm = std::getenv(kEnvStandbyWarmDevice);
+  if (warm == nullptr || std::string(warm) != "1" || !torch::cuda::is_available()) return;
+  const char* local = std::getenv(kEnvLocalRank);
+  const int index = local ? std::atoi(local) : 0;
+  if (index < 0 || index >= static_cast<int>(torch::cuda::device_count())) return;
+  try {
+    (void)at::empty({1}, at::TensorOptions().device(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index))));
+  } catch (const std::exception& e) {
+    DDP_LOG(WARNING) << "standby: could not warm CUDA device " << index << ": " << e.what();
+  }
+}
+
 int TrainMain(const std::vector<std::string>& args) {
   // A warm standby (the supervisor started it ahead of a failure) waits here, LibTorch loaded.
-  if (Status s = AwaitActivation(); !s.ok()) Fail(s, "standby");
+  if (Status s = AwaitActivation(WarmDevice); !s.ok()) Fail(s, "standby");
+  const char* supervised_env = std::getenv(kEnvSupervised);
+  const bool supervised = supervised_env != nullptr && std::string(supervised_env) == "1";
   struct sigaction sa = {};
   sa.sa_handler = OnStopSignal;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
+  // A supervised trainer stops when its group decides (a SIGTERM to one pod is a departure, not
+  // a stop; local mode signals a pod's whole process group): its supervisor says so through the
+  // store, or with SIGUSR1 when the store is gone. Unsupervised: SIGTERM/SIGINT stop it.
+  if (supervised) {
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    sigaction(SIGUSR1, &sa, nullptr);
+  } else {
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+  }
 
   auto cfg = LoadConfig(args, [](const char* n) { return std::getenv(n); },
                         [](const std::string& p) { return PosixFileSystem()->ReadFile(p); });
@@ -107,26 +138,31 @@ int TrainMain(const std::vector<std::string>& args) {
   TrainContext ctx;
   ctx.config = &*cfg;
   std::unique_ptr<Communicator> fixed;     // recovery: Restart
-  std::unique_ptr<GroupMembership> group;  // recovery: InPlace (the supervisor hosts the store)
+  std::unique_ptr<group::GroupMembership> membership;  // InPlace: the rendezvous pod hosts the store
   if (recovery->in_place) {
-    if (!rdzv_cfg->agent_store) {
+    if (!rdzv_cfg->agent_store || !supervised) {
       Fail(Status::FailedPrecondition(std::string(kEnvRecovery) + "=InPlace needs the pod's "
                                       "supervisor: run `ddp-worker` (it supervises itself) or "
                                       "`ddp-worker launch`"),
            "invalid configuration");
     }
-    auto store = OpenRoundStore(*rdzv_cfg);
-    if (!store.ok()) Fail(store.status(), "rendezvous");
-    auto watch_store = OpenRoundStore(*rdzv_cfg);
-    if (!watch_store.ok()) Fail(watch_store.status(), "rendezvous");
+    const char* trainer_id = std::getenv(kEnvTrainerId);
+    const char* pod_id = std::getenv(kEnvPodIdentity);
+    const char* node = std::getenv(kEnvNodeRank);
+    group::MemberIdentity id{trainer_id ? trainer_id : "", pod_id ? pod_id : "",
+                             node ? std::atoi(node) : 0};
+    // Reconnections (a new rendezvous pod) wait at most 10 s each; Join bounds the whole wait.
+    RendezvousConfig store_cfg = *rdzv_cfg;
+    store_cfg.timeout = std::min(store_cfg.timeout, std::chrono::seconds(10));
     const c10::Device dev = *device;
-    group = std::make_unique<GroupMembership>(
-        *store, *watch_store, rdzv_cfg->rank, rdzv_cfg->world_size,
-        std::chrono::duration_cast<std::chrono::milliseconds>(rdzv_cfg->timeout),
+    membership = std::make_unique<group::GroupMembership>(
+        [store_cfg] { return OpenRoundStore(store_cfg); }, rdzv_cfg->rank, rdzv_cfg->world_size,
+        id, std::chrono::duration_cast<std::chrono::milliseconds>(rdzv_cfg->timeout),
         [dev, collective_timeout](c10::intrusive_ptr<c10d::Store> s, int rank, int size) {
           return MakeCommunicator(std::move(s), rank, size, dev, collective_timeout);
         });
-    ctx.group = group.get();
+    if (Status s = membership->Connect(); !s.ok()) Fail(s, "rendezvous");
+    ctx.group = membership.get();
   } else {
     auto rdzv = JoinRendezvous(*rdzv_cfg);
     if (!rdzv.ok()) Fail(rdzv.status(), "rendezvous");
@@ -196,17 +232,16 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  if (!args.empty() && args[0] == "launch") {
-    args.erase(args.begin());
-    return LaunchMain(self.c_str(), args);
-  }
+  if (!args.empty() && args[0] == "rendezvous") return group::RendezvousMain();
   // In-place recovery: a pod's ddp-worker supervises itself (DESIGN.md): the process the pod
-  // runs becomes the supervisor and the trainer is its child.
+  // runs becomes the supervisor and the trainers are its children.
   const char* recovery = std::getenv(kEnvRecovery);
   const char* supervised = std::getenv(kEnvSupervised);
-  if (recovery != nullptr && std::string(recovery) == "InPlace" &&
-      (supervised == nullptr || std::string(supervised) != "1")) {
-    return LaunchMain(self.c_str(), args);
-  }
+  const bool in_place = recovery != nullptr && std::string(recovery) == "InPlace" &&
+                        (supervised == nullptr || std::string(supervised) != "1");
+  const bool launch = !args.empty() && args[0] == "launch";
+  if (launch) args.erase(args.begin());
+  if (in_place) return SuperviseMain(self.c_str(), args);
+  if (launch) return LaunchMain(self.c_str(), args);
   return TrainMain(args);
 }

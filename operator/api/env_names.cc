@@ -1,6 +1,8 @@
 // The list of reserved env names, in DESIGN.md's order.
 #include "operator/api/env_names.h"
 
+#include "common/group_contract.h"
+
 namespace ddp::api {
 
 const std::vector<std::string>& OperatorEnvNames() {
@@ -9,7 +11,9 @@ const std::vector<std::string>& OperatorEnvNames() {
       kEnvNprocPerNode, kEnvRank, kEnvLocalRank, kEnvLocalWorldSize, kEnvPetNnodes,
       kEnvPetNodeRank, kEnvPetNprocPerNode, kEnvPetMasterAddr, kEnvPetMasterPort, kEnvJobName,
       kEnvRound, kEnvRendezvousTimeout, kEnvCheckpointDir, kEnvMetricsPort,
-      kEnvTorchelasticRestartCount, kEnvRecovery, kEnvMaxRecoveries};
+      kEnvTorchelasticRestartCount, kEnvRecovery, kEnvMaxRecoveries, group::kEnvStoreAddr,
+      group::kEnvPodName, group::kEnvPodUid, group::kEnvPodIp, group::kEnvPodRole,
+      group::kEnvLivenessTimeout, group::kEnvRestartPolicy, group::kEnvRetryableExitCodes};
   return names;
 }
 

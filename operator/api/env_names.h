@@ -39,6 +39,10 @@ inline constexpr char kEnvRecovery[] = "DDP_RECOVERY";
 // recoveries the pod supervisors may heal this round before they let the pod fail.
 inline constexpr char kEnvMaxRecoveries[] = "DDP_MAX_RECOVERIES";
 
+// Recovery InPlace adds the group's variables (common/group_contract.h): DDP_STORE_ADDR,
+// DDP_POD_NAME, DDP_POD_UID, DDP_POD_IP, DDP_POD_ROLE, DDP_LIVENESS_TIMEOUT, DDP_RESTART_POLICY,
+// DDP_RETRYABLE_EXIT_CODES.
+
 // Every name the operator sets (RendezvousEnv's names): user env with one of them is invalid.
 const std::vector<std::string>& OperatorEnvNames();
 

@@ -12,6 +12,11 @@ inline constexpr char kJobNameLabel[] = "ddp.dev/job-name";
 inline constexpr char kReplicaIndexLabel[] = "ddp.dev/replica-index";
 // Written by BuildWorkerPod; read by ObservePod: the rendezvous round the pod belongs to.
 inline constexpr char kRoundLabel[] = "ddp.dev/round";
+// Written by the pod builders; read by ObservePod: "worker", "spare" or "rendezvous" (recovery
+// InPlace; common/group_contract.h). A pod without it is a worker (pods of older operators).
+inline constexpr char kRoleLabel[] = "ddp.dev/role";
+// Written by BuildSparePod; read by ObservePod: the spare's index k (decimal).
+inline constexpr char kSpareIndexLabel[] = "ddp.dev/spare-index";
 
 }  // namespace ddp::api
 

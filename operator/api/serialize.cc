@@ -42,6 +42,10 @@ Status ParseFailurePolicy(const json& f, FailurePolicy* out) {
   }
   DDP_RETURN_IF_ERROR(
       ReadInt64(f, "hangTimeoutSeconds", "spec.failurePolicy", &out->hang_timeout_seconds));
+  DDP_RETURN_IF_ERROR(ReadInt(f, "spares", "spec.failurePolicy", &out->spares));
+  std::optional<int64_t> liveness;
+  DDP_RETURN_IF_ERROR(ReadInt64(f, "livenessTimeoutSeconds", "spec.failurePolicy", &liveness));
+  if (liveness) out->liveness_timeout_seconds = *liveness;
   auto it = f.find("retryableExitCodes");
   if (it != f.end() && !it->is_null()) {
     if (!it->is_array()) {
@@ -169,6 +173,8 @@ StatusOr<DDPJobStatus> ParseStatusJson(const json& s) {
   DDP_RETURN_IF_ERROR(ReadInt(s, "restarts", "status", &out.restarts));
   DDP_RETURN_IF_ERROR(ReadInt(s, "disruptions", "status", &out.disruptions));
   DDP_RETURN_IF_ERROR(ReadInt(s, "recoveries", "status", &out.recoveries));
+  DDP_RETURN_IF_ERROR(ReadInt(s, "spares", "status", &out.spares));
+  DDP_RETURN_IF_ERROR(ReadInt(s, "readySpares", "status", &out.ready_spares));
   DDP_RETURN_IF_ERROR(ReadString(s, "selector", "status", &out.selector));
   DDP_RETURN_IF_ERROR(ReadTime(s, "startTime", "status", &out.start_time));
   DDP_RETURN_IF_ERROR(ReadTime(s, "completionTime", "status", &out.completion_time));
@@ -276,6 +282,8 @@ json SpecToJson(const DDPJobSpec& spec, json base) {
   f["retryableExitCodes"] = spec.failure_policy.retryable_exit_codes;
   f["recovery"] = RecoveryName(spec.failure_policy.recovery);
   SetOrErase(&f, "hangTimeoutSeconds", spec.failure_policy.hang_timeout_seconds);
+  f["spares"] = spec.failure_policy.spares;
+  f["livenessTimeoutSeconds"] = spec.failure_policy.liveness_timeout_seconds;
   base["failurePolicy"] = f;
   json run = Overlay(base, "runPolicy");
   SetOrErase(&run, "activeDeadlineSeconds", spec.run_policy.active_deadline_seconds);
@@ -318,6 +326,8 @@ json StatusToJson(const DDPJobStatus& s) {
   out["restarts"] = s.restarts;
   out["disruptions"] = s.disruptions;
   out["recoveries"] = s.recoveries;
+  out["spares"] = s.spares;
+  out["readySpares"] = s.ready_spares;
   if (s.last_failure) {
     const LastFailure& f = *s.last_failure;
     json lf = {{"pod", f.pod}, {"rank", f.rank}, {"reason", f.reason}, {"message", f.message}};

@@ -90,7 +90,8 @@ bool DDPJobStatus::operator==(const DDPJobStatus& o) const {
          observed_generation == o.observed_generation && replicas == o.replicas &&
          ready_replicas == o.ready_replicas && world_size == o.world_size && round == o.round &&
          restarts == o.restarts && disruptions == o.disruptions &&
-         recoveries == o.recoveries && last_failure == o.last_failure &&
+         recoveries == o.recoveries && spares == o.spares && ready_spares == o.ready_spares &&
+         last_failure == o.last_failure &&
          progress == o.progress &&
          selector == o.selector && start_time == o.start_time &&
          completion_time == o.completion_time;

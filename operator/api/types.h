@@ -55,6 +55,10 @@ struct FailurePolicy {
   Recovery recovery = Recovery::kRestart;
   // No step progress this long while Running -> a failure with reason Hung. Unset: never.
   std::optional<int64_t> hang_timeout_seconds;
+  // InPlace only: hot spare pods kept running beside the job's, not in the world.
+  int spares = 0;
+  // InPlace only: a member silent this long is declared lost (-> DDP_LIVENESS_TIMEOUT).
+  int64_t liveness_timeout_seconds = 10;
 };
 
 struct RunPolicy {
@@ -157,7 +161,9 @@ struct DDPJobStatus {
   int round = 0;
   int restarts = 0;
   int disruptions = 0;
-  int recoveries = 0;  // failures healed by replacing one pod (recovery InPlace)
+  int recoveries = 0;  // failures healed in place (recovery InPlace)
+  int spares = 0;        // spare pods of the current round that exist (recovery InPlace)
+  int ready_spares = 0;  // of them, idle and ready to take a rank
   std::optional<LastFailure> last_failure;
   std::optional<Progress> progress;
   std::string selector;

@@ -10,6 +10,7 @@ namespace ddp::api {
 namespace {
 
 constexpr size_t kMaxLabelLength = 63;  // DNS label limit, for pod and service names
+constexpr int kMaxSpares = 64;
 
 bool IsDns1123Label(const std::string& s) {
   static const std::regex kRe("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
@@ -42,11 +43,19 @@ void CheckNames(const DDPJob& job, std::vector<std::string>* errs) {
                     ") must be a DNS-1035 label: at most 63 lowercase letters, digits or '-', "
                     "starting with a letter and ending with a letter or digit");
   }
-  // Mirrors plan::PodName; the planner's names cannot be longer than this.
-  const std::string pod = job.name + "-worker-" + std::to_string(MaxIndex(job));
-  if (pod.size() > kMaxLabelLength) {
+  // Mirrors plan/names.h; the planner's names cannot be longer than these.
+  std::vector<std::string> longest{job.name + "-worker-" + std::to_string(MaxIndex(job))};
+  if (job.spec.failure_policy.recovery == Recovery::kInPlace) {
+    longest.push_back(job.name + "-rendezvous");
+    if (job.spec.failure_policy.spares > 0) {
+      longest.push_back(job.name + "-spare-" + std::to_string(job.spec.failure_policy.spares - 1));
+    }
+  }
+  for (const std::string& pod : longest) {
+    if (pod.size() <= kMaxLabelLength) continue;
     errs->push_back("metadata.name (" + Quote(job.name) + ") is too long: pod name " + Quote(pod) +
                     " has " + std::to_string(pod.size()) + " characters, the limit is 63");
+    break;
   }
   if (!job.namespace_name.empty() && !IsDns1123Label(job.namespace_name)) {
     errs->push_back("metadata.namespace (" + Quote(job.namespace_name) +
@@ -102,6 +111,19 @@ void CheckPolicies(const DDPJobSpec& spec, std::vector<std::string>* errs) {
   if (const auto& hang = spec.failure_policy.hang_timeout_seconds; hang && *hang < 1) {
     errs->push_back("spec.failurePolicy.hangTimeoutSeconds " + Num(*hang) +
                     " must be >= 1 (leave it out to never call a job hung)");
+  }
+  const FailurePolicy& fp = spec.failure_policy;
+  if (fp.spares < 0 || fp.spares > kMaxSpares) {
+    errs->push_back("spec.failurePolicy.spares " + Num(fp.spares) + " must be in 0.." +
+                    std::to_string(kMaxSpares));
+  } else if (fp.spares > 0 && fp.recovery != Recovery::kInPlace) {
+    errs->push_back("spec.failurePolicy.spares " + Num(fp.spares) +
+                    " needs spec.failurePolicy.recovery InPlace (a spare takes a lost member's "
+                    "rank in place; with Restart every failure starts a new round)");
+  }
+  if (fp.liveness_timeout_seconds < 1 || fp.liveness_timeout_seconds > 3600) {
+    errs->push_back("spec.failurePolicy.livenessTimeoutSeconds " +
+                    Num(fp.liveness_timeout_seconds) + " must be in 1..3600");
   }
   const auto& codes = spec.failure_policy.retryable_exit_codes;
   for (size_t i = 0; i < codes.size(); ++i) {

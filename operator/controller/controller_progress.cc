@@ -3,16 +3,26 @@
 // decisions (what to write, when a job is hung, who is a straggler) are the plan layer's.
 #include "operator/controller/controller.h"
 
+#include "common/group_contract.h"
+
 namespace ddp::controller {
 
 void Controller::ObserveProgress(const api::DDPJob& job, plan::Observed* seen) {
   if (!scraper_) return;
   const std::string key = job.Key();
+  // recovery InPlace: the rendezvous pod's page (the group's report and rank 0's series, which
+  // it fetches from whichever pod holds rank 0), read while the job is not finished, heals
+  // included. Otherwise rank 0's page while the job runs.
+  const bool in_place = job.spec.failure_policy.recovery == api::Recovery::kInPlace;
+  const bool finished = job.status.phase == api::kPhaseSucceeded ||
+                        job.status.phase == api::kPhaseFailed || job.status.phase.empty();
   const plan::ObservedPod* rank0 = nullptr;
-  if (job.status.phase == api::kPhaseRunning && !job.deletion_timestamp) {
+  if (!job.deletion_timestamp && (in_place ? !finished : job.status.phase == api::kPhaseRunning)) {
     for (const auto& pod : seen->pods) {
-      if (pod.round == job.status.round && pod.index == 0 && !pod.deleting &&
-          pod.phase == "Running" && !pod.pod_ip.empty()) {
+      const bool want = in_place ? pod.role == group::kRoleRendezvous
+                                 : pod.index == 0 && pod.role == group::kRoleWorker;
+      if (pod.round == job.status.round && want && !pod.deleting && pod.phase == "Running" &&
+          !pod.pod_ip.empty()) {
         rank0 = &pod;
       }
     }
@@ -23,10 +33,11 @@ void Controller::ObserveProgress(const api::DDPJob& job, plan::Observed* seen) {
     ForgetProgress(key);
     return;
   }
-  scraper_->Track(key, {rank0->uid, rank0->pod_ip, job.spec.metrics.port, job.status.round});
+  scraper_->Track(key, {rank0->uid, rank0->pod_ip, job.spec.metrics.port, job.status.round, in_place});
   if (std::optional<ScrapedProgress> s = scraper_->Get(key)) {
     seen->progress = plan::ObservedProgress{s->round, s->snapshot};
   }
+  if (auto g = scraper_->GetGroup(key)) seen->group = plan::ObservedGroup{g->first, g->second};
   ObserveStragglers(job, *rank0);
 }
 

@@ -8,6 +8,10 @@ namespace ddp::controller {
 
 using SteadyClock = std::chrono::steady_clock;
 
+namespace {
+bool target_group(const ScrapeTarget& t) { return t.group; }
+}  // namespace
+
 ProgressScraper::ProgressScraper(ProgressScraperOptions options, OnAdvance on_advance,
                                  OnFetch on_fetch, Fetch fetch)
     : options_(options),
@@ -61,6 +65,14 @@ std::optional<ScrapedProgress> ProgressScraper::Get(const std::string& key) cons
                          it->second.last_page};
 }
 
+std::optional<std::pair<int, metrics::GroupScrape>> ProgressScraper::GetGroup(
+    const std::string& key) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end() || !it->second.last_page.group.present) return std::nullopt;
+  return std::make_pair(it->second.target.round, it->second.last_page.group);
+}
+
 std::vector<BusyRead> ProgressScraper::TakeBusyReads(const std::string& key) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = entries_.find(key);
@@ -98,7 +110,8 @@ void ProgressScraper::Loop() {
     const ScrapeTarget target = due->second.target;
     const uint64_t epoch = due->second.epoch;
     due->second.in_flight = true;
-    due->second.next_due = now + options_.interval;
+    due->second.next_due = now + (target_group(due->second.target) ? options_.group_interval
+                                                                   : options_.interval);
     l.unlock();
     StatusOr<std::string> page =
         fetch_(target.host, target.port, "/metrics", static_cast<int>(options_.timeout.count()));
@@ -120,9 +133,17 @@ void ProgressScraper::Loop() {
     }
     const bool busy_due =
         !scrape.busy_by_rank.empty() && static_cast<int>(busy.size()) >= options_.busy_reads_wake;
+    // A changed group report (a member fenced, a spare taken) is news the job acts on at once.
+    const bool group_changed = scrape.group.present && !(scrape.group == it->second.last_page.group);
     it->second.last_page = std::move(scrape);
     const bool advanced =
         it->second.tracker.Add(it->second.last_page, std::chrono::system_clock::now());
+    if (group_changed && on_advance_) {
+      l.unlock();
+      on_advance_(key);
+      l.lock();
+      continue;
+    }
     if (!advanced || !on_advance_) continue;
     const auto fetched = SteadyClock::now();
     auto& last_wake = it->second.last_wake;

@@ -27,8 +27,12 @@ struct ScrapeTarget {
   std::string host;     // the pod's IP
   int port = 0;         // spec.metrics.port
   int round = -1;       // the pod's round, handed back with the snapshot
+  // An InPlace job's rendezvous pod: read every group_interval (its report says whom the group
+  // fenced, which the operator replaces at once), and a change of its report wakes the job.
+  bool group = false;
   bool operator==(const ScrapeTarget& o) const {
-    return pod_uid == o.pod_uid && host == o.host && port == o.port && round == o.round;
+    return pod_uid == o.pod_uid && host == o.host && port == o.port && round == o.round &&
+           group == o.group;
   }
 };
 
@@ -40,6 +44,7 @@ struct ScrapedProgress {
 
 struct ProgressScraperOptions {
   std::chrono::milliseconds interval{std::chrono::seconds(10)};
+  std::chrono::milliseconds group_interval{std::chrono::seconds(2)};
   std::chrono::milliseconds timeout{std::chrono::seconds(2)};
   int max_in_flight = 8;
   // After the first step seen, an advance wakes the job's reconcile at most this often: the
@@ -82,6 +87,9 @@ class ProgressScraper {
   void Forget(const std::string& key);
   // The latest snapshot of `key`; nullopt before a page with a step.
   std::optional<ScrapedProgress> Get(const std::string& key) const;
+  // The group report of `key`'s last page (a rendezvous pod's), with its round; nullopt when
+  // the last page had none.
+  std::optional<std::pair<int, metrics::GroupScrape>> GetGroup(const std::string& key) const;
   size_t Tracked() const;
   // The busy reads of `key` gathered since the last call, oldest first (at most kMaxBusyReads;
   // older ones are dropped: the values are cumulative, so only resolution is lost). Empty for

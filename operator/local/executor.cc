@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
+#include "common/group_contract.h"
 #include "common/logging.h"
 #include "operator/local/pod_process.h"
 #include "operator/local/process.h"
@@ -61,7 +64,14 @@ std::vector<std::string> LocalExecutor::Apply(const plan::Plan& plan, plan::Time
     pod.object = object;
     pod.name = name;
     pod.uid = "local-" + std::to_string(next_uid_++);
-    pod.index = LabelInt(object, api::kReplicaIndexLabel);
+    pod.object["metadata"]["uid"] = pod.uid;  // the downward API's metadata.uid
+    const Json& labels = object.value("metadata", Json::object()).value("labels", Json::object());
+    if (labels.contains(api::kRoleLabel) && labels[api::kRoleLabel].is_string()) {
+      pod.role = labels[api::kRoleLabel].get<std::string>();
+    }
+    pod.index = pod.role == group::kRoleSpare        ? LabelInt(object, api::kSpareIndexLabel)
+                : pod.role == group::kRoleRendezvous ? 0
+                                                     : LabelInt(object, api::kReplicaIndexLabel);
     pod.round = LabelInt(object, api::kRoundLabel);
     pod.created = now;
     const std::string base = name + ".round" + std::to_string(pod.round);
@@ -115,6 +125,10 @@ Status LocalExecutor::Start(LocalPod* pod, std::vector<std::string>* messages) {
   StatusOr<std::string> path = ResolveCommand(spec.value().argv[0], options_.command_dirs);
   if (!path.ok()) return path.status();
   SpawnRequest req{path.value(), spec.value().argv, spec.value().env, pod->log_path};
+  pod->termination_log = pod->log_path + ".termination";
+  std::error_code ignored;
+  std::filesystem::remove(pod->termination_log, ignored);
+  req.env.emplace_back(group::kEnvTerminationLog, pod->termination_log);
   // A wrapper script in the template (sh -c '... exec ddp-worker') finds the same binaries the
   // command lookup does: the command dirs go in front of the inherited PATH.
   bool sets_path = false;
@@ -161,6 +175,10 @@ std::vector<std::string> LocalExecutor::Reap() {
     }
     pod.exit = ClassifyExit(status, pod.signalled);
     pod.finished_at = std::chrono::system_clock::now();
+    // A supervisor's reason, as Kubernetes reports a container's termination message.
+    std::ifstream term(pod.termination_log);
+    std::string reason;
+    if (term && std::getline(term, reason) && !reason.empty()) pod.exit->message = reason;
     ++it;
   }
   return changed;
@@ -192,6 +210,7 @@ plan::Observed LocalExecutor::Observe() const {
   for (const auto& [name, pod] : pods_) {
     plan::ObservedPod o;
     o.name = name;
+    o.role = pod.role;
     o.index = pod.index;
     o.round = pod.round;
     o.uid = pod.uid;
@@ -216,13 +235,24 @@ plan::Observed LocalExecutor::Observe() const {
 
 int LocalExecutor::AliveCount(int round) const {
   int n = 0;
-  for (const auto& [name, pod] : pods_) n += pod.alive && pod.round == round ? 1 : 0;
+  for (const auto& [name, pod] : pods_) {
+    n += pod.alive && pod.round == round && pod.role == group::kRoleWorker ? 1 : 0;
+  }
   return n;
 }
 
 const LocalPod* LocalExecutor::AliveRank0(int round) const {
   for (const auto& [name, pod] : pods_) {
-    if (pod.alive && pod.round == round && pod.index == 0) return &pod;
+    if (pod.alive && pod.round == round && pod.index == 0 && pod.role == group::kRoleWorker) {
+      return &pod;
+    }
+  }
+  return nullptr;
+}
+
+const LocalPod* LocalExecutor::AliveRendezvous(int round) const {
+  for (const auto& [name, pod] : pods_) {
+    if (pod.alive && pod.round == round && pod.role == group::kRoleRendezvous) return &pod;
   }
   return nullptr;
 }

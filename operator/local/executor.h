@@ -36,6 +36,7 @@ struct LocalPod {
   nlohmann::json object;   // as the planner built it
   std::string name;
   std::string uid;
+  std::string role = "worker";  // ddp.dev/role (recovery InPlace), else a worker
   int index = -1;
   int round = -1;
   pid_t pid = -1;          // also the process group id; -1 when it never started
@@ -49,6 +50,9 @@ struct LocalPod {
   std::optional<plan::TimePoint> finished_at;  // when the exit was reaped (container finishedAt)
   int metrics_port = 0;
   std::string log_path;
+  // Where its supervisor writes why it ended (DDP_TERMINATION_LOG), read back into the exit's
+  // message as a kubelet reads terminationMessagePath.
+  std::string termination_log;
 };
 
 class LocalExecutor {
@@ -74,10 +78,12 @@ class LocalExecutor {
   // What the planner sees: every pod record and whether the Service record exists.
   plan::Observed Observe() const;
   const std::map<std::string, LocalPod>& pods() const { return pods_; }
-  // Pods of `round` whose process is alive.
+  // Worker pods of `round` whose process is alive (not spares, not the rendezvous pod).
   int AliveCount(int round) const;
   // Rank 0 of `round` while it is alive, else nullptr.
   const LocalPod* AliveRank0(int round) const;
+  // The rendezvous pod of `round` (recovery InPlace) while it is alive, else nullptr.
+  const LocalPod* AliveRendezvous(int round) const;
   // The rendezvous port given to `round` (0 when none yet).
   int MasterPort(int round) const;
 

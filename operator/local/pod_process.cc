@@ -2,6 +2,7 @@
 #include "operator/local/pod_process.h"
 
 #include "operator/plan/builders.h"
+#include "common/group_contract.h"
 #include "operator/plan/env.h"
 
 namespace ddp::controller::local {
@@ -22,6 +23,10 @@ bool ResolveFieldRef(const Json& pod, const std::string& path, std::string* out)
   const Json& meta = pod.value("metadata", Json::object());
   if (path == "metadata.name") {
     *out = meta.value("name", "");
+    return true;
+  }
+  if (path == "metadata.uid") {
+    *out = meta.value("uid", "");
     return true;
   }
   if (path == "metadata.namespace") {
@@ -112,7 +117,8 @@ StatusOr<ProcessSpec> ProcessSpecFromPod(const Json& pod, const HostOverrides& h
     }
   }
   for (auto& [name, value] : out.env) {
-    if (name == api::kEnvMasterAddr || name == api::kEnvPetMasterAddr) {
+    if (name == api::kEnvMasterAddr || name == api::kEnvPetMasterAddr ||
+        name == group::kEnvStoreAddr) {
       value = host.master_addr;
     } else if ((name == api::kEnvMasterPort || name == api::kEnvPetMasterPort) &&
                host.master_port > 0) {

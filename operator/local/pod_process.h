@@ -17,7 +17,7 @@ namespace ddp::controller::local {
 // Host-specific values. Several ranks share one host, so each job round gets its own free
 // rendezvous port and each pod its own metrics port (the cluster's 9400 would collide).
 struct HostOverrides {
-  std::string master_addr = "127.0.0.1";  // MASTER_ADDR and PET_MASTER_ADDR
+  std::string master_addr = "127.0.0.1";  // MASTER_ADDR, PET_MASTER_ADDR and DDP_STORE_ADDR
   int master_port = 0;                    // MASTER_PORT and PET_MASTER_PORT; 0 = keep
   int metrics_port = 0;                   // DDP_METRICS_PORT; 0 = keep
 };
@@ -32,7 +32,7 @@ struct ProcessSpec {
 };
 
 // Reads the worker container (named "worker", else the first) of `pod`. `env[].value` is used
-// as is; `valueFrom.fieldRef` resolves metadata.name/namespace/labels/annotations, status.podIP
+// as is; `valueFrom.fieldRef` resolves metadata.name/namespace/uid/labels/annotations, status.podIP
 // and status.hostIP (127.0.0.1) and spec.nodeName ("localhost"); other sources (secrets, config
 // maps, resources) are skipped with a warning. Returns InvalidArgument when the pod has no
 // containers or the container has no `command` (local mode cannot read an image's entrypoint).

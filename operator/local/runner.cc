@@ -114,6 +114,7 @@ class LocalRun {
   metrics::ProgressTracker tracker_;
   std::string tracked_uid_;
   int tracked_round_ = -1;
+  plan::ObservedGroup group_;  // the rendezvous pod's last report (recovery InPlace)
   StragglerWatch stragglers_;
   bool finished_ = false;
 };
@@ -209,6 +210,7 @@ void LocalRun::ApplyEdit(const std::string& text) {
 void LocalRun::Reconcile() {
   plan::Observed seen = executor_->Observe();
   if (tracker_.snapshot()) seen.progress = plan::ObservedProgress{tracked_round_, *tracker_.snapshot()};
+  if (group_.report.present) seen.group = group_;
   plan::Plan plan = plan::PlanReconcile(job_, seen, std::chrono::system_clock::now());
   if (plan.status) {
     job_.status = *plan.status;
@@ -249,10 +251,13 @@ void LocalRun::RefreshStatusLine() {
   const auto now = SteadyClock::now();
   if (now >= next_scrape_) {
     next_scrape_ = now + options_.scrape_interval;
-    if (const LocalPod* rank0 = executor_->AliveRank0(job_.status.round)) {
+    // InPlace: the rendezvous pod's page (the group's series and rank 0's); else rank 0's.
+    const LocalPod* rdzv = executor_->AliveRendezvous(job_.status.round);
+    if (const LocalPod* rank0 = rdzv ? rdzv : executor_->AliveRank0(job_.status.round)) {
       StatusOr<std::string> page = HttpGet("127.0.0.1", rank0->metrics_port, "/metrics", 300);
       if (page.ok()) {
         WorkerProgress p = ParseWorkerProgress(page.value());
+        if (p.group.present) group_ = plan::ObservedGroup{rank0->round, p.group};
         TrackProgress(*rank0, p);
         if (p.steps) {
           progress_ = p;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/group_contract.h"
 #include "operator/plan/env.h"
 #include "operator/plan/names.h"
 
@@ -72,54 +73,132 @@ json BuildService(const api::DDPJob& job) {
   };
 }
 
-json BuildWorkerPod(const api::DDPJob& job, int index, int round, int replicas,
-                    const PodOverrides& overrides) {
-  const json& tmpl = job.spec.pod_template;
-  json meta = ObjectAt(tmpl, "metadata");
+namespace {
+
+// The env entries of the worker container: ours (RendezvousEnv, with the downward API's UID and
+// IP under InPlace), then the user's own, whose names validation keeps apart from ours.
+json ContainerEnv(const api::DDPJob& job, const json& container, EnvList ours, int metrics_port) {
+  json env = json::array();
+  for (auto& [name, value] : ours) {
+    if (name == api::kEnvMetricsPort) value = std::to_string(metrics_port);
+    env.push_back({{"name", name}, {"value", value}});
+  }
+  if (job.spec.failure_policy.recovery == api::Recovery::kInPlace) {
+    env.push_back({{"name", group::kEnvPodUid},
+                   {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.uid"}}}}}});
+    env.push_back({{"name", group::kEnvPodIp},
+                   {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}});
+  }
+  // Ours first, so the user's values may refer to them as $(MASTER_ADDR). Validation rejects
+  // user entries with our names; an unvalidated duplicate is dropped rather than let it win.
+  const std::vector<std::string>& reserved = api::OperatorEnvNames();
+  if (container.contains("env") && container["env"].is_array()) {
+    for (const auto& e : container["env"]) {
+      const std::string n = e.is_object() ? e.value("name", "") : "";
+      if (std::find(reserved.begin(), reserved.end(), n) == reserved.end()) env.push_back(e);
+    }
+  }
+  return env;
+}
+
+json Metadata(const api::DDPJob& job, const std::string& name, const char* role,
+              const char* index_label, int index, int round) {
+  json meta = ObjectAt(job.spec.pod_template, "metadata");
   meta.erase("generateName");
   meta.erase("creationTimestamp");
-  meta["name"] = PodName(job, index);
+  meta["name"] = name;
   meta["namespace"] = job.namespace_name;
   json labels = ObjectAt(meta, "labels");
   labels[api::kJobNameLabel] = job.name;
-  labels[api::kReplicaIndexLabel] = std::to_string(index);
+  if (index_label != nullptr) labels[index_label] = std::to_string(index);
   labels[api::kRoundLabel] = std::to_string(round);
+  if (job.spec.failure_policy.recovery == api::Recovery::kInPlace) labels[api::kRoleLabel] = role;
   meta["labels"] = std::move(labels);
   // A job that was never stored (render's dry run) has no uid to point at.
   if (!job.uid.empty()) meta["ownerReferences"] = json::array({OwnerReference(job)});
+  return meta;
+}
 
-  json spec = ObjectAt(tmpl, "spec");
-  spec["hostname"] = PodName(job, index);
+// A worker or spare pod: the user's template with ours added.
+json BuildTrainingPod(const api::DDPJob& job, const std::string& name, const char* role,
+                      const char* index_label, int index, int node_index, int round, int replicas,
+                      const PodOverrides& overrides) {
+  json meta = Metadata(job, name, role, index_label, index, round);
+  json spec = ObjectAt(job.spec.pod_template, "spec");
+  spec["hostname"] = name;
   spec["subdomain"] = ServiceName(job);
   // The operator decides about restarts (a new round), never the kubelet.
   spec["restartPolicy"] = "Never";
-
   const int w = WorkerContainerIndex(spec);
   if (w >= 0) {
     json& container = spec["containers"][w];
-    EnvList ours = RendezvousEnv(job, index, round, replicas, overrides.master_addr,
-                                 overrides.master_port);
     const int metrics_port = overrides.metrics_port > 0 ? overrides.metrics_port
                                                         : job.spec.metrics.port;
-    json env = json::array();
-    for (auto& [name, value] : ours) {
-      if (name == api::kEnvMetricsPort) value = std::to_string(metrics_port);
-      env.push_back({{"name", name}, {"value", value}});
-    }
-    // Ours first, so the user's values may refer to them as $(MASTER_ADDR). Validation rejects
-    // user entries with our names; an unvalidated duplicate is dropped rather than let it win.
-    const std::vector<std::string>& reserved = api::OperatorEnvNames();
-    if (container.contains("env") && container["env"].is_array()) {
-      for (const auto& e : container["env"]) {
-        const std::string n = e.is_object() ? e.value("name", "") : "";
-        if (std::find(reserved.begin(), reserved.end(), n) == reserved.end()) env.push_back(e);
-      }
-    }
-    container["env"] = std::move(env);
+    container["env"] = ContainerEnv(job, container,
+                                    RendezvousEnv(job, node_index, round, replicas,
+                                                  overrides.master_addr, overrides.master_port,
+                                                  name, role),
+                                    metrics_port);
     EnsurePort(&container, kRendezvousPortName, job.spec.rendezvous.port);
     EnsurePort(&container, kMetricsPortName, metrics_port);
   }
   // Moved in, not listed in an initializer (which copies every node).
+  json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
+  pod["metadata"] = std::move(meta);
+  pod["spec"] = std::move(spec);
+  return pod;
+}
+
+}  // namespace
+
+json BuildWorkerPod(const api::DDPJob& job, int index, int round, int replicas,
+                    const PodOverrides& overrides) {
+  return BuildTrainingPod(job, PodName(job, index), group::kRoleWorker, api::kReplicaIndexLabel,
+                          index, index, round, replicas, overrides);
+}
+
+json BuildSparePod(const api::DDPJob& job, int k, int round, int replicas,
+                   const PodOverrides& overrides) {
+  return BuildTrainingPod(job, SparePodName(job, k), group::kRoleSpare, api::kSpareIndexLabel, k,
+                          -1, round, replicas, overrides);
+}
+
+json BuildRendezvousPod(const api::DDPJob& job, int round, int replicas,
+                        const PodOverrides& overrides) {
+  const std::string name = RendezvousPodName(job);
+  json meta = Metadata(job, name, group::kRoleRendezvous, nullptr, 0, round);
+  const json tmpl_spec = ObjectAt(job.spec.pod_template, "spec");
+  json spec = json::object();
+  for (const char* key : {"nodeSelector", "tolerations", "affinity", "imagePullSecrets",
+                          "serviceAccountName", "securityContext", "priorityClassName",
+                          "schedulerName", "runtimeClassName", "dnsPolicy", "dnsConfig"}) {
+    if (tmpl_spec.contains(key)) spec[key] = tmpl_spec[key];
+  }
+  spec["hostname"] = name;
+  spec["subdomain"] = ServiceName(job);
+  spec["restartPolicy"] = "Never";
+  const int w = WorkerContainerIndex(tmpl_spec);
+  const json worker = w >= 0 ? tmpl_spec["containers"][w] : json::object();
+  const int metrics_port = overrides.metrics_port > 0 ? overrides.metrics_port
+                                                      : job.spec.metrics.port;
+  json c = {{"name", "rendezvous"}, {"command", json::array({"ddp-worker", "rendezvous"})}};
+  for (const char* key : {"image", "imagePullPolicy", "securityContext"}) {
+    if (worker.contains(key)) c[key] = worker[key];
+  }
+  c["env"] = ContainerEnv(job, json::object(),
+                          RendezvousEnv(job, -1, round, replicas, overrides.master_addr,
+                                        overrides.master_port, name, group::kRoleRendezvous),
+                          metrics_port);
+  // Small and accelerator-free: it serves a key-value store and a page.
+  c["resources"] = {{"requests", {{"cpu", "100m"}, {"memory", "256Mi"}}},
+                    {"limits", {{"memory", "1Gi"}}}};
+  json probe = {{"httpGet", {{"path", "/healthz"}, {"port", metrics_port}}},
+                {"periodSeconds", 5}, {"timeoutSeconds", 3}, {"failureThreshold", 3}};
+  c["readinessProbe"] = probe;
+  c["livenessProbe"] = probe;
+  EnsurePort(&c, kRendezvousPortName, job.spec.rendezvous.port);
+  EnsurePort(&c, kMetricsPortName, metrics_port);
+  spec["containers"] = json::array({std::move(c)});
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
   pod["metadata"] = std::move(meta);
   pod["spec"] = std::move(spec);

@@ -31,6 +31,20 @@ nlohmann::json BuildService(const api::DDPJob& job);
 nlohmann::json BuildWorkerPod(const api::DDPJob& job, int index, int round, int replicas,
                               const PodOverrides& overrides = {});
 
+// Spare pod "<job>-spare-<k>" of `round` (recovery InPlace): as a worker pod, but labelled role
+// spare and spare-index k, and without NODE_RANK/RANK: the group gives it a rank when a member
+// is lost. REQUIRES: 0 <= k < spec.failurePolicy.spares.
+nlohmann::json BuildSparePod(const api::DDPJob& job, int k, int round, int replicas,
+                             const PodOverrides& overrides = {});
+
+// Rendezvous pod "<job>-rendezvous" of `round` (recovery InPlace): hosts the group's store and
+// authority (`ddp-worker rendezvous`, the worker container's image). Only what it needs of the
+// template: the pod's scheduling and security fields, image pull secrets, and the worker
+// container's image, pull policy and security context; no volumes, no accelerators (small CPU
+// and memory requests), a readiness and a liveness probe on /healthz.
+nlohmann::json BuildRendezvousPod(const api::DDPJob& job, int round, int replicas,
+                                  const PodOverrides& overrides = {});
+
 // The controller ownerReference to `job` (apiVersion, kind, name, uid, controller,
 // blockOwnerDeletion).
 nlohmann::json OwnerReference(const api::DDPJob& job);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "common/group_contract.h"
+
 namespace ddp::plan {
 
 bool IsDisruptionReason(const std::string& reason) {
@@ -16,27 +18,31 @@ bool IsDisruptionReason(const std::string& reason) {
 }
 
 PodOutcome ClassifyPod(const ObservedPod& pod) {
-  if (pod.deleting || pod.disruption_condition) return PodOutcome::kDisruption;
+  if (pod.deleting || pod.disruption_condition || pod.fenced) return PodOutcome::kDisruption;
   if (pod.phase == "Succeeded") return PodOutcome::kSucceeded;
   if (pod.phase != "Failed") return PodOutcome::kActive;
   if (!pod.exit_code || IsDisruptionReason(pod.reason)) return PodOutcome::kDisruption;
+  // Its supervisor says the platform took it away (a SIGTERM to this pod only) or the group had
+  // declared it lost: not the program's failure.
+  const auto end = group::ParseEnd(pod.message);
+  if (end == group::EndReason::kDeparted || end == group::EndReason::kFenced) {
+    return PodOutcome::kDisruption;
+  }
   // A pod can be Failed with the worker at 0 when another container failed: still a failure.
   return PodOutcome::kFailure;
 }
 
+failure::Rules FailureRules(const api::FailurePolicy& policy) {
+  failure::Rules r;
+  failure::ParsePolicy(api::RestartPolicyName(policy.restart_policy), &r.policy);
+  r.retryable_exit_codes = policy.retryable_exit_codes;
+  return r;
+}
+
 bool IsRetryable(const api::FailurePolicy& policy, int exit_code) {
-  switch (policy.restart_policy) {
-    case api::RestartPolicy::kNever:
-      return false;
-    case api::RestartPolicy::kOnFailure:
-      return true;
-    case api::RestartPolicy::kExitCode: {
-      if (exit_code >= 128) return true;  // killed by a signal: the program did not choose it
-      const auto& codes = policy.retryable_exit_codes;
-      return std::find(codes.begin(), codes.end(), exit_code) != codes.end();
-    }
-  }
-  return false;
+  // Never 0 here (a failure has a non-zero code); the decision the pods' supervisors make too.
+  return failure::Decide(FailureRules(policy), exit_code == 0 ? 1 : exit_code) ==
+         failure::Verdict::kRetry;
 }
 
 std::string DescribeOutcome(const ObservedPod& pod, PodOutcome outcome) {

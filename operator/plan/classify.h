@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "common/failure_policy.h"
 #include "operator/api/types.h"
 #include "operator/plan/plan.h"
 
@@ -14,7 +15,8 @@ enum class PodOutcome {
   kActive,      // Pending, Running or Unknown: nothing to decide yet
   kSucceeded,   // the worker exited 0
   kFailure,     // the worker container exited non-zero
-  kDisruption,  // evicted, preempted, node lost, deleted by someone else
+  kDisruption,  // evicted, preempted, node lost, deleted by someone else, departed or fenced
+                // (recovery InPlace: the group fenced it, or its supervisor says so)
 };
 
 // REQUIRES: `pod` belongs to the current round (the planner never deletes current-round pods,
@@ -24,8 +26,13 @@ PodOutcome ClassifyPod(const ObservedPod& pod);
 // Pod status reasons the platform uses when it takes a pod away.
 bool IsDisruptionReason(const std::string& reason);
 
-// Whether a failure with `exit_code` restarts under `policy` (ignores maxRestarts).
-// Never: no. ExitCode: codes in retryableExitCodes and signals (>= 128). OnFailure: yes.
+// spec.failurePolicy as the shared decision's rules (common/failure_policy.h), which the pods'
+// supervisors apply to their trainers too.
+failure::Rules FailureRules(const api::FailurePolicy& policy);
+
+// Whether a failure with `exit_code` restarts under `policy` (ignores maxRestarts):
+// failure::Decide. Never: no. ExitCode: codes in retryableExitCodes and signals (>= 128).
+// OnFailure: yes.
 bool IsRetryable(const api::FailurePolicy& policy, int exit_code);
 
 // "exited 75", "killed by signal 9 (exit 137)", "evicted (Evicted)", "deleted".

@@ -3,12 +3,15 @@
 
 #include <algorithm>
 
+#include "common/failure_policy.h"
+#include "common/group_contract.h"
 #include "operator/plan/names.h"
 
 namespace ddp::plan {
 
 EnvList RendezvousEnv(const api::DDPJob& job, int index, int round, int replicas,
-                      const std::string& master_addr_override, int master_port_override) {
+                      const std::string& master_addr_override, int master_port_override,
+                      const std::string& pod_name, const std::string& role) {
   const int nproc = job.spec.nproc_per_node;
   const std::string addr = master_addr_override.empty() ? MasterAddr(job) : master_addr_override;
   const std::string port =
@@ -21,10 +24,10 @@ EnvList RendezvousEnv(const api::DDPJob& job, int index, int round, int replicas
       {api::kEnvMasterPort, port},
       {api::kEnvWorldSize, std::to_string(replicas * nproc)},
       {api::kEnvNnodes, nnodes},
-      {api::kEnvNodeRank, node_rank},
-      {api::kEnvNprocPerNode, nproc_s},
   };
-  if (nproc == 1) {
+  if (index >= 0) env.push_back({api::kEnvNodeRank, node_rank});
+  env.push_back({api::kEnvNprocPerNode, nproc_s});
+  if (nproc == 1 && index >= 0) {
     // One process per pod: its global rank is the node rank. With more, `ddp-worker launch`
     // computes RANK = NODE_RANK * NPROC_PER_NODE + LOCAL_RANK per process.
     env.push_back({api::kEnvRank, node_rank});
@@ -32,7 +35,7 @@ EnvList RendezvousEnv(const api::DDPJob& job, int index, int round, int replicas
     env.push_back({api::kEnvLocalWorldSize, "1"});
   }
   env.push_back({api::kEnvPetNnodes, nnodes});
-  env.push_back({api::kEnvPetNodeRank, node_rank});
+  if (index >= 0) env.push_back({api::kEnvPetNodeRank, node_rank});
   env.push_back({api::kEnvPetNprocPerNode, nproc_s});
   env.push_back({api::kEnvPetMasterAddr, addr});
   env.push_back({api::kEnvPetMasterPort, port});
@@ -45,9 +48,18 @@ EnvList RendezvousEnv(const api::DDPJob& job, int index, int round, int replicas
   env.push_back({api::kEnvMetricsPort, std::to_string(job.spec.metrics.port)});
   env.push_back({api::kEnvTorchelasticRestartCount, std::to_string(round)});
   env.push_back({api::kEnvRecovery, api::RecoveryName(job.spec.failure_policy.recovery)});
-  const int budget =
-      job.spec.failure_policy.max_restarts - job.status.restarts - job.status.recoveries;
+  const api::FailurePolicy& fp = job.spec.failure_policy;
+  const int budget = fp.max_restarts - job.status.restarts - job.status.recoveries;
   env.push_back({api::kEnvMaxRecoveries, std::to_string(std::max(0, budget))});
+  if (fp.recovery == api::Recovery::kInPlace) {
+    env.push_back({group::kEnvStoreAddr,
+                   master_addr_override.empty() ? StoreAddr(job) : master_addr_override});
+    env.push_back({group::kEnvPodName, pod_name.empty() ? PodName(job, std::max(0, index)) : pod_name});
+    env.push_back({group::kEnvPodRole, role});
+    env.push_back({group::kEnvLivenessTimeout, std::to_string(fp.liveness_timeout_seconds)});
+    env.push_back({group::kEnvRestartPolicy, api::RestartPolicyName(fp.restart_policy)});
+    env.push_back({group::kEnvRetryableExitCodes, failure::FormatExitCodes(fp.retryable_exit_codes)});
+  }
   return env;
 }
 

@@ -18,9 +18,16 @@ using EnvList = std::vector<std::pair<std::string, std::string>>;
 // master_addr_override: "" in a cluster (MasterAddr(job)); local mode passes "127.0.0.1".
 // master_port_override: 0 = spec.rendezvous.port.
 // DDP_MAX_RECOVERIES reads job.status.restarts and job.status.recoveries, so pass the status
-// the pod is created under. REQUIRES: 0 <= index < replicas; job defaulted.
+// the pod is created under. With recovery InPlace the group's variables follow
+// (common/group_contract.h): DDP_STORE_ADDR (the rendezvous pod; master_addr_override in local
+// mode), DDP_POD_NAME, DDP_POD_ROLE `role`, DDP_LIVENESS_TIMEOUT, DDP_RESTART_POLICY and
+// DDP_RETRYABLE_EXIT_CODES (DDP_POD_UID and DDP_POD_IP come from the downward API: builders.cc).
+// A spare or the rendezvous pod (index -1) has no NODE_RANK, RANK, LOCAL_RANK or
+// LOCAL_WORLD_SIZE: its rank comes from the group. REQUIRES: -1 <= index < replicas; job
+// defaulted.
 EnvList RendezvousEnv(const api::DDPJob& job, int index, int round, int replicas,
-                      const std::string& master_addr_override = "", int master_port_override = 0);
+                      const std::string& master_addr_override = "", int master_port_override = 0,
+                      const std::string& pod_name = "", const std::string& role = "worker");
 
 }  // namespace ddp::plan
 

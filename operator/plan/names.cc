@@ -7,6 +7,16 @@ std::string PodName(const api::DDPJob& job, int index) {
   return job.name + "-worker-" + std::to_string(index);
 }
 
+std::string SparePodName(const api::DDPJob& job, int index) {
+  return job.name + "-spare-" + std::to_string(index);
+}
+
+std::string RendezvousPodName(const api::DDPJob& job) { return job.name + "-rendezvous"; }
+
+std::string StoreAddr(const api::DDPJob& job) {
+  return RendezvousPodName(job) + "." + ServiceName(job) + "." + job.namespace_name + ".svc";
+}
+
 std::string ServiceName(const api::DDPJob& job) { return job.name; }
 
 std::string Selector(const api::DDPJob& job) {

@@ -17,6 +17,12 @@ inline constexpr char kMetricsPortName[] = "metrics";
 
 // "<job>-worker-<i>"; also the pod's hostname.
 std::string PodName(const api::DDPJob& job, int index);
+// "<job>-spare-<k>" (recovery InPlace, spec.failurePolicy.spares).
+std::string SparePodName(const api::DDPJob& job, int index);
+// "<job>-rendezvous" (recovery InPlace): the pod that hosts the group's store.
+std::string RendezvousPodName(const api::DDPJob& job);
+// "<job>-rendezvous.<job>.<namespace>.svc": the store's stable DNS name (DDP_STORE_ADDR).
+std::string StoreAddr(const api::DDPJob& job);
 // "<job>": the headless Service; also the pods' subdomain.
 std::string ServiceName(const api::DDPJob& job);
 // "ddp.dev/job-name=<job>": status.selector and the pod list selector.

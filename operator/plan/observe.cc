@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 
+#include "common/group_contract.h"
 #include "operator/api/time_format.h"
 #include "operator/plan/builders.h"
 #include "operator/plan/names.h"
@@ -75,7 +76,15 @@ ObservedPod ObservePod(const json& pod) {
   out.uid = Str(meta, "uid");
   out.owner_uid = ControllerUid(pod);
   const json& labels = Get(meta, "labels");
-  out.index = ParseIndexLabel(labels, api::kReplicaIndexLabel);
+  const std::string role = Str(labels, api::kRoleLabel);
+  if (!role.empty()) out.role = role;
+  if (out.role == group::kRoleSpare) {
+    out.index = ParseIndexLabel(labels, api::kSpareIndexLabel);
+  } else if (out.role == group::kRoleRendezvous) {
+    out.index = 0;
+  } else {
+    out.index = ParseIndexLabel(labels, api::kReplicaIndexLabel);
+  }
   out.round = ParseIndexLabel(labels, api::kRoundLabel);
   out.deleting = !Get(meta, "deletionTimestamp").is_null();
   if (auto t = Time(meta, "creationTimestamp")) out.created = *t;

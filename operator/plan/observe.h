@@ -10,7 +10,8 @@ namespace ddp::plan {
 
 // Converts a Pod (as the API server returns it). Never fails: a malformed pod becomes one with
 // index -1 (the planner deletes it as foreign to every round). Reads:
-//  - index/round from the kReplicaIndexLabel/kRoundLabel labels;
+//  - role from kRoleLabel (worker when absent); index from kReplicaIndexLabel (a spare's from
+//    kSpareIndexLabel, the rendezvous pod's is 0); round from kRoundLabel;
 //  - exit_code from status.containerStatuses[name=="worker", else first].state.terminated
 //    (lastState is ignored: pods run with restartPolicy Never);
 //  - reason: status.reason (Evicted, Preempted, DeadlineExceeded, ...) else the container's

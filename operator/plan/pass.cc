@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "common/group_contract.h"
 #include "operator/api/time_format.h"
 #include "operator/api/validate.h"
 #include "operator/plan/builders.h"
@@ -61,15 +62,46 @@ Plan FinishPass(Pass* p) {
   return std::move(p->plan);
 }
 
+bool InPlace(const Pass& p) {
+  return p.job.spec.failure_policy.recovery == api::Recovery::kInPlace;
+}
+
+int SpareCount(const Pass& p) { return InPlace(p) ? p.job.spec.failure_policy.spares : 0; }
+
+bool IsCurrent(const Pass& p, const ObservedPod& pod) {
+  if (pod.round != p.round || pod.index < 0) return false;
+  if (pod.role == group::kRoleSpare) {
+    return pod.index < SpareCount(p) && pod.name == SparePodName(p.job, pod.index);
+  }
+  if (pod.role == group::kRoleRendezvous) return InPlace(p) && pod.name == RendezvousPodName(p.job);
+  return pod.role == group::kRoleWorker && pod.index < p.size && pod.name == PodName(p.job, pod.index);
+}
+
 std::vector<const ObservedPod*> CurrentPods(const Pass& p) {
   std::vector<const ObservedPod*> by_index(static_cast<size_t>(p.size), nullptr);
   for (const auto& pod : p.seen->pods) {
-    if (pod.round == p.round && !pod.deleting && pod.index >= 0 && pod.index < p.size &&
-        pod.name == PodName(p.job, pod.index)) {
+    if (!pod.deleting && pod.role == group::kRoleWorker && IsCurrent(p, pod)) {
       by_index[static_cast<size_t>(pod.index)] = &pod;
     }
   }
   return by_index;
+}
+
+std::vector<const ObservedPod*> CurrentSpares(const Pass& p) {
+  std::vector<const ObservedPod*> by_index(static_cast<size_t>(SpareCount(p)), nullptr);
+  for (const auto& pod : p.seen->pods) {
+    if (!pod.deleting && pod.role == group::kRoleSpare && IsCurrent(p, pod)) {
+      by_index[static_cast<size_t>(pod.index)] = &pod;
+    }
+  }
+  return by_index;
+}
+
+const ObservedPod* CurrentRendezvous(const Pass& p) {
+  for (const auto& pod : p.seen->pods) {
+    if (!pod.deleting && pod.role == group::kRoleRendezvous && IsCurrent(p, pod)) return &pod;
+  }
+  return nullptr;
 }
 
 const ObservedPod* PodNamed(const Pass& p, const std::string& name) {
@@ -93,9 +125,7 @@ void Requeue(Pass* p, TimePoint at) {
 void DeleteStalePods(Pass* p) {
   std::vector<std::string> names;
   for (const auto& pod : p->seen->pods) {
-    const bool current = pod.round == p->round && pod.index >= 0 && pod.index < p->size &&
-                         pod.name == PodName(p->job, pod.index);
-    if (current || pod.deleting) continue;
+    if (IsCurrent(*p, pod) || pod.deleting) continue;
     p->plan.deletes.push_back({"Pod", pod.name, pod.uid});
     names.push_back(pod.name + " (round " + std::to_string(pod.round) + ")");
   }
@@ -110,36 +140,45 @@ void DeleteStalePods(Pass* p) {
 void CreateMissing(Pass* p, bool hold_pods) {
   const bool service = !p->seen->service_exists;
   if (service) p->plan.creates.push_back(BuildService(p->job));
-  int created = 0, waiting = 0;
+  int created = 0, waiting = 0, spares = 0;
+  bool rendezvous = false;
   // A pod's DDP_MAX_RECOVERIES is the budget left under the status being written now.
-  api::DDPJob at_creation;
-  for (int i = 0; !hold_pods && i < p->size; ++i) {
-    // A name still held by a pod of another round is recreated only once that pod is gone, so
-    // two rounds never overlap.
-    const std::string name = PodName(p->job, i);
-    const ObservedPod* holder = PodNamed(*p, name);
-    if (holder) {
+  api::DDPJob at_creation = p->job;
+  at_creation.status = p->st;
+  // A name still held by a pod of another round (or a foreign one) is created only once that
+  // pod is gone, so two rounds never overlap.
+  auto free_name = [&](const std::string& name) {
+    if (const ObservedPod* holder = PodNamed(*p, name)) {
       if (holder->round != p->round || holder->deleting) ++waiting;
-      continue;
+      return false;
     }
     if (std::find(p->foreign_names.begin(), p->foreign_names.end(), name) !=
         p->foreign_names.end()) {
       ++waiting;  // not ours to delete: its owner (or the garbage collector) removes it
-      continue;
+      return false;
     }
-    if (created == 0) {
-      at_creation = p->job;
-      at_creation.status = p->st;
-    }
+    return true;
+  };
+  if (!hold_pods && InPlace(*p) && free_name(RendezvousPodName(p->job))) {
+    p->plan.creates.push_back(BuildRendezvousPod(at_creation, p->round, p->size));
+    rendezvous = true;
+  }
+  for (int i = 0; !hold_pods && i < p->size; ++i) {
+    if (!free_name(PodName(p->job, i))) continue;
     p->plan.creates.push_back(BuildWorkerPod(at_creation, i, p->round, p->size));
     ++created;
   }
-  if (!service && created == 0) return;
-  std::string what = service ? "Service " + ServiceName(p->job) : "";
-  if (created > 0) {
-    what += (service ? " and " : "") + Plural(static_cast<size_t>(created), "pod") + " of " +
-            std::to_string(p->size);
+  for (int k = 0; !hold_pods && k < SpareCount(*p); ++k) {
+    if (!free_name(SparePodName(p->job, k))) continue;
+    p->plan.creates.push_back(BuildSparePod(at_creation, k, p->round, p->size));
+    ++spares;
   }
+  if (!service && created == 0 && spares == 0 && !rendezvous) return;
+  std::string what = service ? "Service " + ServiceName(p->job) : "";
+  auto add = [&](const std::string& part) { what += (what.empty() ? "" : " and ") + part; };
+  if (rendezvous) add("rendezvous pod " + RendezvousPodName(p->job));
+  if (created > 0) add(Plural(static_cast<size_t>(created), "pod") + " of " + std::to_string(p->size));
+  if (spares > 0) add(Plural(static_cast<size_t>(spares), "spare pod"));
   const std::string waits =
       waiting > 0 ? "; " + std::to_string(waiting) + " wait for their old pod to go" : "";
   // One decision, one event: a new job's creates are part of its JobCreated event.
@@ -147,7 +186,7 @@ void CreateMissing(Pass* p, bool hold_pods) {
     p->plan.events.back().message += "; creating " + what + waits;
     return;
   }
-  if (created == 0) {
+  if (created == 0 && spares == 0 && !rendezvous) {
     AddEvent(p, "Normal", "CreatingService", "creating headless " + what);
     return;
   }
@@ -168,6 +207,23 @@ void Summarize(Pass* p) {
   p->st.replicas = p->size;
   p->st.world_size = p->size * p->job.spec.nproc_per_node;
   p->st.ready_replicas = ready;
+  // Spares: the pods that exist; ready ones as the group reports them (an idle spare pod, or a
+  // pod whose rank a spare took), else the spare pods whose container is ready.
+  int spares = 0, ready_spares = 0;
+  for (const ObservedPod* pod : CurrentSpares(*p)) {
+    if (!pod) continue;
+    ++spares;
+    if (pod->ready) ++ready_spares;
+  }
+  if (p->seen->group && p->seen->group->round == p->round && p->seen->group->report.present) {
+    ready_spares = static_cast<int>(p->seen->group->report.spares.size());
+  }
+  p->st.spares = spares;
+  p->st.ready_spares = InPlace(*p) ? ready_spares : 0;
+  if (InPlace(*p)) {
+    const ObservedPod* rdzv = CurrentRendezvous(*p);
+    if (!rdzv || (rdzv->phase != "Running" && rdzv->phase != "Succeeded")) return;
+  }
   if (p->st.phase == api::kPhaseRunning || started < p->size) return;
   const std::string msg = "round " + std::to_string(p->round) + ": all " +
                           Plural(static_cast<size_t>(p->size), "pod") + " running (world size " +

@@ -21,7 +21,7 @@ struct Pass {
   Plan plan;
   int round = 0;  // the current rendezvous round
   int size = 0;   // pods in the current round
-  std::vector<int> replaced;  // indexes replaced alone in this pass (recovery InPlace)
+  std::vector<std::string> replaced;  // pod names replaced alone in this pass (recovery InPlace)
 };
 
 Pass BeginPass(const api::DDPJob& job, const Observed& seen, TimePoint now);
@@ -31,8 +31,19 @@ Plan FinishPass(Pass* p);
 // spec.replicas clamped into the elastic bounds (an HPA or `kubectl scale` may overshoot).
 int DesiredSize(const api::DDPJob& job);
 
-// Pods of the current round with index in [0, size), not being deleted; by index (-> nullptr).
+// Worker pods of the current round with index in [0, size), not being deleted; by index
+// (-> nullptr).
 std::vector<const ObservedPod*> CurrentPods(const Pass& p);
+// recovery InPlace: whether the job runs a rendezvous pod and how many spares it keeps.
+bool InPlace(const Pass& p);
+int SpareCount(const Pass& p);
+// Spare pods of the current round, not being deleted, by spare index (-> nullptr).
+std::vector<const ObservedPod*> CurrentSpares(const Pass& p);
+// The current round's rendezvous pod, not being deleted; nullptr when none.
+const ObservedPod* CurrentRendezvous(const Pass& p);
+// Whether `pod` is one the current round wants: a worker, spare or rendezvous pod of the round
+// with its planned name (deleting or not).
+bool IsCurrent(const Pass& p, const ObservedPod& pod);
 // Any pod (any round, deleting or not) holding `name`.
 const ObservedPod* PodNamed(const Pass& p, const std::string& name);
 
@@ -49,7 +60,8 @@ void DeleteStalePods(Pass* p);
 // Creates the Service when absent and, unless `hold_pods` (restart backoff), each pod name of the
 // current round that no pod holds.
 void CreateMissing(Pass* p, bool hold_pods);
-// Fills replicas, readyReplicas, worldSize, round; moves to Running once every pod has started.
+// Fills replicas, readyReplicas, worldSize, round, spares and readySpares; moves to Running once
+// every worker pod (and, InPlace, the rendezvous pod) has started.
 void Summarize(Pass* p);
 // What cleanPodPolicy deletes once the job has ended, and the TTL that deletes the job.
 void CleanUpFinished(Pass* p);

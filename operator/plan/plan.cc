@@ -19,72 +19,25 @@
 #include "operator/api/time_format.h"
 #include "operator/api/validate.h"
 #include "operator/plan/classify.h"
+#include "operator/plan/inplace.h"
 #include "operator/plan/conditions.h"
 #include "operator/plan/names.h"
 #include "operator/plan/pass.h"
 #include "operator/plan/replace.h"
+#include "operator/plan/round.h"
 #include "operator/plan/progress.h"
 
 namespace ddp::plan {
 namespace {
 
+using internal::EndJob;
 using internal::Pass;
-
-std::string RoundChange(int from, int to, const std::string& why) {
-  return "round " + std::to_string(from) + " -> " + std::to_string(to) + " (" + why + ")";
-}
+using internal::RecordFailure;
+using internal::RestartSize;
+using internal::StartNewRound;
 
 bool IsFinished(const Pass& p) {
   return p.st.phase == api::kPhaseSucceeded || p.st.phase == api::kPhaseFailed;
-}
-
-// Rule 5 and the failure exits: the job ends; cleanPodPolicy and the TTL take over.
-Plan EndJob(Pass* p, bool succeeded, const std::string& reason, const std::string& message) {
-  const int64_t gen = p->job.generation;
-  p->st.phase = succeeded ? api::kPhaseSucceeded : api::kPhaseFailed;
-  p->st.completion_time = p->now;
-  SetCondition(&p->st, succeeded ? api::kCondSucceeded : api::kCondFailed, "True", reason, message,
-               p->now, gen);
-  ClearCondition(&p->st, api::kCondRunning, reason, message, p->now, gen);
-  ClearCondition(&p->st, api::kCondRestarting, reason, message, p->now, gen);
-  internal::AddEvent(p, succeeded ? "Normal" : "Warning", reason, message);
-  internal::CleanUpFinished(p);
-  internal::UpdateProgress(p);  // the last progress read rides along with the final status
-  return internal::FinishPass(p);
-}
-
-void RecordFailure(Pass* p, const ObservedPod& pod, PodOutcome outcome) {
-  api::LastFailure f;
-  f.pod = pod.name;
-  f.rank = pod.index;
-  f.exit_code = pod.exit_code;  // a disruption may have one too (preempted after a checkpoint)
-  f.reason = pod.reason.empty() ? (outcome == PodOutcome::kFailure ? "Error" : "Disrupted")
-                                : pod.reason;
-  f.message = pod.message;
-  f.time = p->now;
-  f.pod_uid = pod.uid;
-  p->st.last_failure = f;
-}
-
-// Rules 3 and 4: a new round. Old-round pods become stale and DeleteStalePods removes them;
-// CreateMissing recreates each name once its old pod is gone.
-void StartNewRound(Pass* p, int size, const char* phase, const std::string& reason,
-                   const std::string& why, bool warning) {
-  const std::string msg = RoundChange(p->round, p->round + 1, why);
-  p->round += 1;
-  p->size = size;
-  p->st.phase = phase;
-  // The new round's supervisors count in-place recoveries from 0 (progress.h).
-  if (p->st.progress) p->st.progress->recoveries = 0;
-  SetCondition(&p->st, api::kCondRestarting, "True", reason, msg, p->now, p->job.generation);
-  ClearCondition(&p->st, api::kCondRunning, reason, msg, p->now, p->job.generation);
-  internal::AddEvent(p, warning ? "Warning" : "Normal", reason, msg);
-}
-
-// A restart keeps the size, unless the spec asked for a new one at the same time.
-int RestartSize(const Pass& p) {
-  return p.job.generation != p.job.status.observed_generation ? internal::DesiredSize(p.job)
-                                                               : p.size;
 }
 
 // Step: a brand-new job (rule 1) gets round 0 at the requested size.
@@ -176,17 +129,20 @@ const ObservedPod* RootFailure(const Pass& p, const std::vector<const ObservedPo
 // deletes current-round pods. Once every pod has run, a vanished one was taken away as well.
 std::optional<ObservedPod> FindDisruption(const Pass& p) {
   for (const auto& pod : p.seen->pods) {
-    if (pod.round == p.round && pod.deleting && pod.index >= 0 && pod.index < p.size &&
-        !internal::AlreadyReplacing(p, pod)) {
+    if (pod.deleting && internal::IsMember(p, pod) && !internal::AlreadyReplacing(p, pod) &&
+        !internal::ReplacedInThisPass(p, pod.name)) {
       return pod;
     }
   }
-  const auto pods = internal::CurrentPods(p);
-  if (const ObservedPod* d = FirstWith(p, pods, PodOutcome::kDisruption)) return *d;
+  if (const ObservedPod* d = FirstWith(p, internal::MemberPods(p), PodOutcome::kDisruption)) {
+    return *d;
+  }
   // The phase before this pass: a pod replaced alone earlier in it makes the phase Restarting.
   if (p.job.status.phase != api::kPhaseRunning) return std::nullopt;
+  const auto pods = internal::CurrentPods(p);
   for (int i = 0; i < p.size; ++i) {
-    if (pods[static_cast<size_t>(i)] == nullptr && !internal::ReplacedInThisPass(p, i)) {
+    if (pods[static_cast<size_t>(i)] == nullptr &&
+        !internal::ReplacedInThisPass(p, PodName(p.job, i))) {
       ObservedPod gone;
       gone.name = PodName(p.job, i);
       gone.index = i;
@@ -254,13 +210,17 @@ std::optional<int> ShrinkTarget(Pass* p) {
 // Step 6: one decision for the current round. Returns the plan when the job ended. A pod replaced
 // alone (recovery InPlace) is appended to p->replaced.
 std::optional<Plan> DecideForRound(Pass* p) {
-  const auto current = internal::CurrentPods(*p);
+  const int round = p->round;
+  if (std::optional<Plan> ended = internal::DecideGroup(p)) return ended;
+  if (p->round != round) return std::nullopt;  // the group was abandoned: a new round
+  const auto current = internal::MemberPods(*p);
   const auto& policy = p->job.spec.failure_policy;
   if (auto d = FindDisruption(*p)) {
-    RecordFailure(p, *d, PodOutcome::kDisruption);
+    const int rank = internal::GroupRank(*p, *d);
+    RecordFailure(p, *d, PodOutcome::kDisruption, rank);
     p->st.disruptions += 1;
     const std::string what =
-        "rank " + std::to_string(d->index) + " " + DescribeOutcome(*d, PodOutcome::kDisruption);
+        "rank " + std::to_string(rank) + " " + DescribeOutcome(*d, PodOutcome::kDisruption);
     if (internal::CanReplaceAlone(*p, *d)) {
       // As in a new round, a disruption is not the program's fault: not limited by maxRestarts.
       internal::ReplacePod(p, *d, what,
@@ -269,8 +229,9 @@ std::optional<Plan> DecideForRound(Pass* p) {
       StartNewRound(p, RestartSize(*p), api::kPhaseRestarting, "PodDisrupted", what, true);
     }
   } else if (const ObservedPod* f = RootFailure(*p, current, policy)) {
-    RecordFailure(p, *f, PodOutcome::kFailure);
-    const std::string what = "rank " + std::to_string(f->index) + " " +
+    const int rank = internal::GroupRank(*p, *f);
+    RecordFailure(p, *f, PodOutcome::kFailure, rank);
+    const std::string what = "rank " + std::to_string(rank) + " " +
                              DescribeOutcome(*f, PodOutcome::kFailure);
     if (!IsRetryable(policy, f->exit_code.value_or(1))) {
       return EndJob(p, false, "PodFailed",
@@ -366,10 +327,17 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now) 
   Observed own;
   own.service_exists = seen.service_exists;
   own.progress = seen.progress;
+  own.group = seen.group;
   std::vector<std::string> foreign;
   for (const ObservedPod& pod : seen.pods) {
     if (job.uid.empty() || pod.owner_uid == job.uid) {
       own.pods.push_back(pod);
+      // The group fenced this very pod object (not a successor under its name).
+      if (seen.group && seen.group->round == pod.round) {
+        for (const auto& [name, uid] : seen.group->report.fenced) {
+          if (name == pod.name && (uid == pod.uid || uid.empty())) own.pods.back().fenced = true;
+        }
+      }
     } else {
       foreign.push_back(pod.name);
     }
@@ -402,6 +370,7 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now) 
     internal::Requeue(&p, *deadline);
   }
 
+  if (std::optional<Plan> ended = internal::MirrorGroup(&p)) return std::move(*ended);
   internal::KeepReplacing(&p);
   // A pod replaced alone leaves the round as it is: look again for another failure of this pass,
   // so pods lost together (one node) are each replaced and counted.

@@ -22,7 +22,8 @@ using TimePoint = std::chrono::system_clock::time_point;
 // The planner's view of one pod (see observe.h for how a Pod object maps to it).
 struct ObservedPod {
   std::string name;
-  int index = -1;  // kReplicaIndexLabel; -1 when missing or malformed
+  std::string role = "worker";  // kRoleLabel: worker, spare or rendezvous (recovery InPlace)
+  int index = -1;  // kReplicaIndexLabel (a spare's kSpareIndexLabel); -1 when missing or malformed
   int round = -1;  // kRoundLabel; -1 when missing or malformed
   std::string phase;  // Pending | Running | Succeeded | Failed | Unknown
   bool deleting = false;  // metadata.deletionTimestamp is set
@@ -37,6 +38,15 @@ struct ObservedPod {
   std::string uid;
   std::string owner_uid;  // uid of the controller ownerReference; "" when none
   std::string pod_ip;  // status.podIP; where the operator scrapes rank 0's /metrics
+  // The job's group declared this pod lost and fenced it (the rendezvous pod's report): it can
+  // never rejoin, so it is replaced at once. Filled by PlanReconcile from Observed::group.
+  bool fenced = false;
+};
+
+// The group of an InPlace job as its rendezvous pod last reported it, tagged with the round.
+struct ObservedGroup {
+  int round = -1;
+  metrics::GroupScrape report;
 };
 
 // Rank 0's progress as last read from its /metrics (the operator's scraper, or the local
@@ -50,6 +60,7 @@ struct Observed {
   std::vector<ObservedPod> pods;  // every pod with the job's label, any round, any owner
   bool service_exists = false;
   std::optional<ObservedProgress> progress;  // absent: no page with a step yet (or no metrics)
+  std::optional<ObservedGroup> group;        // absent: no rendezvous page read (or not InPlace)
 };
 
 struct Delete {

@@ -50,15 +50,9 @@ void UpdateProgress(Pass* p) {
   if (!prog) return;
   api::Progress next = FromSnapshot(prog->snapshot, p->now);
   const auto& cur = p->st.progress;
-  // In-place recoveries inside the pods (the supervisors restarted a trainer): the operator
-  // sees no pod fail, so rank 0's page is how they reach status.recoveries. progress.recoveries
-  // remembers how many of this round were added already (a new round starts it at 0).
-  const int64_t counted = cur ? cur->recoveries : 0;
-  next.recoveries = counted;
-  if (prog->snapshot.inplace_recoveries && *prog->snapshot.inplace_recoveries > counted) {
-    next.recoveries = static_cast<int64_t>(*prog->snapshot.inplace_recoveries);
-    p->st.recoveries += static_cast<int>(next.recoveries - counted);
-  }
+  // In-place recoveries inside the pods reach status.recoveries through MirrorGroup
+  // (inplace.h); progress.recoveries, how many of this round were added, is kept here.
+  next.recoveries = cur ? cur->recoveries : 0;
   if (cur && cur->SameValues(next)) return;
   const bool riding_along = p->st != p->job.status;
   if (cur && cur->updated_at && !riding_along) {

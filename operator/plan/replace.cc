@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "common/group_contract.h"
 #include "operator/plan/conditions.h"
 
 namespace ddp::plan::internal {
@@ -19,16 +20,16 @@ bool ReplacementUnderWay(const Pass& p) {
 }  // namespace
 
 bool CanReplaceAlone(const Pass& p, const ObservedPod& pod) {
-  return p.job.spec.failure_policy.recovery == api::Recovery::kInPlace && pod.index > 0;
+  return InPlace(p) && pod.index >= 0 && pod.role != group::kRoleRendezvous;
 }
 
-bool ReplacedInThisPass(const Pass& p, int index) {
-  return std::find(p.replaced.begin(), p.replaced.end(), index) != p.replaced.end();
+bool ReplacedInThisPass(const Pass& p, const std::string& name) {
+  return std::find(p.replaced.begin(), p.replaced.end(), name) != p.replaced.end();
 }
 
 bool AlreadyReplacing(const Pass& p, const ObservedPod& pod) {
   if (!CanReplaceAlone(p, pod)) return false;
-  if (ReplacedInThisPass(p, pod.index)) return true;
+  if (ReplacedInThisPass(p, pod.name)) return true;
   // The last failure as the pass found it: one counted in an earlier pass.
   const auto& last = p.job.status.last_failure;
   if (last && !pod.uid.empty() && last->pod_uid == pod.uid) return true;
@@ -36,14 +37,16 @@ bool AlreadyReplacing(const Pass& p, const ObservedPod& pod) {
 }
 
 void KeepReplacing(Pass* p) {
-  for (const ObservedPod* pod : CurrentPods(*p)) {
+  std::vector<const ObservedPod*> pods = CurrentPods(*p);
+  for (const ObservedPod* s : CurrentSpares(*p)) pods.push_back(s);
+  for (const ObservedPod* pod : pods) {
     if (pod && AlreadyReplacing(*p, *pod)) p->plan.deletes.push_back({"Pod", pod->name, pod->uid});
   }
 }
 
 void ReplacePod(Pass* p, const ObservedPod& pod, const std::string& why,
                 const std::string& budget) {
-  p->replaced.push_back(pod.index);
+  p->replaced.push_back(pod.name);
   if (!pod.deleting && !pod.uid.empty()) p->plan.deletes.push_back({"Pod", pod.name, pod.uid});
   const std::string msg = "round " + std::to_string(p->round) + ": replacing pod " + pod.name +
                           " (" + why + "; " + budget + ")";

@@ -1,6 +1,6 @@
-// Internal to the planner: recovery InPlace, a failed or lost pod other than pod 0 replaced alone
-// in the same round while the other pods keep running. The round model (plan.cc) handles the
-// rest: pod 0 (it hosts the rendezvous store), non-retryable failures and the budget.
+// Internal to the planner: recovery InPlace, a failed or lost pod (a worker, or a spare that held
+// a rank) replaced alone in the same round while the other pods keep running. The round model
+// (plan.cc) handles the rest: non-retryable failures and the budget.
 #ifndef DDP_OPERATOR_PLAN_REPLACE_H_
 #define DDP_OPERATOR_PLAN_REPLACE_H_
 
@@ -15,7 +15,8 @@ namespace ddp::plan::internal {
 // phase is Restarting until every pod of the round runs again (then Running, as after a round).
 inline constexpr char kReasonPodReplaced[] = "PodReplaced";
 
-// Whether a failure of `pod` is healed by replacing it alone: recovery InPlace, index != 0.
+// Whether a failure of `pod` is healed by replacing it alone: recovery InPlace (any worker or
+// spare: the rendezvous pod outlives them all).
 bool CanReplaceAlone(const Pass& p, const ObservedPod& pod);
 
 // Whether `pod` is a failure already counted, so it must not be counted again: it was replaced
@@ -24,14 +25,14 @@ bool CanReplaceAlone(const Pass& p, const ObservedPod& pod);
 // deleting during a replacement is therefore replaced without being counted: a deleting pod
 // carries no mark of who deleted it, and counting a failure twice would be worse.
 bool AlreadyReplacing(const Pass& p, const ObservedPod& pod);
-bool ReplacedInThisPass(const Pass& p, int index);
+bool ReplacedInThisPass(const Pass& p, const std::string& name);
 
 // Re-issues the delete of a counted pod that is not going yet (the delete was lost or the
 // cache is behind). Call once per pass, before the decisions.
 void KeepReplacing(Pass* p);
 
 // Replaces `pod` alone. REQUIRES: CanReplaceAlone; the caller recorded the failure and counted
-// it (recoveries or disruptions). Appends pod.index to p->replaced; deletes the pod unless it
+// it (recoveries or disruptions). Appends pod.name to p->replaced; deletes the pod unless it
 // is already going (CreateMissing recreates the name in the same round once it is gone); sets
 // phase Restarting with condition Restarting=True/PodReplaced; records one Event with `why` and
 // `budget`: "round 2: replacing pod mingpt-worker-1 (rank 1 exited 137; recovery 1 of 3)".

@@ -257,34 +257,72 @@ TEST(ProgressApi, BadProgressFieldsAreNamed) {
 namespace ddp::plan::testing {
 namespace {
 
-// Trainer restarts healed inside the pods reach status.recoveries through rank 0's page, each
-// counted once: the same reading again adds nothing, a higher one adds the difference.
+// Trainer restarts healed inside the pods reach status.recoveries through the rendezvous pod's
+// report, each counted once: the same reading again adds nothing, a higher one adds the
+// difference, a new round's (or a new rendezvous pod's) count starts a new baseline.
+ObservedGroup Group(int round, double recoveries) {
+  ObservedGroup g;
+  g.round = round;
+  g.report.present = true;
+  g.report.recoveries = recoveries;
+  return g;
+}
+
 TEST(PlannerInPodRecoveries, AreAddedOncePerReadingAndAgainInANewRound) {
   Running r = RunningJob();
-  r.world.progress = Progress(0, 100, At(50));
-  r.world.progress->snapshot.inplace_recoveries = 2;
+  r.job.spec.failure_policy.recovery = api::Recovery::kInPlace;
+  r.world.group = Group(0, 2);
   Plan plan = PlanReconcile(r.job, r.world, At(52));
   ASSERT_TRUE(plan.status) << plan.ToString();
   EXPECT_EQ(plan.status->recoveries, 2);
   EXPECT_EQ(plan.status->progress->recoveries, 2);
-  ExpectSettles(plan, r, At(52));
   Apply(plan, &r.job, &r.world, At(52));
+  Plan again = PlanReconcile(r.job, r.world, At(53));  // the same reading: nothing more
+  EXPECT_TRUE(!again.status || again.status->recoveries == 2) << again.ToString();
 
-  r.world.progress->snapshot.inplace_recoveries = 3;  // one more, within the write interval
+  r.world.group = Group(0, 3);  // one more
   Plan more = PlanReconcile(r.job, r.world, At(55));
   ASSERT_TRUE(more.status) << more.ToString();
   EXPECT_EQ(more.status->recoveries, 3);
   Apply(more, &r.job, &r.world, At(55));
 
-  // A new round's supervisors count from 0 again: its first reading adds in full.
+  // A replaced rendezvous pod counts from 0: a new baseline, nothing subtracted.
+  r.world.group = Group(0, 0);
+  Plan reset = PlanReconcile(r.job, r.world, At(56));
+  ASSERT_TRUE(reset.status) << reset.ToString();
+  EXPECT_EQ(reset.status->recoveries, 3);
+  EXPECT_EQ(reset.status->progress->recoveries, 0);
+  Apply(reset, &r.job, &r.world, At(56));
+
+  // A report of an older round counts for nothing.
   r.job.status.round = 1;
   r.job.status.progress->recoveries = 0;
   r.world = World(Pods(2, 1, "Running"));
-  r.world.progress = Progress(1, 120, At(60));
-  r.world.progress->snapshot.inplace_recoveries = 1;
+  r.world.group = Group(0, 5);
+  Plan stale = PlanReconcile(r.job, r.world, At(60));
+  EXPECT_TRUE(!stale.status || stale.status->recoveries == 3) << stale.ToString();
+  // The new round's first reading adds in full.
+  r.world.group = Group(1, 1);
   Plan next = PlanReconcile(r.job, r.world, At(61));
   ASSERT_TRUE(next.status) << next.ToString();
   EXPECT_EQ(next.status->recoveries, 4);
+}
+
+// The group and the operator charge near the limit at once: the status never shows more than
+// maxRestarts, and the job fails on the charge past it.
+TEST(PlannerInPodRecoveries, PastMaxRestartsTheJobFails) {
+  Running r = RunningJob();
+  r.job.spec.failure_policy.recovery = api::Recovery::kInPlace;
+  r.job.spec.failure_policy.max_restarts = 3;
+  r.job.status.recoveries = 2;  // one pod replaced by the operator, one healed in a pod
+  r.job.status.progress = api::Progress{};
+  r.job.status.progress->recoveries = 1;
+  r.world.group = Group(0, 3);  // two more healed in the pods: 4 failures for a budget of 3
+  Plan plan = PlanReconcile(r.job, r.world, At(70));
+  ASSERT_TRUE(plan.status) << plan.ToString();
+  EXPECT_EQ(plan.status->phase, "Failed");
+  EXPECT_EQ(plan.status->restarts + plan.status->recoveries, 3);
+  EXPECT_EQ(EventReasons(plan).back(), "MaxRestartsExceeded") << plan.ToString();
 }
 
 }  // namespace

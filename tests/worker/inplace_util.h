@@ -1,9 +1,12 @@
-// Helpers of the in-place recovery e2e tests: one-trainer "pods" (real ddp-worker processes with
-// DDP_RECOVERY=InPlace, each its own supervisor; pod 0's hosts the store), started and awaited.
+// Helpers of the in-place recovery e2e tests: an InPlace group as the operator runs it, from real
+// ddp-worker processes: the rendezvous pod (`ddp-worker rendezvous`: the store and the group's
+// authority) and one-trainer "pods" (each its own supervisor, in its own process group), spare
+// pods included. Started, frozen, killed and awaited by the tests.
 #ifndef DDP_TESTS_WORKER_INPLACE_UTIL_H_
 #define DDP_TESTS_WORKER_INPLACE_UTIL_H_
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/types.h>
 
 #include <filesystem>
@@ -20,54 +23,98 @@ namespace ddp::testing {
 struct PodsResult {
   std::vector<std::optional<int>> codes;
   std::vector<std::string> out, err;
+  std::vector<std::string> ends;  // each pod's termination message ("" when it wrote none)
+  std::optional<int> rendezvous_code;
+  std::string rendezvous_err;
 };
 
-// The environment of pod `rank` of an `n`-pod InPlace group (MASTER_PORT from `env`).
-inline std::map<std::string, std::string> PodEnv(int n, int rank, std::map<std::string, std::string> env) {
-  env["MASTER_ADDR"] = "127.0.0.1";
-  env["WORLD_SIZE"] = env["NNODES"] = std::to_string(n);
+// One InPlace group of `n` one-trainer pods (rank i = pod i) on one host.
+struct InPlaceGroup {
+  int n = 0;
+  std::vector<std::string> args;
+  std::string dir;
+  std::map<std::string, std::string> env;  // common to every pod (MASTER_PORT, ...)
+  Proc rendezvous;
+  std::vector<Proc> pods;  // what Wait() waits for, in the order started
+  std::vector<std::string> end_paths;
+};
+
+// The environment of pod `name` (`node` its rank, -1 for a spare).
+inline std::map<std::string, std::string> PodEnv(const InPlaceGroup& g, const std::string& name,
+                                                 int node) {
+  auto env = g.env;
+  env["MASTER_ADDR"] = env["DDP_STORE_ADDR"] = "127.0.0.1";
+  env["WORLD_SIZE"] = env["NNODES"] = std::to_string(g.n);
   env["NPROC_PER_NODE"] = "1";
   env["DDP_RECOVERY"] = "InPlace";
-  env["RANK"] = env["NODE_RANK"] = std::to_string(rank);
-  if (!env.count("DDP_RENDEZVOUS_TIMEOUT")) env["DDP_RENDEZVOUS_TIMEOUT"] = "60";
+  env["DDP_POD_NAME"] = name;
+  env["DDP_POD_ROLE"] = node >= 0 ? "worker" : "spare";
+  if (node >= 0) env["RANK"] = env["NODE_RANK"] = std::to_string(node);
   return env;
 }
 
-inline Proc StartPod(int n, int rank, const std::vector<std::string>& args, const std::string& dir,
-              const std::map<std::string, std::string>& env) {
+// Starts (another incarnation of) pod `name`; its termination message goes to a file of its own.
+inline Proc StartPod(InPlaceGroup* g, const std::string& name, int node,
+                     std::map<std::string, std::string> extra = {}) {
   static int started = 0;
-  return StartProc(kWorkerBin, args, PodEnv(n, rank, env), dir,
-                   "inplace-pod" + std::to_string(rank) + "-" + std::to_string(++started));
+  const std::string tag = name + "-" + std::to_string(++started);
+  auto env = PodEnv(*g, name, node);
+  env["DDP_TERMINATION_LOG"] = g->dir + "/" + tag + ".end";
+  for (const auto& [k, v] : extra) env[k] = v;
+  Proc p = StartProc(kWorkerBin, g->args, env, g->dir, tag);
+  g->pods.push_back(p);
+  g->end_paths.push_back(env["DDP_TERMINATION_LOG"]);
+  return p;
 }
 
-// Starts `n` one-trainer pods of one InPlace group; `faults` by rank (DDP_FAULT).
-inline std::vector<Proc> StartInPlacePods(int n, const std::vector<std::string>& args,
-                                   const std::string& dir, const std::map<int, std::string>& faults,
-                                   std::map<std::string, std::string> env = {}) {
+// The rendezvous pod, `n` worker pods ("pod<i>", faults by rank as DDP_FAULT) and `spares` spare
+// pods ("spare<k>"). Defaults: rendezvous timeout 60 s, liveness 5 s, budget 3.
+inline InPlaceGroup StartInPlace(int n, const std::vector<std::string>& args, const std::string& dir,
+                                 const std::map<int, std::string>& faults,
+                                 std::map<std::string, std::string> env = {}, int spares = 0) {
+  InPlaceGroup g;
+  g.n = n;
+  g.args = args;
+  g.dir = dir;
   if (!env.count("MASTER_PORT")) env["MASTER_PORT"] = std::to_string(FreePort());
-  std::vector<Proc> procs;
+  if (!env.count("DDP_RENDEZVOUS_TIMEOUT")) env["DDP_RENDEZVOUS_TIMEOUT"] = "60";
+  if (!env.count("DDP_LIVENESS_TIMEOUT")) env["DDP_LIVENESS_TIMEOUT"] = "5";
+  g.env = env;
+  static int groups = 0;
+  auto renv = PodEnv(g, "rendezvous", -1);
+  renv["DDP_POD_ROLE"] = "rendezvous";
+  g.rendezvous = StartProc(kWorkerBin, {"rendezvous"}, renv, dir,
+                           "rendezvous-" + std::to_string(++groups));
   for (int r = 0; r < n; ++r) {
-    auto e = env;
-    if (auto it = faults.find(r); it != faults.end()) e["DDP_FAULT"] = it->second;
-    procs.push_back(StartPod(n, r, args, dir, e));
+    std::map<std::string, std::string> extra;
+    if (auto it = faults.find(r); it != faults.end()) extra["DDP_FAULT"] = it->second;
+    StartPod(&g, "pod" + std::to_string(r), r, extra);
   }
-  return procs;
-}
-
-inline PodsResult WaitPods(const std::vector<Proc>& procs) {
-  PodsResult g;
-  for (const auto& p : procs) {
-    g.codes.push_back(WaitProc(p, std::chrono::seconds(150)));
-    g.out.push_back(ReadAll(p.out_path));
-    g.err.push_back(ReadAll(p.err_path));
-  }
+  for (int k = 0; k < spares; ++k) StartPod(&g, "spare" + std::to_string(k), -1);
   return g;
 }
 
-inline PodsResult RunInPlacePods(int n, const std::vector<std::string>& args, const std::string& dir,
-                          const std::map<int, std::string>& faults,
-                          std::map<std::string, std::string> env = {}) {
-  return WaitPods(StartInPlacePods(n, args, dir, faults, std::move(env)));
+// Waits for every pod started, then the rendezvous pod (which ends once training finished and
+// the pods are gone; it is stopped if it has not ended 40 s after them).
+inline PodsResult Wait(const InPlaceGroup& g) {
+  PodsResult r;
+  for (size_t i = 0; i < g.pods.size(); ++i) {
+    r.codes.push_back(WaitProc(g.pods[i], std::chrono::seconds(150)));
+    r.out.push_back(ReadAll(g.pods[i].out_path));
+    r.err.push_back(ReadAll(g.pods[i].err_path));
+    std::string end;
+    std::getline(std::ifstream(g.end_paths[i]), end);
+    r.ends.push_back(end);
+  }
+  r.rendezvous_code = WaitProc(g.rendezvous, std::chrono::seconds(40));
+  r.rendezvous_err = ReadAll(g.rendezvous.err_path);
+  return r;
+}
+
+inline PodsResult RunInPlace(int n, const std::vector<std::string>& args, const std::string& dir,
+                             const std::map<int, std::string>& faults,
+                             std::map<std::string, std::string> env = {}) {
+  return Wait(StartInPlace(n, args, dir, faults, std::move(env)));
 }
 
 inline std::string Reference(int n, const std::vector<std::string>& args, const std::string& dir) {
@@ -76,11 +123,16 @@ inline std::string Reference(int n, const std::vector<std::string>& args, const 
   return Field(ref.out[0], "param_checksum");
 }
 
-inline void ExpectAllEqual(const PodsResult& g, const std::string& want) {
+// Every pod in `which` (default: all) ended 0 with the reference's parameters.
+inline void ExpectAllEqual(const PodsResult& g, const std::string& want,
+                           std::vector<size_t> which = {}) {
   ASSERT_FALSE(want.empty());
-  for (size_t r = 0; r < g.codes.size(); ++r) {
+  if (which.empty()) {
+    for (size_t r = 0; r < g.codes.size(); ++r) which.push_back(r);
+  }
+  for (size_t r : which) {
     EXPECT_EQ(g.codes[r], 0) << g.err[r];
-    EXPECT_EQ(Field(g.out[r], "param_checksum"), want) << "rank " << r << "\n" << g.err[r];
+    EXPECT_EQ(Field(g.out[r], "param_checksum"), want) << "pod " << r << "\n" << g.err[r];
   }
 }
 
@@ -107,6 +159,13 @@ inline std::vector<pid_t> ChildrenNamed(pid_t parent, const std::string& name) {
     if (rest >> state >> ppid && ppid == parent && state != 'Z') out.push_back(std::stoi(pid));
   }
   return out;
+}
+
+// Rank 0's step lines ("step N/M ...") seen so far in `proc`'s log (0 before the first).
+inline int64_t LastStep(const Proc& proc) {
+  const std::string log = ReadAll(proc.err_path);
+  const size_t at = log.rfind("] step ");
+  return at == std::string::npos ? 0 : std::atoll(log.c_str() + at + 7);
 }
 
 }  // namespace ddp::testing

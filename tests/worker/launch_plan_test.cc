@@ -50,11 +50,13 @@ TEST(LaunchPlanTest, DefaultsAndErrors) {
   }
 }
 
-TEST(LaunchPlanTest, ExitCodeDecidedByFirstFailure) {
+// The first failure's own code, so that restartPolicy ExitCode judges the code the trainer
+// chose (a launcher that turned 1 into 75 made every failure retryable).
+TEST(LaunchPlanTest, ExitCodeIsTheFirstFailuresOwn) {
   struct Row { std::vector<ChildExit> exits; int want; };
   for (const Row& r : {Row{{{0, 0}, {1, 0}}, 0},
-                       Row{{{1, 137}, {0, 75}}, 75},   // killed child, the other stopped by us
-                       Row{{{0, 0}, {1, 1}}, 75},
+                       Row{{{1, 137}, {0, 75}}, 137},  // killed child, the other stopped by us
+                       Row{{{0, 0}, {1, 1}}, 1},
                        Row{{{1, 2}, {0, 75}}, 2},      // bad config is permanent
                        Row{{{0, 3}, {1, 143}}, 3},
                        Row{{{0, 75}, {1, 2}}, 75}}) {  // the 2 came after our SIGTERM

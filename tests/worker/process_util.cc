@@ -28,6 +28,7 @@ Proc StartProc(const std::string& bin, const std::vector<std::string>& args,
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   p.pid = fork();
   if (p.pid == 0) {
+    setpgid(0, 0);  // its own process group, as a pod is: a test can signal or freeze it whole
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     int out = open(p.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int err = open(p.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -21,7 +21,8 @@ struct Proc {
   std::string out_path, err_path;
 };
 
-// Starts `bin args...` with the current env plus `env`, stdout/stderr to <dir>/<name>.out/.err.
+// Starts `bin args...` with the current env plus `env`, stdout/stderr to <dir>/<name>.out/.err,
+// in a process group of its own (its pid), as a pod is.
 Proc StartProc(const std::string& bin, const std::vector<std::string>& args,
                const std::map<std::string, std::string>& env, const std::string& dir,
                const std::string& name);

@@ -1,5 +1,5 @@
-// In-place recovery's pure decisions: whom to heal from, what a supervisor does with an exit,
-// the recovery settings, and faults scoped to one incarnation.
+// In-place recovery's pure decisions: whom to heal from, the recovery settings, and faults
+// scoped to one incarnation. (What a trainer's exit means: tests/common/failure_policy_test.cc.)
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -32,26 +32,6 @@ TEST(PlanHealTest, TheLowestRankAtTheLatestStepSendsToEveryoneBehind) {
   }
 }
 
-TEST(SuperviseTest, ExitsAreHealedWithinTheBudgetOnlyInPlace) {
-  const RecoverySettings in_place{true, 2}, restart{false, 2};
-  struct Row {
-    int code;
-    RecoverySettings settings;
-    int64_t count;
-    OnTrainerExit want;
-  };
-  for (const Row& r : std::vector<Row>{
-           {0, in_place, 1, OnTrainerExit::kDone},
-           {75, in_place, 1, OnTrainerExit::kRestart},
-           {137, in_place, 2, OnTrainerExit::kRestart},
-           {137, in_place, 3, OnTrainerExit::kFailPod},   // budget spent
-           {2, in_place, 1, OnTrainerExit::kFailPod},     // bad config: restarting cannot help
-           {3, in_place, 1, OnTrainerExit::kFailPod},     // bad data
-           {75, restart, 1, OnTrainerExit::kFailPod}}) {  // Restart: the operator decides
-    EXPECT_EQ(DecideTrainerExit(r.code, r.settings, r.count), r.want) << r.code << " " << r.count;
-  }
-}
-
 TEST(SuperviseTest, SettingsFromEnvAndTheirErrors) {
   auto lookup = [](std::map<std::string, std::string> env) {
     return RecoverySettingsFromLookup([env](const char* n) -> const char* {
@@ -62,16 +42,13 @@ TEST(SuperviseTest, SettingsFromEnvAndTheirErrors) {
   auto def = lookup({});
   ASSERT_TRUE(def.ok());
   EXPECT_FALSE(def->in_place);
-  EXPECT_EQ(def->max_recoveries, kDefaultMaxRecoveries);
   EXPECT_TRUE(def->warm_standby);
-  auto set = lookup({{kEnvRecovery, "InPlace"}, {kEnvMaxRecoveries, "0"}, {kEnvWarmStandby, "0"}});
+  auto set = lookup({{kEnvRecovery, "InPlace"}, {kEnvWarmStandby, "0"}});
   ASSERT_TRUE(set.ok());
   EXPECT_TRUE(set->in_place);
-  EXPECT_EQ(set->max_recoveries, 0);
   EXPECT_FALSE(set->warm_standby);
   for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {kEnvRecovery, "inplace"}, {kEnvMaxRecoveries, "-1"}, {kEnvMaxRecoveries, "3x"},
-           {kEnvWarmStandby, "true"}}) {
+           {kEnvRecovery, "inplace"}, {kEnvWarmStandby, "true"}}) {
     auto bad = lookup({{k, v}});
     ASSERT_FALSE(bad.ok()) << k << "=" << v;
     EXPECT_NE(bad.status().message().find(k), std::string::npos);

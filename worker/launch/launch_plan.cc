@@ -70,9 +70,7 @@ StatusOr<LaunchPlan> PlanLaunch(const std::function<const char*(const char*)>& g
 
 int LaunchExitCode(const std::vector<ChildExit>& exits_in_order) {
   for (const auto& e : exits_in_order) {
-    if (e.code == kExitOk) continue;
-    if (e.code == kExitInvalidConfig || e.code == kExitInvalidData) return e.code;
-    return kExitRetryable;
+    if (e.code != kExitOk) return e.code;
   }
   return kExitOk;
 }

@@ -54,8 +54,8 @@ struct ChildExit {
 };
 
 // The launcher's exit code from children's exits in the order they happened: 0 when all exited
-// 0; else decided by the first failure: 2 or 3 propagate (a permanent failure: the operator must
-// not restart a group that cannot fix bad config or data), anything else -> 75 (the group restarts).
+// 0; else the first failure's own code, unchanged (the root cause: the others were stopped
+// because of it), so that the operator applies restartPolicy to the code the trainer chose.
 int LaunchExitCode(const std::vector<ChildExit>& exits_in_order);
 
 }  // namespace ddp::worker

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "worker/launch/spawn.h"
 #include "worker/launch/supervise.h"
@@ -37,9 +39,12 @@ Status Standby::Start(const std::string& self, const std::vector<std::string>& a
   return Status::OK();
 }
 
-pid_t Standby::Activate(int incarnation) {
+pid_t Standby::Activate(int incarnation, const std::map<std::string, std::string>& env) {
   if (!running()) return -1;
-  const std::string msg = std::to_string(incarnation) + "\n";
+  // "<incarnation>\n" then "NAME=value\n" per variable, then an empty line.
+  std::string msg = std::to_string(incarnation) + "\n";
+  for (const auto& [k, v] : env) msg += k + "=" + v + "\n";
+  msg += "\n";
   // MSG_NOSIGNAL: a standby that died must not take the supervisor with it (SIGPIPE).
   const ssize_t n = send(fd_, msg.data(), msg.size(), MSG_NOSIGNAL);
   if (n != static_cast<ssize_t>(msg.size())) {
@@ -72,34 +77,51 @@ void Standby::Discard() {
   pid_ = -1;
 }
 
-Status AwaitActivation() {
+Status AwaitActivation(const std::function<void()>& warm) {
   const char* v = std::getenv(kEnvStandbyFd);
   if (v == nullptr) return Status::OK();
   const int fd = std::atoi(v);
+  if (warm) warm();
   // Named apart while waiting (ps, /proc/<pid>/comm), so nobody mistakes it for a trainer.
   char name[17] = {};
   prctl(PR_GET_NAME, name);
   prctl(PR_SET_NAME, kStandbyProcessName);
-  std::string msg;
+  std::vector<std::string> lines{""};
+  constexpr size_t kMaxMessage = 1 << 16;
+  size_t total = 0;
   char c = 0;
   while (true) {
     const ssize_t n = read(fd, &c, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) _exit(kExitOk);  // discarded, or the supervisor ended: never a trainer
-    if (c == '\n') break;
-    msg.push_back(c);
-    if (msg.size() > 16) break;
+    if (++total > kMaxMessage) break;
+    if (c != '\n') {
+      lines.back().push_back(c);
+      continue;
+    }
+    if (lines.back().empty()) break;  // the empty line ends the message
+    lines.emplace_back();
   }
   close(fd);
+  if (!lines.empty() && lines.back().empty()) lines.pop_back();
   prctl(PR_SET_NAME, name);
   unsetenv(kEnvStandbyFd);
+  unsetenv(kEnvStandbyWarmDevice);
+  const std::string& first = lines.front();
   char* end = nullptr;
-  const long incarnation = std::strtol(msg.c_str(), &end, 10);
-  if (msg.empty() || *end != '\0' || incarnation < 0) {
-    return Status::FailedPrecondition("standby: the supervisor's activation \"" + msg +
+  const long incarnation = std::strtol(first.c_str(), &end, 10);
+  if (first.empty() || *end != '\0' || incarnation < 0) {
+    return Status::FailedPrecondition("standby: the supervisor's activation \"" + first +
                                       "\" is not an incarnation number");
   }
-  setenv(kEnvIncarnation, msg.c_str(), 1);
+  setenv(kEnvIncarnation, first.c_str(), 1);
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const size_t eq = lines[i].find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::FailedPrecondition("standby: malformed activation variable \"" + lines[i] + "\"");
+    }
+    setenv(lines[i].substr(0, eq).c_str(), lines[i].substr(eq + 1).c_str(), 1);
+  }
   return Status::OK();
 }
 

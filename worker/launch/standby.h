@@ -15,6 +15,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -44,10 +45,11 @@ class Standby {
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
 
-  // Tells the standby to train as incarnation `incarnation` and gives its pid up to the caller
-  // (the supervisor's trainer from now on). -1 when no standby runs or it cannot be reached (it
-  // died); the caller then starts a trainer the usual way.
-  pid_t Activate(int incarnation);
+  // Tells the standby to train as incarnation `incarnation`, with `env` set on top of the one it
+  // was started with (a spare's standbys learn their rank only now), and gives its pid up to the
+  // caller (the supervisor's trainer from now on). -1 when no standby runs or it cannot be
+  // reached (it died); the caller then starts a trainer the usual way.
+  pid_t Activate(int incarnation, const std::map<std::string, std::string>& env = {});
 
   // The standby exited on its own (waitpid reported `pid`): forget it. True if it was ours.
   bool Reaped(pid_t pid);
@@ -60,12 +62,18 @@ class Standby {
   int fd_ = -1;  // the supervisor's end of the socket
 };
 
-// Trainer side. Without kEnvStandbyFd in the environment: returns at once. Otherwise names the
-// process kStandbyProcessName and blocks until the supervisor activates it; then restores the
-// name, sets DDP_INCARNATION to the incarnation it was given, removes kEnvStandbyFd and returns.
-// Leaves the process with exit code 0 when the supervisor closes the socket without activating
-// it (the supervisor ended or discarded it). A malformed message is FailedPrecondition.
-Status AwaitActivation();
+// Trainer side. Without kEnvStandbyFd in the environment: returns at once. Otherwise calls
+// `warm` (when given: a spare's standby creates its device context here), names the process
+// kStandbyProcessName and blocks until the supervisor activates it; then restores the name, sets
+// DDP_INCARNATION to the incarnation it was given and the activation's variables, removes
+// kEnvStandbyFd and returns. Leaves the process with exit code 0 when the supervisor closes the
+// socket without activating it (the supervisor ended or discarded it). A malformed message is
+// FailedPrecondition.
+Status AwaitActivation(const std::function<void()>& warm = nullptr);
+
+// Written by the supervisor for a spare's standbys: "1" = create the device context while
+// waiting (a spare's GPU is idle; a member pod's standby must not take GPU memory).
+inline constexpr char kEnvStandbyWarmDevice[] = "DDP_STANDBY_WARM_DEVICE";
 
 }  // namespace ddp::worker
 

@@ -70,9 +70,14 @@ void MaybeInjectFault(const std::optional<Fault>& fault, int rank, int64_t step)
     case Fault::Kind::kKill:
       kill(getpid(), SIGKILL);
       break;
-    case Fault::Kind::kTerm:
-      kill(getpid(), SIGTERM);
+    case Fault::Kind::kTerm: {
+      // As an eviction does: SIGTERM to the pod's main process, which is the supervisor when
+      // there is one (a supervised trainer leaves SIGTERM to it), else this process.
+      const char* supervised = std::getenv("DDP_SUPERVISED");
+      const bool to_pod = supervised != nullptr && std::string(supervised) == "1";
+      kill(to_pod ? getppid() : getpid(), SIGTERM);
       break;
+    }
     case Fault::Kind::kKillInCheckpoint:
       break;
   }

@@ -32,7 +32,8 @@ struct Fault {
 StatusOr<std::optional<Fault>> ParseFault(const std::string& text);
 
 // If `fault` targets (rank, step): kExit -> _exit(code) (no cleanup, like a crash); kKill ->
-// SIGKILL to itself; kTerm -> SIGTERM to itself (exercises the real preemption path).
+// SIGKILL to itself; kTerm -> SIGTERM to the pod's main process (its supervisor under in-place
+// recovery, else itself), as an eviction delivers it (exercises the real preemption path).
 void MaybeInjectFault(const std::optional<Fault>& fault, int rank, int64_t step);
 
 // `base`, or for a kKillInCheckpoint fault of `rank` a file system that passes everything to

@@ -89,7 +89,7 @@ std::string SummaryLine(const TrainResult& r, int rank, int world_size) {
 
 StatusOr<TrainResult> Train(const TrainContext& ctx) {
   const TrainConfig& cfg = *ctx.config;
-  GroupMembership* group = ctx.group;
+  group::GroupMembership* group = ctx.group;
   const int rank = group ? group->rank() : ctx.comm->rank();
   const int world = group ? group->size() : ctx.comm->size();
   WorkerMetrics* m = ctx.metrics;
@@ -125,9 +125,12 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     return BroadcastModule(*mo.model, comm).WithContext("broadcast parameters");
   };
   // Joins the next generation until one forms and heals; bounded by the rendezvous timeout of
-  // each Join and by kMaxFormAttempts failures in a row.
+  // each Join and by kMaxFormAttempts failures in a row (a communicator whose creation was
+  // cancelled because the generation moved on again counts as one). A group that ends instead
+  // (stop, abandon, fenced, store lost) sets group_end and returns Unavailable.
+  group::GroupEnd group_end = group::GroupEnd::kNone;
   auto form = [&]() -> Status {
-    constexpr int kMaxFormAttempts = 8;
+    constexpr int kMaxFormAttempts = 32;
     Status last;
     for (int attempt = 0; attempt < kMaxFormAttempts; ++attempt) {
       if (owned) owned->Abort();  // a communicator of a generation that is gone
@@ -137,9 +140,13 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
         last = f.status();
         continue;
       }
+      if (f->end != group::GroupEnd::kNone) {
+        group_end = f->end;
+        return Status::Unavailable(std::string("group ") + group::GroupEndName(f->end) + ": " + f->why);
+      }
       owned = std::move(f->comm);
       comm = owned.get();
-      group->Watch(comm, std::chrono::milliseconds(100));
+      group->Watch(comm);
       if (m) m->generation.Set(static_cast<double>(f->generation));
       const HealPlan plan = PlanHeal(f->committed_steps);
       Status s = plan.step < 0 ? start_fresh()
@@ -213,19 +220,22 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   };
   // Before giving up on the group: every survivor saves its committed step (identical state on
   // all that reached it), unless a checkpoint of it exists; see CheckpointStore::Save's writer.
-  auto just_in_time_checkpoint = [&]() {
-    if (cfg.checkpoint_dir.empty() || committed.step <= 0 || committed.step == last_saved) return;
+  auto just_in_time_checkpoint = [&]() -> bool {
+    if (cfg.checkpoint_dir.empty() || committed.step <= 0) return false;
+    if (committed.step == last_saved) return true;
     auto payload = SerializeTrainState(*mo.model, *mo.optimizer, committed);
     Status s = payload.ok() ? store.Save(committed.step, *payload, "r" + std::to_string(rank))
                             : payload.status();
     if (s.ok()) {
       DDP_LOG(INFO) << "rank " << rank << ": just-in-time checkpoint of step " << committed.step;
       if (m) m->checkpoint_last_step.Set(static_cast<double>(committed.step));
-    } else {
-      if (m) m->checkpoint_failures.Inc();
-      DDP_LOG(ERROR) << "rank " << rank << ": just-in-time checkpoint of step " << committed.step
-                     << " failed: " << s.ToString();
+      last_saved = committed.step;
+      return true;
     }
+    if (m) m->checkpoint_failures.Inc();
+    DDP_LOG(ERROR) << "rank " << rank << ": just-in-time checkpoint of step " << committed.step
+                   << " failed: " << s.ToString();
+    return false;
   };
 
   LrSchedule sched{cfg.lr, cfg.min_lr, cfg.warmup_steps, cfg.steps};
@@ -307,7 +317,9 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     std::shared_ptr<Work> agreement;
     t0 = Clock::now();
     if (agree_now) {
-      const bool stop_here = ctx.stop != nullptr && ctx.stop->load();
+      // SIGTERM (Restart), or the group's decision that the whole job stops (InPlace).
+      const bool stop_here =
+          (ctx.stop != nullptr && ctx.stop->load()) || (group != nullptr && group->stop_requested());
       const double mean_step = Since(busy.since) / static_cast<double>(busy.steps);
       // Bounded so that the float carries it exactly; NextAgreementStep caps it at log_every.
       const int64_t interval =
@@ -417,6 +429,16 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     if (m) m->recoveries.Inc();
     reducer.reset();  // its buckets may still be referenced by the abandoned collectives
     if (Status f = form(); !f.ok()) {
+      // Declared lost: the group went on without this trainer; it holds nothing it needs.
+      if (group_end == group::GroupEnd::kFenced) return f;
+      if (group_end == group::GroupEnd::kStop) {
+        // The whole job stops while the group was re-forming: save, and stop as on SIGTERM.
+        const bool saved = just_in_time_checkpoint();
+        result.preempted = true;
+        result.resume_step = saved ? committed.step : 0;
+        if (!saved && !cfg.checkpoint_dir.empty()) result.checkpoint_error = "the just-in-time checkpoint failed";
+        break;
+      }
       if (IsCommFailure(f)) just_in_time_checkpoint();
       return f.WithContext("after " + s.ToString());
     }

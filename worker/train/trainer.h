@@ -11,7 +11,7 @@
 
 #include "common/status.h"
 #include "worker/comm/communicator.h"
-#include "worker/comm/membership.h"
+#include "worker/group/membership.h"
 #include "worker/train/config.h"
 #include "worker/train/fault.h"
 #include "worker/train/filesystem.h"
@@ -24,7 +24,7 @@ namespace ddp::worker {
 struct TrainContext {
   const TrainConfig* config = nullptr;
   Communicator* comm = nullptr;               // a fixed group (recovery: Restart)
-  GroupMembership* group = nullptr;           // or a group that heals in place (comm unused)
+  group::GroupMembership* group = nullptr;    // or a group that heals in place (comm unused)
   c10::Device device = c10::Device(c10::kCPU);
   WorkerMetrics* metrics = nullptr;           // may be null
   FileSystem* fs = nullptr;                   // checkpoints

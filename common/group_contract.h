@@ -1,0 +1,84 @@
+// The contract of in-place recovery between the operator and ddp-worker (DESIGN.md "In-place
+// recovery", "Drains, silent nodes and the budget", "Hot spares"): the environment the operator
+// gives every pod of an InPlace job, the pod roles, the reasons a supervisor writes when its pod
+// ends, and the series of the rendezvous pod's /metrics that the operator reads. Defined once
+// here; the operator writes and reads them through plan/ and kube/, the worker through group/.
+#ifndef DDP_COMMON_GROUP_CONTRACT_H_
+#define DDP_COMMON_GROUP_CONTRACT_H_
+
+#include <optional>
+#include <string>
+
+namespace ddp::group {
+
+// --- Environment (written by the operator's planner, read by ddp-worker) ---
+// Host of the group's store: the job's rendezvous pod (its port is MASTER_PORT).
+inline constexpr char kEnvStoreAddr[] = "DDP_STORE_ADDR";
+// The pod's own name and UID (the UID from the downward API): a pod's identity in the group.
+inline constexpr char kEnvPodName[] = "DDP_POD_NAME";
+inline constexpr char kEnvPodUid[] = "DDP_POD_UID";
+// The pod's IP (downward API status.podIP): where the rendezvous reaches a pod's /metrics.
+inline constexpr char kEnvPodIp[] = "DDP_POD_IP";
+// kRoleWorker, kRoleSpare or kRoleRendezvous.
+inline constexpr char kEnvPodRole[] = "DDP_POD_ROLE";
+// Seconds a member may stay silent before the group declares it lost (default kDefaultLiveness).
+inline constexpr char kEnvLivenessTimeout[] = "DDP_LIVENESS_TIMEOUT";
+// spec.failurePolicy.restartPolicy and retryableExitCodes ("75,76"): the supervisor applies
+// them to its trainers exactly as the operator applies them to pods (failure_policy.h).
+inline constexpr char kEnvRestartPolicy[] = "DDP_RESTART_POLICY";
+inline constexpr char kEnvRetryableExitCodes[] = "DDP_RETRYABLE_EXIT_CODES";
+// Set on a pod created to replace a lost member: "<kind>:<uid of the lost pod>", kind
+// kReplacesFailure (charged once to the budget when the pod registers) or kReplacesDisruption.
+inline constexpr char kEnvReplaces[] = "DDP_REPLACES";
+inline constexpr char kReplacesFailure[] = "failure";
+inline constexpr char kReplacesDisruption[] = "disruption";
+// Where the supervisor writes why its pod ended (Kubernetes' terminationMessagePath; the
+// operator reads it back as the container's terminated message). Default kDefaultTerminationLog.
+inline constexpr char kEnvTerminationLog[] = "DDP_TERMINATION_LOG";
+inline constexpr char kDefaultTerminationLog[] = "/dev/termination-log";
+
+inline constexpr int kDefaultLivenessSeconds = 10;
+
+// Pod roles (label ddp.dev/role and kEnvPodRole).
+inline constexpr char kRoleWorker[] = "worker";
+inline constexpr char kRoleSpare[] = "spare";
+inline constexpr char kRoleRendezvous[] = "rendezvous";
+
+// --- Why a supervised pod ended: the first line of its termination message,
+// "ddp: <Reason>: <text>". ---
+enum class EndReason {
+  kBudgetSpent,     // a heal was refused: restarts + recoveries reached maxRestarts
+  kNotRetryable,    // a trainer exited with a code restartPolicy does not retry
+  kGroupAbandoned,  // the group could not re-form in place: the round is over (not a new failure)
+  kDeparted,        // SIGTERM reached this pod and not the whole job: it left (a disruption)
+  kStopped,         // the whole job stopped together, with a checkpoint
+  kFenced,          // the group had declared this pod lost; it came back too late
+};
+const char* EndReasonName(EndReason r);
+// "ddp: BudgetSpent: rank 1 exited 137; 3 of 3 recoveries used".
+std::string FormatEnd(EndReason r, const std::string& text);
+// The reason of a termination message, when its first line is one of ours.
+std::optional<EndReason> ParseEnd(const std::string& message);
+
+// --- The rendezvous pod's /metrics (besides rank 0's series, which it serves as well) ---
+inline constexpr char kGroupGeneration[] = "ddp_group_generation";
+// Failures healed in place this round, charged to maxRestarts (trainer restarts in the pods and
+// replaced pods), and the budget left of this round's maxRestarts.
+inline constexpr char kGroupRecoveries[] = "ddp_group_recoveries";
+inline constexpr char kGroupBudgetLeft[] = "ddp_group_budget_left";
+// 1 per pod holding node rank `node_rank` (labels kPodLabel, kNodeRankLabel).
+inline constexpr char kGroupMember[] = "ddp_group_member";
+// 1 per idle spare pod ready to take a rank (label kPodLabel).
+inline constexpr char kGroupSpare[] = "ddp_group_spare";
+// 1 per pod the group declared lost and fenced (labels kPodLabel, kUidLabel): the operator
+// replaces it at once, without waiting out its grace period.
+inline constexpr char kGroupFenced[] = "ddp_group_fenced";
+// 1 once the group gave up re-forming this round (the pods then exit kGroupAbandoned).
+inline constexpr char kGroupAbandoned[] = "ddp_group_abandoned";
+inline constexpr char kPodLabel[] = "pod";
+inline constexpr char kUidLabel[] = "uid";
+inline constexpr char kNodeRankLabel[] = "node_rank";
+
+}  // namespace ddp::group
+
+#endif  // DDP_COMMON_GROUP_CONTRACT_H_

@@ -1,0 +1,152 @@
+// recovery InPlace's steps of a reconcile pass (see inplace.h).
+#include "operator/plan/inplace.h"
+
+#include <algorithm>
+
+#include "common/group_contract.h"
+#include "operator/plan/names.h"
+#include "operator/plan/replace.h"
+#include "operator/plan/round.h"
+
+namespace ddp::plan::internal {
+namespace {
+
+using ddp::group::EndReason;
+using ddp::group::ParseEnd;
+
+bool Ended(const ObservedPod& pod) {
+  return pod.deleting || pod.fenced || pod.phase == "Failed" || pod.disruption_condition;
+}
+
+// Idle: a spare pod holding no rank, or any pod the group lists as an idle spare (a worker pod
+// whose rank a spare took registers as one). Without a report: the spare pods.
+bool IsIdleSpare(const Pass& p, const ObservedPod& pod) {
+  const metrics::GroupScrape* g = CurrentGroup(p);
+  if (g == nullptr) return pod.role == group::kRoleSpare;
+  const auto& spares = g->spares;
+  if (std::find(spares.begin(), spares.end(), pod.name) != spares.end()) return true;
+  return pod.role == group::kRoleSpare && !g->members.count(pod.name);
+}
+
+}  // namespace
+
+const metrics::GroupScrape* CurrentGroup(const Pass& p) {
+  const auto& g = p.seen->group;
+  return InPlace(p) && g && g->round == p.round && g->report.present ? &g->report : nullptr;
+}
+
+int GroupRank(const Pass& p, const ObservedPod& pod) {
+  if (const metrics::GroupScrape* g = CurrentGroup(p)) {
+    auto it = g->members.find(pod.name);
+    if (it != g->members.end()) return it->second;
+  }
+  return pod.index;
+}
+
+bool IsMember(const Pass& p, const ObservedPod& pod) {
+  return IsCurrent(p, pod) && pod.role != group::kRoleRendezvous && !IsIdleSpare(p, pod);
+}
+
+std::vector<const ObservedPod*> MemberPods(const Pass& p) {
+  std::vector<const ObservedPod*> out;
+  for (const ObservedPod* pod : CurrentPods(p)) {
+    if (pod != nullptr && !IsIdleSpare(p, *pod)) out.push_back(pod);
+  }
+  for (const ObservedPod* pod : CurrentSpares(p)) {
+    if (pod != nullptr && !IsIdleSpare(p, *pod)) out.push_back(pod);
+  }
+  return out;
+}
+
+std::optional<Plan> DecideGroup(Pass* p) {
+  if (!InPlace(*p)) return std::nullopt;
+  const api::FailurePolicy& policy = p->job.spec.failure_policy;
+  std::vector<const ObservedPod*> pods = CurrentPods(*p);
+  for (const ObservedPod* s : CurrentSpares(*p)) pods.push_back(s);
+  // 1-2. What the supervisors said when their pods ended.
+  for (const ObservedPod* pod : pods) {
+    if (pod == nullptr || pod->phase != "Failed") continue;
+    const auto end = ParseEnd(pod->message);
+    if (end == EndReason::kBudgetSpent) {
+      RecordFailure(p, *pod, PodOutcome::kFailure, GroupRank(*p, *pod));
+      p->st.recoveries = std::max(p->st.recoveries, policy.max_restarts - p->st.restarts);
+      return EndJob(p, false, "MaxRestartsExceeded",
+                    "pod " + pod->name + ": " + pod->message.substr(5) + " (" +
+                        std::to_string(p->st.restarts) + " restarts and " +
+                        std::to_string(p->st.recoveries) +
+                        " recoveries reached spec.failurePolicy.maxRestarts)");
+    }
+    if (end != EndReason::kGroupAbandoned) continue;
+    const bool never_formed = pod->message.find("never formed") != std::string::npos;
+    RecordFailure(p, *pod, PodOutcome::kFailure, GroupRank(*p, *pod));
+    if (!never_formed) {
+      StartNewRound(p, RestartSize(*p), api::kPhaseRestarting, "GroupAbandoned",
+                    "the group could not re-form in place (pod " + pod->name +
+                        "); the failure that caused it was counted already",
+                    true);
+      return std::nullopt;
+    }
+    if (p->st.restarts + p->st.recoveries >= policy.max_restarts) {
+      return EndJob(p, false, "MaxRestartsExceeded",
+                    "the group never formed within spec.rendezvous.timeoutSeconds; " +
+                        std::to_string(p->st.restarts) + " restarts and " +
+                        std::to_string(p->st.recoveries) +
+                        " recoveries reached spec.failurePolicy.maxRestarts");
+    }
+    p->st.restarts += 1;
+    StartNewRound(p, RestartSize(*p), api::kPhaseRestarting, "PodFailed",
+                  "the group never formed within spec.rendezvous.timeoutSeconds; restart " +
+                      std::to_string(p->st.restarts + p->st.recoveries) + " of " +
+                      std::to_string(policy.max_restarts),
+                  true);
+    return std::nullopt;
+  }
+  // 3. The rendezvous pod.
+  for (const auto& pod : p->seen->pods) {
+    if (pod.role != group::kRoleRendezvous || !IsCurrent(*p, pod) || !Ended(pod)) continue;
+    const int code = pod.exit_code.value_or(-1);
+    if (!pod.deleting && (code == 2 || code == 126 || code == 127)) {
+      return EndJob(p, false, "RendezvousFailed",
+                    "rendezvous pod " + pod.name + " exited " + std::to_string(code) +
+                        ": recovery InPlace runs `ddp-worker rendezvous` from the worker "
+                        "container's image; use a ddp-worker image, or recovery Restart");
+    }
+    if (!pod.deleting) p->plan.deletes.push_back({"Pod", pod.name, pod.uid});
+    AddEvent(p, "Warning", "RendezvousReplaced",
+             "round " + std::to_string(p->round) + ": replacing rendezvous pod " + pod.name +
+                 " (" + DescribeOutcome(pod, ClassifyPod(pod)) +
+                 "); training goes on, the group re-registers with the new one");
+  }
+  // 4. Idle spares.
+  for (const ObservedPod* pod : pods) {
+    if (pod == nullptr || !Ended(*pod) || !IsIdleSpare(*p, *pod)) continue;
+    if (ReplacedInThisPass(*p, pod->name)) continue;
+    p->replaced.push_back(pod->name);
+    if (!pod->deleting) p->plan.deletes.push_back({"Pod", pod->name, pod->uid});
+    AddEvent(p, "Normal", "SpareReplaced",
+             "round " + std::to_string(p->round) + ": replacing idle spare " + pod->name + " (" +
+                 DescribeOutcome(*pod, ClassifyPod(*pod)) + "; not counted: it held no rank)");
+  }
+  return std::nullopt;
+}
+
+std::optional<Plan> MirrorGroup(Pass* p) {
+  const metrics::GroupScrape* g = CurrentGroup(*p);
+  if (g == nullptr) return std::nullopt;
+  const int64_t reported = static_cast<int64_t>(g->recoveries);
+  const int64_t counted = p->st.progress ? p->st.progress->recoveries : 0;
+  if (reported == counted) return std::nullopt;
+  if (!p->st.progress) p->st.progress = api::Progress{};
+  p->st.progress->recoveries = reported;
+  // A new rendezvous pod (its store counts from 0) is a new baseline, never a negative count.
+  if (reported < counted) return std::nullopt;
+  p->st.recoveries += static_cast<int>(reported - counted);
+  const api::FailurePolicy& policy = p->job.spec.failure_policy;
+  if (p->st.restarts + p->st.recoveries <= policy.max_restarts) return std::nullopt;
+  p->st.recoveries = policy.max_restarts - p->st.restarts;
+  return EndJob(p, false, "MaxRestartsExceeded",
+                "failures healed in place inside the pods and pods replaced reached "
+                "spec.failurePolicy.maxRestarts (" + std::to_string(policy.max_restarts) + ")");
+}
+
+}  // namespace ddp::plan::internal

@@ -1,0 +1,49 @@
+// Internal to the planner: what recovery InPlace adds to a reconcile pass (DESIGN.md "Drains,
+// silent nodes and the budget", "Hot spares"). The group of an InPlace job (its rendezvous pod)
+// knows which pod holds which rank, which spares are idle, whom it fenced, and how many trainer
+// restarts it healed inside the pods; the pods' termination messages say why a supervised pod
+// ended. These steps turn that into decisions; plan.cc calls them. Pure.
+#ifndef DDP_OPERATOR_PLAN_INPLACE_H_
+#define DDP_OPERATOR_PLAN_INPLACE_H_
+
+#include <optional>
+#include <vector>
+
+#include "operator/plan/pass.h"
+
+namespace ddp::plan::internal {
+
+// The current round's group report, or nullptr (none read yet, an older round's, not InPlace).
+const metrics::GroupScrape* CurrentGroup(const Pass& p);
+
+// The pods whose end is a member's: the worker pods, and spare pods the group says hold a rank;
+// minus the pods the group lists as idle spares (a worker pod whose rank a spare took). Worker
+// pods first, by index, then spares; no nullptr.
+std::vector<const ObservedPod*> MemberPods(const Pass& p);
+
+// Whether `pod` (current, deleting or not) is a member: MemberPods' rule for one pod.
+bool IsMember(const Pass& p, const ObservedPod& pod);
+
+// The node rank the group gives `pod`, else its index (a worker's own rank).
+int GroupRank(const Pass& p, const ObservedPod& pod);
+
+// The InPlace steps before the round's failure decisions:
+//   1. a pod that ended BudgetSpent fails the job (MaxRestartsExceeded): the group charged the
+//      whole budget; status.recoveries becomes maxRestarts - restarts;
+//   2. a pod that ended GroupAbandoned starts a new round at once; it is charged (a restart,
+//      with backoff) only when the group never formed (no earlier failure was charged);
+//   3. the rendezvous pod ended or is being deleted: replaced (a permanent error, exit 2/126/127,
+//      fails the job: InPlace needs the ddp-worker image);
+//   4. an idle spare pod (or a worker pod whose rank a spare took) that ended is replaced
+//      without a charge: the group never needed it.
+// Returns the plan when the job ended.
+std::optional<Plan> DecideGroup(Pass* p);
+
+// Adds the trainer restarts the group healed inside the pods since the last pass to
+// status.recoveries (status.progress.recoveries remembers how many of this round's are in).
+// Past maxRestarts (the group and the operator each charged near the limit at once) the job fails.
+std::optional<Plan> MirrorGroup(Pass* p);
+
+}  // namespace ddp::plan::internal
+
+#endif  // DDP_OPERATOR_PLAN_INPLACE_H_

@@ -1,0 +1,82 @@
+// The one failure decision (common/failure_policy.h) that the operator's planner and the pods'
+// supervisors share, and the termination reasons of supervised pods (common/group_contract.h).
+#include <gtest/gtest.h>
+
+#include "common/failure_policy.h"
+#include "common/group_contract.h"
+
+namespace ddp {
+namespace {
+
+using failure::RestartPolicy;
+using failure::Verdict;
+
+TEST(FailurePolicyTest, OneTableForPodsAndTrainers) {
+  const failure::Rules on_failure{RestartPolicy::kOnFailure, {75}};
+  const failure::Rules exit_code{RestartPolicy::kExitCode, {75, 76}};
+  const failure::Rules never{RestartPolicy::kNever, {75}};
+  const failure::Rules no_codes{RestartPolicy::kExitCode, {}};
+  struct Row {
+    failure::Rules rules;
+    int code;
+    Verdict want;
+  };
+  for (const Row& r : std::vector<Row>{
+           {on_failure, 0, Verdict::kSucceeded},
+           {on_failure, 1, Verdict::kRetry},
+           {on_failure, 2, Verdict::kRetry},  // OnFailure means any failure, as for pods
+           {on_failure, 137, Verdict::kRetry},
+           {exit_code, 75, Verdict::kRetry},
+           {exit_code, 76, Verdict::kRetry},
+           {exit_code, 1, Verdict::kNotRetryable},
+           {exit_code, 2, Verdict::kNotRetryable},
+           {exit_code, 128, Verdict::kRetry},  // a signal: the program did not choose it
+           {exit_code, 143, Verdict::kRetry},
+           {no_codes, 75, Verdict::kNotRetryable},
+           {no_codes, 137, Verdict::kRetry},
+           {never, 75, Verdict::kNotRetryable},
+           {never, 137, Verdict::kNotRetryable},
+           {never, 0, Verdict::kSucceeded}}) {
+    EXPECT_EQ(failure::Decide(r.rules, r.code), r.want)
+        << failure::PolicyName(r.rules.policy) << " " << r.code;
+  }
+}
+
+TEST(FailurePolicyTest, PolicyNamesAndExitCodesRoundTrip) {
+  for (RestartPolicy p : {RestartPolicy::kOnFailure, RestartPolicy::kExitCode, RestartPolicy::kNever}) {
+    RestartPolicy back = RestartPolicy::kNever;
+    ASSERT_TRUE(failure::ParsePolicy(failure::PolicyName(p), &back));
+    EXPECT_EQ(back, p);
+  }
+  RestartPolicy unused;
+  EXPECT_FALSE(failure::ParsePolicy("onfailure", &unused));
+  for (const std::vector<int>& codes : {std::vector<int>{}, {75}, {75, 76, 1}}) {
+    auto back = failure::ParseExitCodes(failure::FormatExitCodes(codes), "X");
+    ASSERT_TRUE(back.ok()) << failure::FormatExitCodes(codes);
+    EXPECT_EQ(*back, codes);
+  }
+  for (const char* bad : {"", "75,", ",75", "7x", "256", "-1", "75;76"}) {
+    auto got = failure::ParseExitCodes(bad, "DDP_RETRYABLE_EXIT_CODES");
+    ASSERT_FALSE(got.ok()) << bad;
+    EXPECT_NE(got.status().message().find("DDP_RETRYABLE_EXIT_CODES"), std::string::npos);
+  }
+}
+
+TEST(GroupContractTest, TerminationReasonsParseBackAndNothingElseDoes) {
+  using group::EndReason;
+  for (EndReason r : {EndReason::kBudgetSpent, EndReason::kNotRetryable,
+                      EndReason::kGroupAbandoned, EndReason::kDeparted, EndReason::kStopped,
+                      EndReason::kFenced}) {
+    const std::string msg = group::FormatEnd(r, "rank 1 exited 137\nsecond line");
+    EXPECT_EQ(msg.rfind("ddp: ", 0), 0u) << msg;
+    EXPECT_EQ(group::ParseEnd(msg), r) << msg;
+  }
+  for (const char* other : {"", "exited 75", "ddp: Unknown: x", "ddp: Departedly: x",
+                            "OOMKilled", " ddp: Departed: x"}) {
+    EXPECT_FALSE(group::ParseEnd(other)) << other;
+  }
+  EXPECT_EQ(group::ParseEnd("ddp: Departed"), group::EndReason::kDeparted);
+}
+
+}  // namespace
+}  // namespace ddp

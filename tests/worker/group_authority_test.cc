@@ -1,0 +1,218 @@
+// The group authority's rules (worker/group/authority.h), one row each: who is lost, who takes a
+// free node rank, what a SIGTERM means, when the group is abandoned. Expected actions are
+// written from the rules, not read off the program.
+#include <gtest/gtest.h>
+
+#include "worker/group/authority.h"
+#include "worker/group/keys.h"
+
+namespace ddp::worker::group {
+namespace {
+
+using Strings = std::vector<std::string>;
+
+AuthoritySettings Settings(int nodes = 2) {
+  AuthoritySettings s;
+  s.nodes = nodes;
+  s.liveness_seconds = 10;
+  s.stop_window_seconds = 3;
+  s.rendezvous_seconds = 600;
+  return s;
+}
+
+PodView Pod(const std::string& name, int home, double silent = 0.5) {
+  PodView p;
+  p.identity = name + "/u-" + name;
+  p.home_node = home;
+  p.silent_seconds = silent;
+  return p;
+}
+std::string Id(const std::string& name) { return name + "/u-" + name; }
+
+// Two workers holding their ranks, one idle spare; generation formed.
+GroupView Steady() {
+  GroupView v;
+  v.world = 2;
+  v.pods = {{"w0", Pod("w0", 0)}, {"w1", Pod("w1", 1)}, {"s0", Pod("s0", -1)}};
+  v.node_holders = {Id("w0"), Id("w1")};
+  v.ever_held = {true, true};
+  v.formed = true;
+  v.ever_formed = true;
+  return v;
+}
+
+Strings Assigns(const Actions& a) {
+  Strings out;
+  for (const auto& [node, id] : a.assign) out.push_back(std::to_string(node) + "=" + id);
+  return out;
+}
+Strings Verdicts(const Actions& a) {
+  Strings out;
+  for (const auto& [id, v] : a.verdicts) out.push_back(id + ":" + v);
+  return out;
+}
+Strings Fenced(const Actions& a) {
+  Strings out;
+  for (const auto& [id, why] : a.fence) out.push_back(id);
+  return out;
+}
+
+TEST(AuthorityTest, ASteadyGroupNeedsNothing) {
+  EXPECT_TRUE(Decide(Steady(), Settings()).empty());
+}
+
+TEST(AuthorityTest, StartUpGivesEachWorkerItsOwnRankAndKeepsTheSpareWaiting) {
+  GroupView v = Steady();
+  v.node_holders = {"", ""};
+  v.ever_held = {false, false};
+  v.formed = false;
+  v.ever_formed = false;
+  v.unformed_seconds = 1;
+  v.pods.erase("w0");  // pod 0 has not registered yet: its rank waits for it, not for the spare
+  const Actions a = Decide(v, Settings());
+  EXPECT_EQ(Assigns(a), (Strings{"1=" + Id("w1")}));
+  EXPECT_FALSE(a.advance);
+  // Pod 0 never comes: after the liveness timeout the spare may have its rank.
+  v.unformed_seconds = 11;
+  EXPECT_EQ(Assigns(Decide(v, Settings())), (Strings{"0=" + Id("s0"), "1=" + Id("w1")}));
+}
+
+TEST(AuthorityTest, APodWhoseProcessEndedIsLostAndTheSpareTakesItsRank) {
+  GroupView v = Steady();
+  v.pods["w0"].presence_closed = true;
+  const Actions a = Decide(v, Settings());
+  EXPECT_EQ(Fenced(a), (Strings{Id("w0")}));
+  EXPECT_EQ(Verdicts(a), (Strings{Id("w0") + ":" + kVerdictFenced}));
+  EXPECT_EQ(Assigns(a), (Strings{"0=", "0=" + Id("s0")}));
+  EXPECT_TRUE(a.advance);
+}
+
+TEST(AuthorityTest, APodSilentPastTheLivenessTimeoutIsLostNotBefore) {
+  GroupView v = Steady();
+  v.pods["w1"].silent_seconds = 9.9;
+  EXPECT_TRUE(Decide(v, Settings()).empty());
+  v.pods["w1"].silent_seconds = 10.1;
+  const Actions a = Decide(v, Settings());
+  EXPECT_EQ(Fenced(a), (Strings{Id("w1")}));
+  EXPECT_EQ(Assigns(a), (Strings{"1=", "1=" + Id("s0")}));
+  EXPECT_TRUE(a.advance);
+}
+
+TEST(AuthorityTest, WithoutASpareTheRankWaitsForTheReplacementThenGoesBackToIt) {
+  GroupView v = Steady();
+  v.pods.erase("s0");
+  v.pods["w1"].presence_closed = true;
+  Actions a = Decide(v, Settings());
+  EXPECT_EQ(Assigns(a), (Strings{"1="}));
+  // The replacement registers under the same name with a new identity: it gets rank 1.
+  v.node_holders = {Id("w0"), ""};
+  v.fenced = {Id("w1")};
+  v.pods["w1"] = Pod("w1", 1);
+  v.pods["w1"].identity = "w1/u-new";
+  v.formed = false;
+  a = Decide(v, Settings());
+  EXPECT_EQ(Assigns(a), (Strings{"1=w1/u-new"}));
+  EXPECT_FALSE(a.advance);
+}
+
+TEST(AuthorityTest, AHolderReplacedUnderItsNameIsFencedAndItsRankFreed) {
+  GroupView v = Steady();
+  v.pods.erase("s0");
+  v.pods["w1"].identity = "w1/u-new";  // re-registered before the old one was seen to go
+  const Actions a = Decide(v, Settings());
+  EXPECT_EQ(Fenced(a), (Strings{Id("w1")}));
+  EXPECT_EQ(Assigns(a), (Strings{"1=", "1=w1/u-new"}));
+  EXPECT_TRUE(a.advance);
+}
+
+TEST(AuthorityTest, OneSigtermedPodDepartsAfterTheStopWindowNotBefore) {
+  GroupView v = Steady();
+  v.pods["w1"].leaving = true;
+  v.pods["w1"].leaving_seconds = 2.9;
+  EXPECT_TRUE(Decide(v, Settings()).empty());  // maybe a whole-job stop still arriving
+  v.pods["w1"].leaving_seconds = 3.0;
+  const Actions a = Decide(v, Settings());
+  EXPECT_EQ(Verdicts(a), (Strings{Id("w1") + ":" + kVerdictDepart}));
+  EXPECT_EQ(Fenced(a), (Strings{Id("w1")}));
+  EXPECT_EQ(Assigns(a), (Strings{"1=", "1=" + Id("s0")}));
+  EXPECT_TRUE(a.advance);
+  EXPECT_FALSE(a.stop);
+}
+
+TEST(AuthorityTest, EveryMemberSigtermedIsOneStopEvenWhenTheSignalsArriveApart) {
+  GroupView v = Steady();
+  v.pods["w0"].leaving = true;
+  v.pods["w0"].leaving_seconds = 1.5;  // a second and a half before the other
+  v.pods["w1"].leaving = true;
+  const Actions a = Decide(v, Settings());
+  EXPECT_TRUE(a.stop);
+  EXPECT_EQ(Verdicts(a), (Strings{Id("w0") + ":" + kVerdictStop, Id("w1") + ":" + kVerdictStop}));
+  EXPECT_FALSE(a.advance);
+  EXPECT_TRUE(Assigns(a).empty());
+  // Once stopping, nothing else happens: no departures, no spare taking a rank.
+  v.stop = true;
+  v.pods["w1"].presence_closed = true;
+  const Actions after = Decide(v, Settings());
+  EXPECT_FALSE(after.stop);
+  EXPECT_TRUE(Verdicts(after).size() == 1 && Assigns(after) == Strings{"1="}) << Verdicts(after).size();
+}
+
+TEST(AuthorityTest, ALeavingSpareDepartsAtOnce) {
+  GroupView v = Steady();
+  v.pods["s0"].leaving = true;
+  const Actions a = Decide(v, Settings());
+  EXPECT_EQ(Verdicts(a), (Strings{Id("s0") + ":" + kVerdictDepart}));
+  EXPECT_FALSE(a.advance);
+  EXPECT_FALSE(a.stop);
+}
+
+TEST(AuthorityTest, AStalledTrainerOfALivePodIsReportedOnce) {
+  GroupView v = Steady();
+  v.trainers.resize(2);
+  v.trainers[1].identity = Id("w1") + "/0/0";
+  v.trainers[1].silent_seconds = 12;
+  Actions a = Decide(v, Settings());
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_EQ(a.stalls[0].first, 1);
+  EXPECT_TRUE(a.advance);
+  v.trainers[1].stall_reported = true;
+  EXPECT_TRUE(Decide(v, Settings()).empty());
+  // A trainer of a pod that is gone is the pod's business (rule 1), not a stall.
+  v.trainers[1].stall_reported = false;
+  v.pods["w1"].presence_closed = true;
+  EXPECT_TRUE(Decide(v, Settings()).stalls.empty());
+}
+
+TEST(AuthorityTest, AGroupThatCannotFormIsAbandonedOnce) {
+  GroupView v = Steady();
+  v.formed = false;
+  v.unformed_seconds = 599;
+  EXPECT_TRUE(Decide(v, Settings()).abandon.empty());
+  v.unformed_seconds = 601;
+  EXPECT_EQ(Decide(v, Settings()).abandon, "lost");
+  v.ever_formed = false;
+  EXPECT_EQ(Decide(v, Settings()).abandon, "never-formed");
+  v.abandon = true;
+  EXPECT_TRUE(Decide(v, Settings()).abandon.empty());
+}
+
+TEST(AuthorityTest, EveryRankDoneFinishesTheRound) {
+  GroupView v = Steady();
+  v.done_ranks = 2;
+  const Actions a = Decide(v, Settings());
+  EXPECT_TRUE(a.finished);
+  v.finished = true;
+  EXPECT_TRUE(Decide(v, Settings()).empty());
+}
+
+TEST(AuthorityTest, TwoPodsLostTogetherTakeTheOnlySpareAndWaitForTheOther) {
+  GroupView v = Steady();
+  v.pods["w0"].presence_closed = true;
+  v.pods["w1"].silent_seconds = 30;
+  const Actions a = Decide(v, Settings());
+  EXPECT_EQ(Fenced(a), (Strings{Id("w0"), Id("w1")}));
+  EXPECT_EQ(Assigns(a), (Strings{"0=", "1=", "0=" + Id("s0")}));
+}
+
+}  // namespace
+}  // namespace ddp::worker::group

@@ -1,0 +1,181 @@
+// The group authority's rules (see authority.h for the list).
+#include "worker/group/authority.h"
+
+#include <algorithm>
+#include <set>
+
+#include "worker/group/keys.h"
+
+namespace ddp::worker::group {
+namespace {
+
+std::string Seconds(double s) {
+  const long tenths = static_cast<long>(s * 10 + 0.5);
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + "s";
+}
+
+// Rule 1's test alone: why the pod of `p` is lost, or "".
+std::string LostWhy(const PodView& p, const AuthoritySettings& s) {
+  if (!p.verdict.empty()) return "";
+  if (p.presence_closed) return "its process ended (connection closed)";
+  if (p.silent_seconds > s.liveness_seconds) {
+    return "silent for " + Seconds(p.silent_seconds) + " (liveness timeout " +
+           Seconds(s.liveness_seconds) + ")";
+  }
+  return "";
+}
+
+// The working state of one Decide call: later rules see earlier decisions.
+struct Work {
+  const GroupView& v;
+  const AuthoritySettings& s;
+  Actions a;
+  std::vector<std::string> holders;
+  std::set<std::string> gone;  // identities fenced or departed in this call or before
+
+  bool Live(const std::string& id) const {
+    if (id.empty() || gone.count(id)) return false;
+    auto it = v.pods.find(PodOfIdentity(id));
+    return it != v.pods.end() && it->second.identity == id && it->second.verdict.empty() &&
+           LostWhy(it->second, s).empty();
+  }
+  void Fence(const std::string& id, const std::string& why) {
+    if (!gone.insert(id).second) return;
+    a.fence.push_back({id, why});
+  }
+  void Free(int node, const std::string& why) {
+    holders[static_cast<size_t>(node)] = "";
+    a.assign.push_back({node, ""});
+    a.advance = true;
+    a.log.push_back("node rank " + std::to_string(node) + " freed: " + why);
+  }
+  int NodeOf(const std::string& id) const {
+    for (size_t n = 0; n < holders.size(); ++n) {
+      if (holders[n] == id) return static_cast<int>(n);
+    }
+    return -1;
+  }
+};
+
+}  // namespace
+
+bool Actions::empty() const {
+  return fence.empty() && verdicts.empty() && assign.empty() && stalls.empty() && !advance &&
+         !stop && abandon.empty() && !finished;
+}
+
+bool IsLive(const GroupView& view, const AuthoritySettings& settings, const std::string& identity) {
+  Work w{view, settings, {}, view.node_holders, {view.fenced.begin(), view.fenced.end()}};
+  return w.Live(identity);
+}
+
+Actions Decide(const GroupView& v, const AuthoritySettings& s) {
+  Work w{v, s, {}, v.node_holders, {v.fenced.begin(), v.fenced.end()}};
+  w.holders.resize(static_cast<size_t>(s.nodes));
+  if (v.finished) return {};
+  // 8. Done: nothing else matters any more.
+  if (v.world > 0 && v.done_ranks >= v.world) {
+    w.a.finished = true;
+    w.a.log.push_back("every rank finished training");
+    return w.a;
+  }
+  // 1. Lost pods.
+  for (const auto& [name, p] : v.pods) {
+    const std::string why = LostWhy(p, s);
+    if (why.empty() || w.gone.count(p.identity)) continue;
+    w.Fence(p.identity, why);
+    w.a.verdicts.push_back({p.identity, kVerdictFenced});
+    w.a.log.push_back("pod " + name + " lost: " + why);
+    if (int n = w.NodeOf(p.identity); n >= 0) w.Free(n, "pod " + name + " lost");
+  }
+  // 2. Holders that are no longer live registered pods.
+  for (int n = 0; n < s.nodes; ++n) {
+    const std::string& h = w.holders[static_cast<size_t>(n)];
+    if (h.empty() || w.Live(h)) continue;
+    const std::string holder = h;
+    w.Fence(holder, "replaced or no longer registered");
+    w.Free(n, holder + " is no longer a live member");
+  }
+  if (v.stop) return w.a;  // stopping together: no departures, no new members
+  // 3. SIGTERM: a whole-job stop, or departures after the stop window.
+  std::vector<std::string> members, leaving;
+  double longest = 0;
+  for (const auto& h : w.holders) {
+    if (h.empty() || !w.Live(h)) continue;
+    members.push_back(h);
+    const PodView& p = v.pods.at(PodOfIdentity(h));
+    if (p.leaving) {
+      leaving.push_back(h);
+      longest = std::max(longest, p.leaving_seconds);
+    }
+  }
+  if (!members.empty() && leaving.size() == members.size()) {
+    w.a.stop = true;
+    for (const auto& h : members) w.a.verdicts.push_back({h, kVerdictStop});
+    w.a.log.push_back("every member got SIGTERM: the job stops together with a checkpoint");
+    return w.a;
+  }
+  if (!leaving.empty() && longest >= s.stop_window_seconds) {
+    for (const auto& h : leaving) {
+      const std::string name = PodOfIdentity(h);
+      w.Fence(h, "departed");
+      w.a.verdicts.push_back({h, kVerdictDepart});
+      w.a.log.push_back("pod " + name + " departs (SIGTERM, not the whole job)");
+      w.Free(w.NodeOf(h), "pod " + name + " departed");
+    }
+  }
+  for (const auto& [name, p] : v.pods) {  // a leaving spare has nothing to hand over
+    if (p.leaving && w.Live(p.identity) && w.NodeOf(p.identity) < 0) {
+      w.Fence(p.identity, "departed");
+      w.a.verdicts.push_back({p.identity, kVerdictDepart});
+      w.a.log.push_back("spare " + name + " departs (SIGTERM)");
+    }
+  }
+  // 4. Free node ranks: to the pod created for it, else to an idle spare in name order.
+  auto idle = [&](const PodView& p) {
+    return w.Live(p.identity) && !p.leaving && w.NodeOf(p.identity) < 0;
+  };
+  for (int n = 0; n < s.nodes; ++n) {
+    if (!w.holders[static_cast<size_t>(n)].empty()) continue;
+    const std::string* pick = nullptr;
+    for (const auto& [name, p] : v.pods) {
+      if (idle(p) && p.home_node == n) pick = &name;
+    }
+    // At start-up a rank waits for its own pod (a spare taking it would shuffle every rank),
+    // unless that pod does not come.
+    const bool held_before = static_cast<size_t>(n) < v.ever_held.size() && v.ever_held[static_cast<size_t>(n)];
+    const bool spare_may = held_before || v.unformed_seconds > s.liveness_seconds;
+    for (auto it = v.pods.begin(); spare_may && pick == nullptr && it != v.pods.end(); ++it) {
+      const PodView& p = it->second;
+      const bool own_rank_free = p.home_node >= 0 && p.home_node < s.nodes &&
+                                 w.holders[static_cast<size_t>(p.home_node)].empty();
+      if (idle(p) && !own_rank_free) pick = &it->first;
+    }
+    if (pick == nullptr) continue;
+    const PodView& p = v.pods.at(*pick);
+    w.holders[static_cast<size_t>(n)] = p.identity;
+    w.a.assign.push_back({n, p.identity});
+    w.a.log.push_back((p.home_node == n ? "pod " : "spare ") + *pick + " takes node rank " +
+                      std::to_string(n));
+  }
+  // 5. Stalled trainers of live pods.
+  for (size_t r = 0; r < v.trainers.size(); ++r) {
+    const TrainerView& t = v.trainers[r];
+    if (t.identity.empty() || t.stall_reported || t.silent_seconds <= s.liveness_seconds) continue;
+    const std::string pod_id = t.identity.substr(0, t.identity.find('/', t.identity.find('/') + 1));
+    if (!w.Live(pod_id)) continue;
+    w.a.stalls.push_back({static_cast<int>(r), t.identity});
+    w.a.advance = true;
+    w.a.log.push_back("rank " + std::to_string(r) + " trainer " + t.identity + " silent for " +
+                      Seconds(t.silent_seconds) + ": stalled");
+  }
+  // 7. A group that cannot form.
+  if (!v.abandon && !v.formed && v.unformed_seconds > s.rendezvous_seconds) {
+    w.a.abandon = v.ever_formed ? "lost" : "never-formed";
+    w.a.log.push_back(std::string("the group did not ") + (v.ever_formed ? "re-form" : "form") +
+                      " within " + Seconds(s.rendezvous_seconds) + ": abandoning the round");
+  }
+  return w.a;
+}
+
+}  // namespace ddp::worker::group

@@ -1,0 +1,97 @@
+// The group authority's decisions, pure (DESIGN.md "Drains, silent nodes and the budget", "Hot
+// spares"). The rendezvous pod runs one authority per round (authority_loop.h reads the store
+// and the presence connections into a GroupView, calls Decide, and applies the Actions); this
+// file only decides, so every rule is a table row in tests/worker/authority_test.cc.
+//
+// The rules, in order:
+//   1. a pod that is registered, has no verdict and whose presence connection closed (its
+//      process died: the kernel closed the socket) or stayed silent longer than the liveness
+//      timeout (a frozen process, a silent node) is lost: fenced, and its node rank freed;
+//   2. a node rank whose holder is not a live registered pod (it re-registered under a new
+//      identity, or was fenced) is freed;
+//   3. SIGTERM: when every live member is leaving, the whole job stops (stop); otherwise the
+//      leaving members depart once the first has been leaving for the stop window (so a whole-job
+//      stop whose signals arrive a second or two apart is still one stop); a leaving spare
+//      departs at once. A departed pod is fenced and its node rank freed;
+//   4. a free node rank goes to the live pod created for it (the authority alone assigns node
+//      ranks, so start-up follows the pod names), else, once it was held before (a member was
+//      lost) or its pod has not come for the liveness timeout, to an idle spare (registered,
+//      live, no node rank, not leaving; a pod whose own rank is held by a spare is a spare too);
+//   5. a trainer silent longer than the liveness timeout while its pod is live is stalled (its
+//      supervisor kills it and heals it like any trainer death);
+//   6. any of 1-3 or 5 moves the group to the next generation, releasing every member blocked
+//      in a collective of the old one;
+//   7. a generation not formed for longer than the rendezvous timeout abandons the group;
+//   8. every rank done: finished.
+#ifndef DDP_WORKER_GROUP_AUTHORITY_H_
+#define DDP_WORKER_GROUP_AUTHORITY_H_
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ddp::worker::group {
+
+struct AuthoritySettings {
+  int nodes = 1;                  // pods in the world (NNODES)
+  double liveness_seconds = 10;   // DDP_LIVENESS_TIMEOUT
+  double stop_window_seconds = 3;
+  double rendezvous_seconds = 600;  // DDP_RENDEZVOUS_TIMEOUT
+};
+
+struct PodView {
+  std::string identity;         // as registered now ("<name>/<uid>")
+  int home_node = -1;           // the node rank it was created for; -1 for a spare
+  bool leaving = false;         // pod/<name>/leaving is set
+  double leaving_seconds = 0;   // since the authority first saw it leaving
+  std::string verdict;          // "" or the verdict already given
+  bool presence_closed = false; // its presence connection closed (and no newer one is open)
+  double silent_seconds = 0;    // since its last sign of life (presence byte or registration)
+};
+
+struct TrainerView {
+  std::string identity;        // trainer/<rank>/id, "" when none yet
+  double silent_seconds = 0;   // since its heartbeat last moved
+  bool stall_reported = false; // stall/<rank> already names this identity
+};
+
+struct GroupView {
+  std::map<std::string, PodView> pods;    // registered pods by name
+  std::vector<std::string> node_holders;  // by node rank; "" = free. size == settings.nodes
+  std::vector<bool> ever_held;            // by node rank: held by some pod this round
+  std::vector<TrainerView> trainers;      // by rank; may be empty
+  std::vector<std::string> fenced;        // identities already fenced
+  bool formed = false;             // every rank arrived in the current generation
+  double unformed_seconds = 0;     // since the current generation began, while not formed
+  bool ever_formed = false;        // some generation of this round formed
+  bool stop = false;
+  bool abandon = false;
+  bool finished = false;
+  int done_ranks = 0;
+  int world = 1;
+};
+
+struct Actions {
+  std::vector<std::pair<std::string, std::string>> fence;     // identity, why
+  std::vector<std::pair<std::string, std::string>> verdicts;  // pod identity, verdict
+  std::vector<std::pair<int, std::string>> assign;            // node rank, identity ("" = free)
+  std::vector<std::pair<int, std::string>> stalls;            // rank, trainer identity
+  bool advance = false;
+  bool stop = false;
+  std::string abandon;  // non-empty: abandon the group, with this reason
+  bool finished = false;
+  std::vector<std::string> log;  // one line per decision
+
+  bool empty() const;
+};
+
+// Pure: same view and settings, same actions.
+Actions Decide(const GroupView& view, const AuthoritySettings& settings);
+
+// Whether `identity`'s pod is registered under it, has no verdict and is not lost by rule 1.
+bool IsLive(const GroupView& view, const AuthoritySettings& settings, const std::string& identity);
+
+}  // namespace ddp::worker::group
+
+#endif  // DDP_WORKER_GROUP_AUTHORITY_H_

@@ -1,0 +1,94 @@
+// The group authority's adapter (the rendezvous pod runs it): every tick it reads the store and
+// the presence connections into a GroupView, decides (authority.h) and writes the Actions back.
+// It also keeps what the rendezvous pod's /metrics reports (GroupReport).
+#ifndef DDP_WORKER_GROUP_AUTHORITY_LOOP_H_
+#define DDP_WORKER_GROUP_AUTHORITY_LOOP_H_
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "worker/group/authority.h"
+#include "worker/group/presence.h"
+
+namespace ddp::worker::group {
+
+// What the rendezvous pod's /metrics says (common/group_contract.h names the series).
+struct GroupReport {
+  int64_t generation = 0;
+  int64_t recoveries = 0;
+  int64_t budget_left = 0;
+  std::map<int, std::string> members;            // node rank -> pod name
+  std::map<std::string, std::string> metrics_of;  // pod name -> "host:port"
+  std::vector<std::string> spares;                // idle spare pod names
+  std::vector<std::pair<std::string, std::string>> fenced;  // pod name, uid
+  bool abandoned = false;
+  bool finished = false;
+  bool stopping = false;
+  bool any_leaving = false;
+  int open_connections = 0;  // pods whose presence connection is open
+};
+
+// Moves generation `g` on to g+1 unless someone already did (one mover per g, via gen<g>/advance).
+// Does not wait. Throws what the store throws.
+void TryAdvance(c10d::Store& store, int64_t g);
+
+// Thread-safe: the loop runs on its own thread; Report() from any.
+class AuthorityLoop {
+ public:
+  // `store`: a client connection to the round's store (round-prefixed); `presence` outlives this.
+  AuthorityLoop(c10::intrusive_ptr<c10d::Store> store, PresenceServer* presence,
+                AuthoritySettings settings, int world, std::chrono::milliseconds tick);
+  ~AuthorityLoop();
+
+  GroupReport Report() const;
+
+ private:
+  void Run();
+  void Tick();
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  PresenceServer* presence_;
+  AuthoritySettings settings_;
+  int world_;
+  std::chrono::milliseconds tick_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+
+  // Memory between ticks (the loop thread only).
+  using Clock = std::chrono::steady_clock;
+  std::vector<std::string> names_;  // pod_at/0..
+  struct PodMemory {
+    Clock::time_point first_seen{};
+    Clock::time_point leaving_since{};
+    bool leaving = false;
+  };
+  std::map<std::string, PodMemory> pod_memory_;  // by identity
+  struct TrainerMemory {
+    std::string identity;
+    int64_t hb = -1;
+    Clock::time_point changed{};
+  };
+  std::vector<TrainerMemory> trainers_;
+  std::set<std::string> fenced_;
+  std::vector<bool> ever_held_;
+  std::map<int, std::string> stalls_;
+  int64_t generation_ = -1;
+  Clock::time_point generation_since_ = Clock::now();
+  bool ever_formed_ = false;
+
+  mutable std::mutex mu_;
+  GroupReport report_;
+};
+
+}  // namespace ddp::worker::group
+
+#endif  // DDP_WORKER_GROUP_AUTHORITY_LOOP_H_

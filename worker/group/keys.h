@@ -1,0 +1,88 @@
+// The group's keys in the round's store (the rendezvous pod hosts it; DESIGN.md "In-place
+// recovery"). One home for every key name, so the authority (authority_loop.cc), the supervisors
+// (pod_client.cc) and the trainers (comm/membership.cc) cannot disagree. All keys live under the
+// round's prefix (rendezvous.h RoundPrefix).
+//
+//   epoch                 a random id of the store process: a new one means a new, empty store
+//   pods                  add() counter: registrations so far; pod_at/<i> names the i-th
+//   pod/<name>/id         the identity of the pod now registered under <name> ("<name>/<uid>")
+//   pod/<name>/metrics    "host:port" of that pod's /metrics
+//   leaving/<identity>    set when that pod got SIGTERM (a departure or a whole-job stop)
+//   verdict/<identity>    set by the authority: kVerdictStop, kVerdictDepart or kVerdictFenced
+//                         (by identity: a pod recreated under the same name starts clean)
+//   presence              "port" of the authority's presence listener (presence.h)
+//   node/<n>              the pod identity holding node rank n; "" when free
+//   trainer/<rank>/id     identity of the trainer process of <rank> ("<pod id>/<local>/<inc>")
+//   trainer/<rank>/hb     add() heartbeat of that trainer (its watcher thread)
+//   stall/<rank>          set by the authority: the trainer identity it found silent
+//   fenced/<identity>     a pod or trainer identity the group declared lost
+//   budget                add() counter: failures this round may still heal (see budget.h)
+//   recoveries            add() counter: failures healed this round
+//   charge/<key>          add() counter: a charge's idempotency (a replaced pod's uid)
+//   stop                  the whole job stops: every trainer checkpoints and exits 75
+//   abandon               the group cannot re-form: survivors save once and exit 75
+//   done/<rank>           rank's trainer finished training (exit 0; its supervisor sets it)
+//   finished              every rank is done: spares and the rendezvous may end
+//   gen                   add() counter: the current generation G (comm/membership.h)
+//   gen<G>/advance        add() counter: the caller taking it 0 -> 1 moves gen to G+1
+//   gen<G>/arrived/<r>    rank r joined G: "<committed step> <trainer identity>"
+//   gen<G>/comm/...       the communicator's own keys
+#ifndef DDP_WORKER_GROUP_KEYS_H_
+#define DDP_WORKER_GROUP_KEYS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ddp::worker::group {
+
+inline constexpr char kEpochKey[] = "epoch";
+inline constexpr char kPodsKey[] = "pods";
+inline constexpr char kPresenceKey[] = "presence";
+inline constexpr char kBudgetKey[] = "budget";
+inline constexpr char kRecoveriesKey[] = "recoveries";
+inline constexpr char kStopKey[] = "stop";
+inline constexpr char kAbandonKey[] = "abandon";
+inline constexpr char kFinishedKey[] = "finished";
+inline constexpr char kGenKey[] = "gen";
+
+inline constexpr char kVerdictStop[] = "stop";
+inline constexpr char kVerdictDepart[] = "depart";
+inline constexpr char kVerdictFenced[] = "fenced";
+
+inline std::string PodAtKey(int64_t i) { return "pod_at/" + std::to_string(i); }
+inline std::string PodKey(const std::string& name, const char* field) {
+  return "pod/" + name + "/" + field;
+}
+inline std::string LeavingKey(const std::string& identity) { return "leaving/" + identity; }
+inline std::string VerdictKey(const std::string& identity) { return "verdict/" + identity; }
+inline std::string NodeKey(int node) { return "node/" + std::to_string(node); }
+inline std::string TrainerKey(int rank, const char* field) {
+  return "trainer/" + std::to_string(rank) + "/" + field;
+}
+inline std::string StallKey(int rank) { return "stall/" + std::to_string(rank); }
+inline std::string FencedKey(const std::string& identity) { return "fenced/" + identity; }
+inline std::string ChargeKey(const std::string& key) { return "charge/" + key; }
+inline std::string DoneKey(int rank) { return "done/" + std::to_string(rank); }
+inline std::string GenPrefix(int64_t g) { return "gen" + std::to_string(g) + "/"; }
+inline std::string ArrivedKey(int64_t g, int rank) {
+  return GenPrefix(g) + "arrived/" + std::to_string(rank);
+}
+inline std::string AdvanceKey(int64_t g) { return GenPrefix(g) + "advance"; }
+
+// "<name>/<uid>"; the pod name of an identity.
+inline std::string PodIdentity(const std::string& name, const std::string& uid) {
+  return name + "/" + uid;
+}
+inline std::string PodOfIdentity(const std::string& id) { return id.substr(0, id.find('/')); }
+// "<pod identity>/<local rank>/<incarnation>".
+inline std::string TrainerIdentity(const std::string& pod_id, int local_rank, int incarnation) {
+  return pod_id + "/" + std::to_string(local_rank) + "/" + std::to_string(incarnation);
+}
+
+inline std::vector<uint8_t> Bytes(const std::string& s) { return {s.begin(), s.end()}; }
+inline std::string Text(const std::vector<uint8_t>& v) { return {v.begin(), v.end()}; }
+
+}  // namespace ddp::worker::group
+
+#endif  // DDP_WORKER_GROUP_KEYS_H_

@@ -1,0 +1,277 @@
+// Generations on the store (see membership.h for the protocol).
+#include "worker/group/membership.h"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+#include "common/logging.h"
+#include "worker/comm/deadline.h"
+#include "worker/comm/work_util.h"
+#include "worker/group/authority_loop.h"
+#include "worker/group/fenced_store.h"
+#include "worker/group/keys.h"
+
+namespace ddp::worker::group {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kPollInterval = std::chrono::milliseconds(10);
+constexpr auto kWatchInterval = std::chrono::milliseconds(100);
+constexpr auto kReconnectInterval = std::chrono::milliseconds(500);
+
+std::string GetOr(c10d::Store& s, const std::string& key) {
+  return s.check({key}) ? Text(s.get(key)) : "";
+}
+
+// Opens a connection, retrying until `deadline`.
+StatusOr<c10::intrusive_ptr<c10d::Store>> OpenUntil(const StoreOpener& open,
+                                                    Clock::time_point deadline) {
+  Status last = Status::Unavailable("never tried");
+  do {
+    auto s = open();
+    if (s.ok()) return s;
+    last = s.status();
+    std::this_thread::sleep_for(kReconnectInterval);
+  } while (Clock::now() < deadline);
+  return last;
+}
+
+}  // namespace
+
+const char* GroupEndName(GroupEnd e) {
+  switch (e) {
+    case GroupEnd::kNone:
+      return "none";
+    case GroupEnd::kStop:
+      return "stop";
+    case GroupEnd::kAbandon:
+      return "abandon";
+    case GroupEnd::kFenced:
+      return "fenced";
+    case GroupEnd::kStoreLost:
+      return "store lost";
+  }
+  return "";
+}
+
+GroupMembership::GroupMembership(StoreOpener open, int rank, int size, MemberIdentity id,
+                                 std::chrono::milliseconds timeout, CommunicatorMaker make)
+    : open_(std::move(open)),
+      rank_(rank),
+      size_(size),
+      id_(std::move(id)),
+      timeout_(timeout),
+      make_(std::move(make)) {}
+
+GroupMembership::~GroupMembership() {
+  quit_ = true;
+  if (watcher_.joinable()) watcher_.join();
+}
+
+Status GroupMembership::Connect() {
+  auto s = OpenUntil(open_, Clock::now() + timeout_);
+  if (!s.ok()) {
+    return Status::DeadlineExceeded("membership: the group's store stayed unreachable for " +
+                                    std::to_string(timeout_.count() / 1000) + "s: " +
+                                    s.status().ToString());
+  }
+  store_ = *s;
+  watcher_ = std::thread([this] { WatchLoop(); });
+  return Status::OK();
+}
+
+std::string GroupMembership::Ended(c10d::Store& s, GroupEnd* end) {
+  if (s.check({kStopKey})) {
+    *end = GroupEnd::kStop;
+    return "the job is stopping";
+  }
+  if (s.check({kAbandonKey})) {
+    *end = GroupEnd::kAbandon;
+    return "the group was abandoned (" + Text(s.get(kAbandonKey)) + ")";
+  }
+  if (GetOr(s, TrainerKey(rank_, "id")) != id_.trainer) {
+    *end = GroupEnd::kFenced;
+    return "rank " + std::to_string(rank_) + " now belongs to another trainer";
+  }
+  if (GetOr(s, NodeKey(id_.node)) != id_.pod) {
+    *end = GroupEnd::kFenced;
+    return "node rank " + std::to_string(id_.node) + " no longer belongs to pod " + id_.pod;
+  }
+  *end = GroupEnd::kNone;
+  return "";
+}
+
+Status GroupMembership::Advance(int64_t g) {
+  try {
+    TryAdvance(*store_, g);
+    if (PollUntil(Clock::now() + timeout_, kPollInterval,
+                  [&] { return store_->add(kGenKey, 0) > g; }) != PollOutcome::kDone) {
+      return Status::DeadlineExceeded("membership: generation " + std::to_string(g) +
+                                      " was not left within " +
+                                      std::to_string(timeout_.count()) + "ms");
+    }
+  } catch (const std::exception& e) {
+    return Status::Unavailable("membership: store failed while leaving generation " +
+                               std::to_string(g) + ": " + BackendErrorText(e));
+  }
+  return Status::OK();
+}
+
+StatusOr<Formation> GroupMembership::Join(int64_t committed_step) {
+  Watch(nullptr);
+  const auto deadline = Clock::now() + timeout_;
+  while (true) {
+    try {
+      return JoinOnce(committed_step, deadline);
+    } catch (const std::exception& e) {
+      // The store is gone (its pod was lost): the operator recreates it; wait for it.
+      DDP_LOG(WARNING) << "membership: rank " << rank_ << ": store failed: " << BackendErrorText(e)
+                       << "; reconnecting";
+      auto s = OpenUntil(open_, deadline);
+      if (!s.ok()) {
+        Formation f;
+        f.end = GroupEnd::kStoreLost;
+        f.why = "the group's store stayed unreachable: " + s.status().ToString();
+        return f;
+      }
+      store_ = *s;
+    }
+  }
+}
+
+StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::time_point deadline) {
+  c10d::Store& s = *store_;
+  Formation f;
+  // A new store (the rendezvous pod was replaced) knows no generation of ours: start afresh.
+  if (const std::string epoch = GetOr(s, kEpochKey); epoch != epoch_) {
+    if (!epoch_.empty()) DDP_LOG(INFO) << "membership: rank " << rank_ << ": a new store";
+    epoch_ = epoch;
+    generation_ = -1;
+    joined_before_ = false;
+  }
+  // 1-2. Fencing, stop, abandon; then leave the old generation.
+  if (f.why = Ended(s, &f.end); f.end != GroupEnd::kNone) return f;
+  if (!joined_before_) {
+    const int64_t g = s.add(kGenKey, 0);
+    const std::string mine = GetOr(s, ArrivedKey(g, rank_));
+    if (!mine.empty() && mine.substr(mine.find(' ') + 1) != id_.trainer) {
+      DDP_RETURN_IF_ERROR(Advance(g));
+    }
+  } else if (generation_ >= 0) {
+    DDP_RETURN_IF_ERROR(Advance(generation_));
+  }
+  joined_before_ = true;
+  while (true) {
+    // 3. Arrive in the current generation.
+    const int64_t g = s.add(kGenKey, 0);
+    s.set(ArrivedKey(g, rank_), Bytes(std::to_string(committed_step) + " " + id_.trainer));
+    // 4. Wait for everyone, or for the generation to move on, or for the group to end.
+    std::vector<std::string> keys;
+    for (int r = 0; r < size_; ++r) keys.push_back(ArrivedKey(g, r));
+    GroupEnd end = GroupEnd::kNone;
+    std::string why;
+    int polls = 0;  // the fuller check every 10th poll: members may wait here for minutes
+    const PollOutcome arrived = PollUntil(
+        deadline, kPollInterval, [&] { return s.check(keys); },
+        [&] {
+          return s.add(kGenKey, 0) != g || (++polls % 10 == 0 && !(why = Ended(s, &end)).empty());
+        });
+    if (end != GroupEnd::kNone) {
+      f.end = end;
+      f.why = why;
+      return f;
+    }
+    if (arrived == PollOutcome::kAborted) continue;
+    if (arrived == PollOutcome::kDeadline) {
+      std::string missing;
+      for (int r = 0; r < size_; ++r) {
+        if (!s.check({keys[static_cast<size_t>(r)]})) {
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        }
+      }
+      return Status::DeadlineExceeded("membership: generation " + std::to_string(g) +
+                                      " did not form within " +
+                                      std::to_string(timeout_.count() / 1000) + "s: rank(s) " +
+                                      missing + " of " + std::to_string(size_) + " never arrived");
+    }
+    // 5. Steps, then the communicator.
+    f.generation = g;
+    f.committed_steps.assign(static_cast<size_t>(size_), -1);
+    for (int r = 0; r < size_; ++r) {
+      const std::string v = Text(s.get(keys[static_cast<size_t>(r)]));
+      f.committed_steps[static_cast<size_t>(r)] = std::stoll(v.substr(0, v.find(' ')));
+    }
+    break;
+  }
+  generation_ = f.generation;
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>(GenPrefix(f.generation) + "comm", store_);
+  const int64_t g = f.generation;
+  auto fenced = c10::make_intrusive<FencedStore>(prefixed, [this, g]() -> std::string {
+    if (store_->add(kGenKey, 0) != g) return "generation " + std::to_string(g) + " moved on";
+    GroupEnd end;
+    return Ended(*store_, &end);
+  });
+  auto comm = make_(fenced, rank_, size_);
+  if (!comm.ok()) return comm.status().WithContext("generation " + std::to_string(g));
+  f.comm = std::move(*comm);
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    watched_generation_ = g;
+    watched_epoch_ = epoch_;
+  }
+  return f;
+}
+
+void GroupMembership::Watch(Communicator* comm) {
+  std::lock_guard<std::mutex> lock(watch_mu_);
+  watched_ = comm;
+}
+
+void GroupMembership::WatchLoop() {
+  c10::intrusive_ptr<c10d::Store> ws;
+  auto next_open = Clock::now();
+  std::string epoch;
+  int64_t rebased = -1;  // in a new epoch: the generation when we first saw it
+  while (!quit_.load()) {
+    std::this_thread::sleep_for(kWatchInterval);
+    if (!ws) {
+      if (Clock::now() < next_open) continue;
+      auto s = open_();
+      next_open = Clock::now() + kReconnectInterval;
+      if (!s.ok()) continue;
+      ws = *s;
+    }
+    try {
+      ws->add(TrainerKey(rank_, "hb"), 1);
+      if (ws->check({kStopKey})) stop_requested_ = true;
+      const std::string now_epoch = GetOr(*ws, kEpochKey);
+      const int64_t g = ws->add(kGenKey, 0);
+      std::string why;
+      std::lock_guard<std::mutex> lock(watch_mu_);
+      if (watched_ == nullptr) continue;
+      if (now_epoch != watched_epoch_) {
+        // The store was replaced under a running generation: the new one counts afresh.
+        if (epoch != now_epoch) {
+          epoch = now_epoch;
+          rebased = g;
+        }
+        if (g > rebased) why = "the group moved on (new store)";
+      } else if (g > watched_generation_) {
+        why = "generation " + std::to_string(watched_generation_) + " ended";
+      }
+      if (why.empty() && ws->check({kAbandonKey})) why = "the group was abandoned";
+      if (why.empty() && GetOr(*ws, StallKey(rank_)) == id_.trainer) {
+        why = "this trainer was declared stalled";
+      }
+      if (!why.empty()) {
+        DDP_LOG(INFO) << "membership: rank " << rank_ << ": " << why << ": aborting the communicator";
+        watched_->Abort();
+        watched_ = nullptr;
+      }
+    } catch (const std::exception&) {
+      ws.reset();  // the store is gone: reconnect (a new rendezvous pod) and go on
+      next_open = Clock::now() + kReconnectInterval;
+    }
+  }
+}
+
+}  // namespace ddp::worker::group

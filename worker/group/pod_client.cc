@@ -1,0 +1,173 @@
+// The supervisor's view of the group (see pod_client.h).
+#include "worker/group/pod_client.h"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <thread>
+
+#include "common/logging.h"
+#include "worker/comm/work_util.h"
+#include "worker/group/keys.h"
+
+namespace ddp::worker::group {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string GetOr(c10d::Store& s, const std::string& key) {
+  return s.check({key}) ? Text(s.get(key)) : "";
+}
+
+}  // namespace
+
+StatusOr<c10::intrusive_ptr<c10d::Store>> OpenGroupStore(const GroupSettings& settings,
+                                                         std::chrono::milliseconds timeout) {
+  const std::string where = settings.store_addr + ":" + std::to_string(settings.rendezvous.master_port);
+  try {
+    c10d::TCPStoreOptions opts;
+    opts.port = static_cast<std::uint16_t>(settings.rendezvous.master_port);
+    opts.isServer = false;
+    opts.waitWorkers = false;
+    opts.timeout = timeout;
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(settings.store_addr, opts);
+    return c10::intrusive_ptr<c10d::Store>(
+        c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(settings.rendezvous.round), tcp));
+  } catch (const std::exception& e) {
+    return Status::Unavailable("the group's store " + where + " is unreachable: " +
+                               BackendErrorText(e));
+  }
+}
+
+PodClient::PodClient(GroupSettings settings, std::string metrics_addr)
+    : settings_(std::move(settings)),
+      metrics_addr_(std::move(metrics_addr)),
+      identity_(PodIdentity(settings_.pod_name, settings_.pod_uid)) {}
+
+StatusOr<std::unique_ptr<PodClient>> PodClient::Connect(const GroupSettings& settings,
+                                                        const std::string& metrics_addr,
+                                                        Clock::time_point deadline) {
+  std::unique_ptr<PodClient> c(new PodClient(settings, metrics_addr));
+  DDP_RETURN_IF_ERROR(c->Open(settings.home_node, deadline));
+  return c;
+}
+
+Status PodClient::Reconnect(int holding, Clock::time_point deadline) {
+  return Open(holding, deadline);
+}
+
+Status PodClient::Open(int holding, Clock::time_point deadline) {
+  presence_.reset();
+  store_.reset();
+  Status last;
+  do {
+    auto s = OpenGroupStore(settings_, settings_.liveness);
+    if (!s.ok()) {
+      last = s.status();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    try {
+      c10d::Store& st = **s;
+      // Registration: identity and node rank first, then the list entry the authority reads.
+      st.set(PodKey(settings_.pod_name, "id"), Bytes(identity_));
+      st.set(PodKey(settings_.pod_name, "home"), Bytes(std::to_string(holding)));
+      st.set(PodKey(settings_.pod_name, "metrics"), Bytes(metrics_addr_));
+      if (st.add(PodKey(settings_.pod_name, "listed"), 1) == 1) {
+        const int64_t i = st.add(kPodsKey, 1) - 1;
+        st.set(PodAtKey(i), Bytes(settings_.pod_name));
+      }
+      // The budget this pod was created with: smaller once the operator charged pod failures.
+      st.wait({kPresenceKey}, std::chrono::seconds(30));  // the rendezvous set up the budget first
+      if (Status b = LowerBudget(st, settings_.max_recoveries); !b.ok()) {
+        last = b;
+        continue;
+      }
+      // Presence: the authority's listener, on the store's host.
+      const int port = std::atoi(Text(st.get(kPresenceKey)).c_str());
+      auto p = PresenceClient::Connect(settings_.store_addr, port, identity_, settings_.beat);
+      if (!p.ok()) {
+        last = p.status();
+        continue;
+      }
+      store_ = *s;
+      presence_ = std::move(*p);
+      failed_ = false;
+      return Status::OK();
+    } catch (const std::exception& e) {
+      last = Status::Unavailable("registering pod " + settings_.pod_name + ": " + BackendErrorText(e));
+    }
+  } while (Clock::now() < deadline);
+  return Status::DeadlineExceeded("the group's store stayed unreachable: " + last.ToString());
+}
+
+bool PodClient::lost() const { return failed_ || !presence_ || presence_->lost(); }
+
+PodPoll PodClient::Poll(int holding, const std::vector<int>& ranks) {
+  PodPoll p;
+  if (!store_) {
+    p.store_ok = false;
+    return p;
+  }
+  try {
+    c10d::Store& s = *store_;
+    p.verdict = GetOr(s, VerdictKey(identity_));
+    if (holding >= 0 && GetOr(s, NodeKey(holding)) == identity_) {
+      p.node = holding;
+    } else {
+      for (int n = 0; n < settings_.nodes && p.node < 0; ++n) {
+        if (GetOr(s, NodeKey(n)) == identity_) p.node = n;
+      }
+    }
+    p.stop = s.check({kStopKey});
+    p.abandon = GetOr(s, kAbandonKey);
+    p.finished = s.check({kFinishedKey});
+    for (int r : ranks) {
+      if (std::string id = GetOr(s, StallKey(r)); !id.empty()) p.stalls[r] = id;
+    }
+  } catch (const std::exception& e) {
+    DDP_LOG(WARNING) << "supervisor: store: " << BackendErrorText(e);
+    failed_ = true;
+    p.store_ok = false;
+  }
+  return p;
+}
+
+Status PodClient::SetLeaving() {
+  try {
+    store_->set(LeavingKey(identity_), Bytes("1"));
+  } catch (const std::exception& e) {
+    failed_ = true;
+    return Status::Unavailable("supervisor: store: " + BackendErrorText(e));
+  }
+  return Status::OK();
+}
+
+Status PodClient::SetTrainer(int rank, const std::string& trainer_identity) {
+  try {
+    store_->set(TrainerKey(rank, "id"), Bytes(trainer_identity));
+  } catch (const std::exception& e) {
+    failed_ = true;
+    return Status::Unavailable("supervisor: store: " + BackendErrorText(e));
+  }
+  return Status::OK();
+}
+
+Status PodClient::MarkDone(int rank) {
+  try {
+    store_->set(DoneKey(rank), Bytes("1"));
+  } catch (const std::exception& e) {
+    failed_ = true;
+    return Status::Unavailable("supervisor: store: " + BackendErrorText(e));
+  }
+  return Status::OK();
+}
+
+StatusOr<Charge> PodClient::ChargeOnce(const std::string& once_key) {
+  if (!store_) return Status::Unavailable("supervisor: no store");
+  auto c = ChargeFailure(*store_, once_key);
+  if (!c.ok()) failed_ = true;
+  return c;
+}
+
+}  // namespace ddp::worker::group

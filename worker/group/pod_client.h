@@ -1,0 +1,78 @@
+// A pod's supervisor in the group (DESIGN.md "Hot spares", "Drains, silent nodes and the
+// budget"): its registration in the store, its presence connection, and the few keys it reads
+// and writes. No decisions: launch/supervisor.cc decides, the authority assigns node ranks.
+#ifndef DDP_WORKER_GROUP_POD_CLIENT_H_
+#define DDP_WORKER_GROUP_POD_CLIENT_H_
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "worker/group/budget.h"
+#include "worker/group/presence.h"
+#include "worker/group/settings.h"
+
+namespace ddp::worker::group {
+
+// What the supervisor reads every poll.
+struct PodPoll {
+  bool store_ok = true;        // false: the store could not be read (reconnect)
+  std::string verdict;         // kVerdictStop, kVerdictDepart, kVerdictFenced or ""
+  int node = -1;               // the node rank this pod holds, -1 none
+  bool stop = false;
+  std::string abandon;         // the reason when the group was abandoned
+  bool finished = false;       // every rank finished training
+  std::map<int, std::string> stalls;  // rank -> trainer identity declared stalled
+};
+
+// Thread-compatible: the supervisor's loop alone uses it.
+class PodClient {
+ public:
+  // Connects to the store (settings.store_addr, MASTER_PORT; retrying until `deadline`: the
+  // rendezvous pod may start later), registers the pod (identity, the node rank it holds or was
+  // created for, its /metrics address) and opens its presence connection. Unavailable or
+  // DeadlineExceeded when the store cannot be reached.
+  static StatusOr<std::unique_ptr<PodClient>> Connect(const GroupSettings& settings,
+                                                      const std::string& metrics_addr,
+                                                      std::chrono::steady_clock::time_point deadline);
+
+  const std::string& identity() const { return identity_; }
+
+  // Registers again on a new store (the rendezvous pod was replaced), keeping `holding`.
+  Status Reconnect(int holding, std::chrono::steady_clock::time_point deadline);
+  // The presence connection closed or the store failed: the rendezvous is gone.
+  bool lost() const;
+
+  // Never throws; a failed read sets store_ok = false. `ranks`: this pod's trainers' ranks.
+  PodPoll Poll(int holding, const std::vector<int>& ranks);
+
+  Status SetLeaving();
+  Status SetTrainer(int rank, const std::string& trainer_identity);
+  Status MarkDone(int rank);
+  StatusOr<Charge> ChargeOnce(const std::string& once_key);
+
+ private:
+  PodClient(GroupSettings settings, std::string metrics_addr);
+  Status Open(int holding, std::chrono::steady_clock::time_point deadline);
+
+  GroupSettings settings_;
+  std::string metrics_addr_;
+  std::string identity_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::unique_ptr<PresenceClient> presence_;
+  bool failed_ = false;
+};
+
+// A new connection to the round's store at settings.store_addr (round-prefixed), waiting at
+// most `timeout` to connect. Unavailable when it cannot.
+StatusOr<c10::intrusive_ptr<c10d::Store>> OpenGroupStore(const GroupSettings& settings,
+                                                         std::chrono::milliseconds timeout);
+
+}  // namespace ddp::worker::group
+
+#endif  // DDP_WORKER_GROUP_POD_CLIENT_H_

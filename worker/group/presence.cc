@@ -1,0 +1,182 @@
+// Presence connections (see presence.h).
+#include "worker/group/presence.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace ddp::worker::group {
+namespace {
+
+constexpr size_t kMaxIdentity = 512;
+
+std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+}  // namespace
+
+StatusOr<std::unique_ptr<PresenceServer>> PresenceServer::Start(int port) {
+  const int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::Unavailable(Errno("presence socket"));
+  const int one = 1, zero = 0;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));  // IPv4 too
+  sockaddr_in6 addr{};
+  addr.sin6_family = AF_INET6;
+  addr.sin6_addr = in6addr_any;
+  addr.sin6_port = htons(static_cast<uint16_t>(port));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 128) != 0) {
+    const Status s = Status::Unavailable(Errno("presence listen"));
+    close(fd);
+    return s;
+  }
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  return std::unique_ptr<PresenceServer>(new PresenceServer(fd, ntohs(addr.sin6_port)));
+}
+
+PresenceServer::PresenceServer(int fd, int port) : listen_fd_(fd), port_(port) {
+  if (pipe2(wake_, O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
+  thread_ = std::thread([this] { Serve(); });
+}
+
+PresenceServer::~PresenceServer() {
+  if (wake_[1] >= 0) (void)!write(wake_[1], "x", 1);
+  if (thread_.joinable()) thread_.join();
+  close(listen_fd_);
+  if (wake_[0] >= 0) close(wake_[0]);
+  if (wake_[1] >= 0) close(wake_[1]);
+}
+
+std::map<std::string, PresenceServer::Seen> PresenceServer::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return seen_;
+}
+
+void PresenceServer::Serve() {
+  struct Conn {
+    int fd;
+    std::string identity;  // empty until its first line arrived
+    bool named = false;
+  };
+  std::vector<Conn> conns;
+  while (true) {
+    std::vector<pollfd> fds{{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+    for (const Conn& c : conns) fds.push_back({c.fd, POLLIN, 0});
+    if (poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) break;
+    if (fds[0].revents != 0) break;
+    if (fds[1].revents & POLLIN) {
+      const int c = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c >= 0) conns.push_back({c, "", false});
+    }
+    const auto now = PresenceClock::now();
+    for (size_t i = 2; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      Conn& c = conns[i - 2];
+      char buf[256];
+      const ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (n <= 0) {
+        if (c.named) {
+          Seen& s = seen_[c.identity];
+          s.open = false;
+        }
+        close(c.fd);
+        c.fd = -1;
+        continue;
+      }
+      if (!c.named) {
+        const std::string got(buf, static_cast<size_t>(n));
+        const size_t nl = got.find('\n');
+        c.identity += got.substr(0, nl);
+        if (nl == std::string::npos) {
+          if (c.identity.size() > kMaxIdentity) {
+            close(c.fd);
+            c.fd = -1;
+          }
+          continue;
+        }
+        c.named = true;
+      }
+      Seen& s = seen_[c.identity];
+      s.open = true;
+      s.last = now;
+    }
+    conns.erase(std::remove_if(conns.begin(), conns.end(), [](const Conn& c) { return c.fd < 0; }),
+                conns.end());
+  }
+  for (const Conn& c : conns) close(c.fd);
+}
+
+StatusOr<std::unique_ptr<PresenceClient>> PresenceClient::Connect(
+    const std::string& host, int port, const std::string& identity,
+    std::chrono::milliseconds interval) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const std::string where = host + ":" + std::to_string(port);
+  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res); rc != 0) {
+    return Status::Unavailable("presence " + where + ": " + gai_strerror(rc));
+  }
+  int fd = -1;
+  for (addrinfo* a = res; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(res);
+  if (fd < 0) return Status::Unavailable(Errno(("presence connect " + where).c_str()));
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  const std::string line = identity + "\n";
+  if (send(fd, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size())) {
+    close(fd);
+    return Status::Unavailable(Errno(("presence announce " + where).c_str()));
+  }
+  return std::unique_ptr<PresenceClient>(new PresenceClient(fd, interval));
+}
+
+PresenceClient::PresenceClient(int fd, std::chrono::milliseconds interval)
+    : fd_(fd), interval_(interval) {
+  thread_ = std::thread([this] { Beat(); });
+}
+
+PresenceClient::~PresenceClient() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  close(fd_);
+}
+
+void PresenceClient::Beat() {
+  while (!stop_.load() && !lost_.load()) {
+    if (send(fd_, ".", 1, MSG_NOSIGNAL) != 1) {
+      lost_ = true;
+      break;
+    }
+    // Sleep the interval, but notice at once when the authority closes the connection.
+    pollfd p{fd_, POLLIN, 0};
+    const auto until = PresenceClock::now() + interval_;
+    while (!stop_.load() && PresenceClock::now() < until) {
+      if (poll(&p, 1, 50) > 0) {
+        char c;
+        if (recv(fd_, &c, 1, MSG_DONTWAIT) == 0 || (p.revents & (POLLHUP | POLLERR))) {
+          lost_ = true;
+          break;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace ddp::worker::group

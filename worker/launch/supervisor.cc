@@ -1,0 +1,404 @@
+// The in-place pod supervisor (see supervisor.h for the protocol).
+#include "worker/launch/supervisor.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <thread>
+
+#include "common/failure_policy.h"
+#include "common/group_contract.h"
+#include "common/logging.h"
+#include "worker/group/keys.h"
+#include "worker/group/pod_client.h"
+#include "worker/group/settings.h"
+#include "worker/launch/launch_plan.h"
+#include "worker/launch/launcher.h"
+#include "worker/launch/pod_metrics.h"
+#include "worker/launch/spawn.h"
+#include "worker/launch/standby.h"
+#include "worker/launch/supervise.h"
+#include "worker/train/config.h"
+#include "worker/train/exit_codes.h"
+#include "worker/train/filesystem.h"
+
+namespace ddp::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using group::GroupSettings;
+using ddp::group::EndReason;
+
+std::atomic<int> g_signal{0};
+extern "C" void OnSupervisorSignal(int sig) { g_signal.store(sig); }
+
+constexpr auto kStandbyDelay = std::chrono::seconds(2);
+constexpr auto kPollInterval = std::chrono::milliseconds(50);
+// Longer than the authority's stop window (3 s) and a few of its ticks.
+constexpr auto kVerdictWait = std::chrono::seconds(5);
+
+struct Trainer {
+  ChildSpec spec;
+  pid_t pid = -1;
+  int incarnation = 0;
+  std::string id;  // its identity in the group
+  bool done = false;
+  int code = 0;
+  std::unique_ptr<Standby> standby = std::make_unique<Standby>();
+  bool standby_off = false;
+};
+
+class Supervisor {
+ public:
+  Supervisor(const char* self, std::vector<std::string> args, GroupSettings gs, bool warm, int grace)
+      : self_(self), args_(std::move(args)), gs_(std::move(gs)), warm_(warm), grace_(grace) {}
+
+  int Run(PodMetrics* metrics, const std::string& port_dir);
+
+ private:
+  int End(int code, std::optional<EndReason> reason, const std::string& text);
+  void StartTrainers(int node);
+  std::map<std::string, std::string> TrainerEnv(const Trainer& t) const;
+  bool Restart(Trainer* t);
+  void KillAll(int sig);
+  void OnExit(Trainer* t, int code);
+  bool AllDone() const;
+
+  const char* self_;
+  std::vector<std::string> args_;
+  GroupSettings gs_;
+  bool warm_;
+  int grace_;
+  std::string port_dir_;
+  PodMetrics* metrics_ = nullptr;
+  std::unique_ptr<group::PodClient> client_;
+  std::vector<Trainer> trainers_;
+  int node_ = -1;
+  bool leaving_ = false, stopping_ = false, departing_ = false, abandoned_ = false;
+  std::string abandon_why_;
+  Clock::time_point leaving_at_{}, kill_at_ = Clock::time_point::max(), standby_due_{};
+  std::optional<int> failed_code_;  // the first failure the pod ends with
+  std::optional<EndReason> reason_;
+  std::string reason_text_;
+};
+
+void WriteTermination(const std::string& path, const std::string& message) {
+  if (path.empty()) return;
+  std::ofstream f(path, std::ios::trunc);
+  if (f) f << message << "\n";
+}
+
+int Supervisor::End(int code, std::optional<EndReason> reason, const std::string& text) {
+  if (reason) {
+    const std::string msg = ddp::group::FormatEnd(*reason, text);
+    WriteTermination(gs_.termination_log, msg);
+    DDP_LOG(INFO) << "supervisor: " << msg << " (exit " << code << ")";
+  }
+  if (metrics_) metrics_->Stop();
+  if (!port_dir_.empty()) (void)PosixFileSystem()->RemoveAll(port_dir_);
+  return code;
+}
+
+std::map<std::string, std::string> Supervisor::TrainerEnv(const Trainer& t) const {
+  std::map<std::string, std::string> env = t.spec.env;
+  env[kEnvUseAgentStore] = "True";
+  env[kEnvSupervised] = "1";
+  env[kEnvMasterAddr] = gs_.store_addr;
+  env[kEnvNodeRank] = std::to_string(node_);
+  env[kEnvTrainerId] = t.id;
+  env[kEnvPodIdentity] = client_->identity();
+  env[kEnvIncarnation] = std::to_string(t.incarnation);
+  return env;
+}
+
+void Supervisor::StartTrainers(int node) {
+  node_ = node;
+  const std::string node_text = std::to_string(node);
+  auto plan = PlanLaunch(
+      [&](const char* n) -> const char* {
+        if (std::string(n) == kEnvNodeRank) return node_text.c_str();
+        return std::string(n) == kEnvRank ? nullptr : std::getenv(n);
+      },
+      args_, metrics_ != nullptr, port_dir_);
+  if (!plan.ok()) {  // validated at start-up; only a node rank out of range could fail here
+    DDP_LOG(ERROR) << "supervisor: " << plan.status().ToString();
+    return;
+  }
+  std::vector<std::pair<int, int>> ranks;
+  const bool had = !trainers_.empty();
+  if (!had) trainers_.resize(plan->children.size());
+  for (size_t i = 0; i < plan->children.size(); ++i) {
+    Trainer& t = trainers_[i];
+    t.spec = plan->children[i];
+    t.id = group::TrainerIdentity(client_->identity(), t.spec.local_rank, t.incarnation);
+    ranks.push_back({t.spec.rank, t.spec.local_rank});
+    (void)client_->SetTrainer(t.spec.rank, t.id);
+    const pid_t warm = t.standby->Activate(t.incarnation, TrainerEnv(t));
+    t.pid = warm > 0 ? warm : SpawnProcess(self_, t.spec.args, TrainerEnv(t));
+    DDP_LOG(INFO) << "supervisor: node rank " << node << ": rank " << t.spec.rank << " (local "
+                  << t.spec.local_rank << ") pid " << t.pid << (warm > 0 ? ", a warm standby" : "");
+  }
+  if (metrics_) metrics_->SetRanks(ranks);
+  standby_due_ = Clock::now() + kStandbyDelay;
+}
+
+bool Supervisor::Restart(Trainer* t) {
+  t->incarnation += 1;
+  t->id = group::TrainerIdentity(client_->identity(), t->spec.local_rank, t->incarnation);
+  if (!client_->SetTrainer(t->spec.rank, t->id).ok()) return false;
+  const pid_t warm = t->standby->Activate(t->incarnation, TrainerEnv(*t));
+  t->pid = warm > 0 ? warm : SpawnProcess(self_, t->spec.args, TrainerEnv(*t));
+  if (t->pid < 0) return false;
+  if (warm > 0) standby_due_ = Clock::now() + kStandbyDelay;
+  DDP_LOG(INFO) << "supervisor: restarted rank " << t->spec.rank << " in place (incarnation "
+                << t->incarnation << ", pid " << t->pid << (warm > 0 ? ", its warm standby)" : ")");
+  return true;
+}
+
+void Supervisor::KillAll(int sig) {
+  for (auto& t : trainers_) {
+    if (!t.done && t.pid > 0) kill(t.pid, sig);
+    if (sig == SIGKILL) t.standby->Discard();
+  }
+}
+
+bool Supervisor::AllDone() const {
+  if (trainers_.empty()) return false;
+  for (const auto& t : trainers_) {
+    if (!t.done) return false;
+  }
+  return true;
+}
+
+void Supervisor::OnExit(Trainer* t, int code) {
+  DDP_LOG(INFO) << "supervisor: rank " << t->spec.rank << " exited " << code;
+  if (code == kExitOk) {
+    (void)client_->MarkDone(t->spec.rank);
+    t->done = true;
+    return;
+  }
+  if (stopping_ || departing_ || abandoned_ || failed_code_) {
+    t->done = true;
+    t->code = code;
+    return;
+  }
+  const std::string what = "rank " + std::to_string(t->spec.rank) + " exited " + std::to_string(code);
+  if (failure::Decide(gs_.rules, code) != failure::Verdict::kRetry) {
+    failed_code_ = code;
+    reason_ = EndReason::kNotRetryable;
+    reason_text_ = what + ": not retried under restartPolicy " + failure::PolicyName(gs_.rules.policy);
+  } else if (auto c = client_->ChargeOnce(""); !c.ok()) {
+    failed_code_ = code;
+    reason_ = EndReason::kGroupAbandoned;
+    reason_text_ = what + "; cannot heal it: " + c.status().ToString();
+  } else if (c->outcome == group::Charge::kRefused) {
+    failed_code_ = code;
+    reason_ = EndReason::kBudgetSpent;
+    reason_text_ = what + "; " + std::to_string(c->recoveries) + " of " +
+                   std::to_string(gs_.max_recoveries) + " recoveries this round used";
+  } else if (Restart(t)) {
+    return;
+  } else {
+    failed_code_ = code;
+    reason_ = EndReason::kGroupAbandoned;
+    reason_text_ = what + "; the restart failed";
+  }
+  t->done = true;
+  t->code = code;
+  DDP_LOG(WARNING) << "supervisor: " << reason_text_ << ": the pod ends";
+  KillAll(SIGKILL);
+  kill_at_ = Clock::now();
+}
+
+int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
+  metrics_ = metrics;
+  port_dir_ = port_dir;
+  const std::string metrics_addr =
+      metrics ? gs_.pod_ip + ":" + std::to_string(metrics->port()) : std::string();
+  const auto deadline = Clock::now() + gs_.rendezvous.timeout;
+  auto client = group::PodClient::Connect(gs_, metrics_addr, deadline);
+  if (!client.ok()) return End(kExitRetryable, EndReason::kGroupAbandoned, client.status().ToString());
+  client_ = std::move(*client);
+  DDP_LOG(INFO) << "supervisor: pod " << client_->identity() << " joined the group as a "
+                << gs_.role << (gs_.home_node >= 0 ? " (node rank " + std::to_string(gs_.home_node) + ")" : "");
+  if (gs_.replaces_kind == ddp::group::kReplacesFailure) {
+    auto c = client_->ChargeOnce(gs_.replaces_uid);
+    if (!c.ok()) return End(kExitRetryable, EndReason::kGroupAbandoned, c.status().ToString());
+    if (c->outcome == group::Charge::kRefused) {
+      return End(kExitRetryable, EndReason::kBudgetSpent,
+                 "the failure of the pod this one replaces (uid " + gs_.replaces_uid +
+                     ") is past the budget: " + std::to_string(c->recoveries) + " of " +
+                     std::to_string(gs_.max_recoveries) + " recoveries this round used");
+    }
+  }
+  // A spare's trainers wait as warm standbys (LibTorch loaded, device context made).
+  if (gs_.home_node < 0 && warm_) {
+    auto plan = PlanLaunch([](const char* n) { return std::getenv(n); }, args_, metrics != nullptr, port_dir);
+    if (plan.ok()) {
+      trainers_.resize(plan->children.size());
+      for (size_t i = 0; i < plan->children.size(); ++i) {
+        Trainer placeholder;  // its rank is not known yet: activation gives it
+        placeholder.spec = plan->children[i];
+        auto env = TrainerEnv(placeholder);
+        env[kEnvStandbyWarmDevice] = "1";
+        if (Status s = trainers_[i].standby->Start(self_, plan->children[i].args, env); !s.ok()) {
+          DDP_LOG(WARNING) << "supervisor: no warm standby: " << s.ToString();
+        }
+      }
+    }
+  }
+  auto next_poll = Clock::now();
+  while (true) {
+    const auto now = Clock::now();
+    if (int sig = g_signal.exchange(0); sig != 0 && !leaving_) {
+      leaving_ = true;
+      leaving_at_ = now;
+      DDP_LOG(INFO) << "supervisor: signal " << sig << ": leaving the group";
+      if (!client_->SetLeaving().ok()) {  // no store: stop the old way, all together
+        stopping_ = true;
+        KillAll(SIGTERM);
+        kill_at_ = now + std::chrono::seconds(grace_);
+      }
+    }
+    if (now >= next_poll) {
+      next_poll = now + kPollInterval;
+      std::vector<int> ranks;
+      for (const auto& t : trainers_) if (node_ >= 0) ranks.push_back(t.spec.rank);
+      group::PodPoll p = client_->Poll(node_, ranks);
+      if (!p.store_ok || client_->lost()) {
+        // The rendezvous pod was replaced: register again, keeping the node rank. Training goes on.
+        if (client_->Reconnect(node_, Clock::now() + std::chrono::milliseconds(500)).ok()) {
+          DDP_LOG(INFO) << "supervisor: registered again with a new store";
+          for (auto& t : trainers_) if (node_ >= 0 && !t.done) (void)client_->SetTrainer(t.spec.rank, t.id);
+        }
+      } else if (p.verdict == group::kVerdictDepart) {
+        KillAll(SIGKILL);
+        return End(kExitRetryable, EndReason::kDeparted,
+                   "SIGTERM reached pod " + gs_.pod_name + " and not the whole job: it left the group");
+      } else if (p.verdict == group::kVerdictFenced || (node_ >= 0 && p.node != node_ && !p.stop)) {
+        KillAll(SIGKILL);
+        return End(kExitRetryable, EndReason::kFenced,
+                   "the group declared pod " + gs_.pod_name + " lost and gave its place to another");
+      } else {
+        if ((p.stop || p.verdict == group::kVerdictStop) && !stopping_) {
+          stopping_ = true;
+          kill_at_ = now + std::chrono::seconds(grace_);
+          DDP_LOG(INFO) << "supervisor: the job stops: the trainers checkpoint and exit";
+        }
+        if (!p.abandon.empty() && !abandoned_) {
+          abandoned_ = true;
+          abandon_why_ = p.abandon;
+          kill_at_ = now + std::chrono::seconds(grace_);
+        }
+        if (node_ < 0 && p.node >= 0 && !stopping_ && !abandoned_) StartTrainers(p.node);
+        if (node_ < 0 && (p.finished || stopping_ || abandoned_)) {
+          trainers_.clear();  // a spare: nothing to hand over
+          return End(kExitOk, std::nullopt, "");
+        }
+        for (auto& t : trainers_) {
+          auto it = p.stalls.find(t.spec.rank);
+          if (node_ >= 0 && !t.done && it != p.stalls.end() && it->second == t.id && t.pid > 0) {
+            DDP_LOG(WARNING) << "supervisor: rank " << t.spec.rank << " declared stalled: killing it";
+            kill(t.pid, SIGKILL);
+          }
+        }
+      }
+    }
+    if (leaving_ && !stopping_ && now - leaving_at_ > gs_.liveness + kVerdictWait) {
+      stopping_ = true;  // no verdict came: stop the old way, all together
+      KillAll(SIGTERM);
+      kill_at_ = now + std::chrono::seconds(grace_);
+    }
+    // Reap.
+    int status = 0;
+    pid_t pid = 0;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      for (auto& t : trainers_) {
+        if (t.standby->Reaped(pid)) t.standby_off = true;
+        if (t.pid == pid && !t.done) OnExit(&t, ExitCodeOfStatus(status));
+      }
+    }
+    if (AllDone()) {
+      int code = kExitOk;
+      for (const auto& t : trainers_) if (code == kExitOk && t.code != kExitOk) code = t.code;
+      if (failed_code_) return End(*failed_code_, reason_, reason_text_);
+      if (abandoned_) {
+        return End(kExitRetryable, EndReason::kGroupAbandoned,
+                   abandon_why_ == "never-formed"
+                       ? "the group never formed within the rendezvous timeout"
+                       : "the group could not re-form in place after a loss: a new round");
+      }
+      if (stopping_) return End(code == kExitOk ? kExitOk : kExitRetryable, EndReason::kStopped,
+                                "the job stopped together");
+      return End(code, std::nullopt, "");
+    }
+    if (now >= kill_at_) {
+      KillAll(SIGKILL);
+      kill_at_ = Clock::time_point::max();
+    }
+    if (node_ >= 0 && warm_ && now >= standby_due_ && !stopping_ && !leaving_) {
+      for (auto& t : trainers_) {
+        if (t.done || t.standby->running() || t.standby_off) continue;
+        if (Status s = t.standby->Start(self_, t.spec.args, TrainerEnv(t)); !s.ok()) t.standby_off = true;
+      }
+      standby_due_ = Clock::time_point::max();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace
+
+int SuperviseMain(const char* self, const std::vector<std::string>& args) {
+  auto cfg = LoadConfig(args, [](const char* n) { return std::getenv(n); },
+                        [](const std::string& p) { return PosixFileSystem()->ReadFile(p); });
+  if (!cfg.ok()) {
+    std::cerr << "ddp-worker: invalid configuration: " << cfg.status().ToString() << std::endl;
+    return ExitCodeFor(cfg.status());
+  }
+  auto gs = group::ReadGroupSettings([](const char* n) { return std::getenv(n); });
+  if (!gs.ok()) {
+    std::cerr << "ddp-worker: " << gs.status().ToString() << std::endl;
+    return kExitInvalidConfig;
+  }
+  auto recovery = RecoverySettingsFromLookup([](const char* n) { return std::getenv(n); });
+  if (!recovery.ok()) {
+    std::cerr << "ddp-worker: " << recovery.status().ToString() << std::endl;
+    return kExitInvalidConfig;
+  }
+  int grace = 30;
+  if (const char* g = std::getenv(kEnvLaunchGrace)) grace = std::max(0, std::atoi(g));
+  struct sigaction sa = {};
+  sa.sa_handler = OnSupervisorSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  std::string port_dir;
+  std::unique_ptr<PodMetrics> metrics;
+  if (cfg->metrics_port >= 0) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "ddp-launch-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      std::cerr << "ddp-worker: mkdtemp: " << std::strerror(errno) << std::endl;
+      return kExitRetryable;
+    }
+    port_dir = tmpl;
+    metrics = std::make_unique<PodMetrics>(port_dir);
+    if (Status s = metrics->Start(cfg->metrics_addr, static_cast<int>(cfg->metrics_port)); !s.ok()) {
+      std::cerr << "ddp-worker: metrics endpoint: " << s.ToString() << std::endl;
+      return kExitRetryable;
+    }
+  }
+  Supervisor sup(self, args, *gs, recovery->warm_standby, grace);
+  return sup.Run(metrics.get(), port_dir);
+}
+
+}  // namespace ddp::worker
