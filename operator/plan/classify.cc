@@ -18,7 +18,9 @@ bool IsDisruptionReason(const std::string& reason) {
 PodOutcome ClassifyPod(const ObservedPod& pod) {
   if (pod.deleting || pod.disruption_condition) return PodOutcome::kDisruption;
   if (pod.phase == "Succeeded") return PodOutcome::kSucceeded;
-  if (pod.phase != "Failed") return PodOutcome::kActive;
+  // Declared lost by its group (a silent node, a frozen process): taken away, like an eviction.
+  // An exit code, when the pod has one, still tells what the program did.
+  if (pod.phase != "Failed") return pod.fenced ? PodOutcome::kDisruption : PodOutcome::kActive;
   if (!pod.exit_code || IsDisruptionReason(pod.reason)) return PodOutcome::kDisruption;
   // A pod can be Failed with the worker at 0 when another container failed: still a failure.
   return PodOutcome::kFailure;
@@ -49,6 +51,7 @@ std::string DescribeOutcome(const ObservedPod& pod, PodOutcome outcome) {
     return s;
   }
   if (outcome == PodOutcome::kDisruption) {
+    if (pod.fenced && pod.phase != "Failed") return "disrupted: declared lost by its group";
     if (!pod.reason.empty()) return "disrupted: " + pod.reason;
     if (pod.deleting) return "disrupted: deleted";
     return "disrupted";

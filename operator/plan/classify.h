@@ -14,7 +14,7 @@ enum class PodOutcome {
   kActive,      // Pending, Running or Unknown: nothing to decide yet
   kSucceeded,   // the worker exited 0
   kFailure,     // the worker container exited non-zero
-  kDisruption,  // evicted, preempted, node lost, deleted by someone else
+  kDisruption,  // evicted, preempted, node lost, deleted by someone else, fenced by its group
 };
 
 // REQUIRES: `pod` belongs to the current round (the planner never deletes current-round pods,
