@@ -21,7 +21,8 @@ void Controller::OnNodeChange(const std::string& node, const plan::NodeHealth* o
   });
   for (const std::string& job : jobs) queue_.Add(job);
   if (jobs.empty()) return;
-  const std::string what = now == nullptr ? "deleted" : is_lost ? "lost: " + now->why : "ready again";
+  const std::string what =
+      now == nullptr ? "deleted" : is_lost ? "lost: " + now->why : "ready again";
   if (is_lost) {
     DDP_LOG(WARNING) << "node " << node << " " << what << "; " << jobs.size()
                      << " job(s) have pods on it";

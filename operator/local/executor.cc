@@ -137,11 +137,13 @@ void LocalExecutor::StartDelete(LocalPod* pod, SteadyClock::time_point now,
                                 std::optional<int64_t> grace_seconds) {
   const auto grace = std::chrono::seconds(grace_seconds.value_or(pod->grace_seconds));
   if (pod->deleting) {
-    // A second delete may only shorten the grace, as in Kubernetes; 0 is a force delete.
-    if (now + grace < pod->kill_at) pod->kill_at = now + grace;
+    // A second delete may only shorten the grace, as in Kubernetes; 0 is a force delete. A
+    // kill_at of max() means the SIGKILL is already sent.
+    if (pod->kill_at == SteadyClock::time_point::max() || now + grace >= pod->kill_at) return;
+    pod->kill_at = now + grace;
     if (grace.count() == 0) {
       SignalGroup(pod->pid, SIGKILL);
-      pod->kill_at = SteadyClock::time_point::max();  // sent; Reap() finishes it
+      pod->kill_at = SteadyClock::time_point::max();  // Reap() finishes it
     }
     return;
   }

@@ -61,8 +61,9 @@ class LocalExecutor {
 
   // Creates first, then deletes, as the controller does. A create of an existing name and a
   // delete of a missing one are no-ops (idempotent apply). A delete with grace 0 (a force delete:
-  // the planner's lost pods) SIGKILLs the pod's process group at once, also a stopped one. A pod whose command cannot start
-  // becomes a Failed pod (exit 127, reason StartError), as a kubelet would report it.
+  // the planner's lost pods) SIGKILLs the pod's process group at once, also a stopped one. A pod
+  // whose command cannot start becomes a Failed pod (exit 127, reason StartError), as a kubelet
+  // would report it.
   // Returns one message per problem worth showing the user (start errors, env warnings).
   std::vector<std::string> Apply(const plan::Plan& plan, plan::TimePoint now);
 

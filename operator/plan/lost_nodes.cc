@@ -59,7 +59,8 @@ NodeHealth ObserveNode(const json& node) {
 LostPodDecision DecideLostPod(const ObservedPod& pod, bool may_rejoin, const PlanOptions& options,
                               TimePoint now) {
   LostPodDecision d;
-  if (pod.fenced) {
+  // A pod that already exited keeps its record (its exit code decides, classify.h).
+  if (pod.fenced && pod.phase != "Succeeded" && pod.phase != "Failed") {
     d.verdict = LostPodDecision::kForceDelete;
     d.why = "declared lost and fenced by its group";
     return d;

@@ -41,10 +41,11 @@ struct LostPodDecision {
   enum Verdict { kKeep, kWait, kForceDelete };
   Verdict verdict = kKeep;
   TimePoint due{};  // kWait: when the verdict becomes kForceDelete
-  std::string why;  // kForceDelete: "Terminating on lost node n3 for 330s" / "fenced by its group"
+  // kForceDelete: "Terminating on lost node n3 for 330s", "declared lost and fenced by its group"
+  std::string why;
 };
 
-// 1. fenced (the group declared the pod's members lost): force-delete now;
+// 1. fenced (the group declared the pod's members lost) and not yet exited: force-delete now;
 // 2. being deleted on a lost node: force-delete once `margin` has passed since the end of its
 //    grace period (deletionTimestamp), where margin is options.unfenced_lost_pod_margin when
 //    `may_rejoin` (its process, were it still alive, could rejoin the group it was in) and

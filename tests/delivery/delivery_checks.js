@@ -311,7 +311,8 @@ function checkRbac() {
   for (const g of main) if (g.startsWith('|nodes|')) fail(`nodes belong in node-rules.yaml: ${g}`);
   for (const g of nodes) if (!g.startsWith('|nodes|')) fail(`node-rules.yaml grants ${g}`);
   const rbac = read(dir + 'templates/rbac.yaml');
-  for (const f of ['files/rbac-rules.yaml', 'files/leader-election-rules.yaml', 'files/node-rules.yaml']) {
+  const ruleFiles = ['files/rbac-rules.yaml', 'files/leader-election-rules.yaml', 'files/node-rules.yaml'];
+  for (const f of ruleFiles) {
     if (!rbac.includes(`.Files.Get "${f}"`)) fail(`templates/rbac.yaml does not use ${f}`);
   }
   if (process.env.DDP_DELIVERY_VERBOSE) console.log([...needs].sort().join('\n'));

@@ -138,7 +138,8 @@ bool Stopped(pid_t pid) {
 // A pod whose whole process group is frozen (SIGSTOP), as a hung node or a debugger leaves it.
 struct FrozenPod {
   TempDir dir;
-  api::DDPJob job = ShellJob("echo $$$$ > " + dir.path() + "/pid; while true; do sleep 0.05; done", 1);
+  api::DDPJob job =
+      ShellJob("echo $$$$ > " + dir.path() + "/pid; while true; do sleep 0.05; done", 1);
   pid_t pgid = -1;
 
   void Start(LocalExecutor* ex) {

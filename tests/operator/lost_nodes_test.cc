@@ -134,6 +134,8 @@ std::vector<DecideRow> DecideRows() {
        LostPodDecision::kForceDelete, -1, "declared lost and fenced by its group"},
       {"fenced_and_terminating_is_forced_at_once", Fenced(stuck), true, 71,
        LostPodDecision::kForceDelete, -1, "declared lost and fenced by its group"},
+      {"fenced_but_exited_keeps_its_record", Fenced(OnReadyNode(Exited(1, 2, 137))), true, 10,
+       LostPodDecision::kKeep},
   };
 }
 
@@ -305,8 +307,8 @@ TEST(LostNodeScenario, FencedPodIsReplacedAtOnceAndCountedOnce) {
   EXPECT_EQ(EventReasons(replace), (Strings{"PodReplaced", internal::kReasonForceDeleted}));
   EXPECT_TRUE(SaysSomewhere(replace, "rank 2 disrupted: declared lost by its group; "
                                      "disruption 1, not limited"));
-  EXPECT_TRUE(SaysSomewhere(
-      replace, "round 2: pod mingpt-worker-2 declared lost and fenced by its group: force-deleted"));
+  EXPECT_TRUE(SaysSomewhere(replace, "round 2: pod mingpt-worker-2 declared lost and fenced by "
+                                     "its group: force-deleted"));
   ASSERT_TRUE(replace.status.has_value());
   EXPECT_EQ(replace.status->disruptions, 1);
   EXPECT_EQ(replace.status->recoveries, 0);
