@@ -168,6 +168,9 @@ int RunMain(int argc, char** argv) {
     co.progress->busy_reads_wake = f.straggler_reads;
   }
   co.stragglers = {f.straggler_factor, f.straggler_reads};
+  co.plan.lost_pod_margin = std::chrono::ceil<std::chrono::seconds>(f.lost_pod_margin);
+  co.plan.unfenced_lost_pod_margin =
+      std::chrono::ceil<std::chrono::seconds>(f.unfenced_lost_pod_margin);
   co.instance = f.identity.empty() ? Identity() : f.identity;
   Controller ctl(client->get(), &metrics, co);
   Status started = ctl.Start(f.sync_timeout, &stop);

@@ -68,12 +68,28 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
           },
           [this](const std::string& job, const std::string*, const std::string*) {
             queue_.Add(job);
-          }) {
+          }),
+      nodes_(
+          [](const nlohmann::json& obj) -> std::optional<IndexedCache<plan::NodeHealth>::Entry> {
+            std::string name = ObjectKey(obj);
+            if (name.empty()) return std::nullopt;
+            // Two facts per node, whatever the size of the object (images, addresses, ...).
+            return IndexedCache<plan::NodeHealth>::Entry{name, plan::ObserveNode(obj)};
+          },
+          [this](const std::string& node, const plan::NodeHealth* old,
+                 const plan::NodeHealth* now) { OnNodeChange(node, old, now); }) {
   job_informer_ = std::make_unique<Informer>(client_, InformerFor(kDDPJobs, options_, ""), &jobs_);
   pod_informer_ = std::make_unique<Informer>(
       client_, InformerFor(kPods, options_, api::kJobNameLabel), &pods_);
   service_informer_ = std::make_unique<Informer>(
       client_, InformerFor(kServices, options_, api::kJobNameLabel), &services_);
+  // Nodes are cluster-scoped and cannot be label-selected by job: every node, kept small.
+  InformerOptions nodes = InformerFor(kNodes, options_, "");
+  nodes.ns = "";
+  nodes.forbidden_hint =
+      "grant list and watch on nodes (a ClusterRole; the Helm chart has one) so that pods stuck "
+      "Terminating on a lost node are force-deleted; until then they are waited for";
+  node_informer_ = std::make_unique<Informer>(client_, nodes, &nodes_);
   if (options_.progress) {
     scraper_ = std::make_unique<ProgressScraper>(
         *options_.progress, [this](const std::string& key) { queue_.Add(key); },
@@ -98,6 +114,7 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout,
   job_informer_->Start();
   pod_informer_->Start();
   service_informer_->Start();
+  node_informer_->Start();  // optional: not waited for (see ObserveNodes)
   auto deadline = SteadyClock::now() + sync_timeout;
   // Short slices, so a shutdown request is noticed while a cache is still filling.
   while (!Synced()) {
@@ -126,6 +143,7 @@ void Controller::Stop() {
   job_informer_->Stop();
   pod_informer_->Stop();
   service_informer_->Stop();
+  node_informer_->Stop();
 }
 
 bool Controller::Synced() const {
@@ -176,6 +194,7 @@ plan::Observed Controller::Observe(const std::string& key) const {
   plan::Observed seen;
   seen.pods = pods_.ByIndex(key);
   seen.service_exists = !services_.ByIndex(key).empty();
+  ObserveNodes(&seen);
   return seen;
 }
 
@@ -201,7 +220,7 @@ Status Controller::Reconcile(const std::string& key) {
     if (job.ok()) {
       plan::Observed seen = Observe(key);
       ObserveProgress(*job, &seen);
-      p = plan::PlanReconcile(*job, seen, std::chrono::system_clock::now());
+      p = plan::PlanReconcile(*job, seen, std::chrono::system_clock::now(), options_.plan);
     } else {
       // A spec the CRD schema let through (stored before a CRD change): fail the job with a
       // condition and an event naming the field. Without even parseable metadata and status,

@@ -27,6 +27,7 @@
 #include "operator/kube/operator_metrics.h"
 #include "operator/kube/progress_scraper.h"
 #include "operator/kube/workqueue.h"
+#include "operator/plan/lost_nodes.h"
 #include "operator/plan/plan.h"
 #include "operator/plan/stragglers.h"
 
@@ -43,6 +44,8 @@ struct ControllerOptions {
   std::optional<ProgressScraperOptions> progress;
   // Stragglers, from rank 0's per-rank busy series on the progress reads (needs `progress`).
   plan::StragglerOptions stragglers;
+  // The planner's settings (the lost-pod margins).
+  plan::PlanOptions plan;
 };
 
 // Thread-safe. Lifecycle: Start() once, Stop() once (the destructor stops too).
@@ -93,6 +96,14 @@ class Controller {
   void ObserveStragglers(const api::DDPJob& job, const plan::ObservedPod& rank0);
   // Stops reading `key` and drops its straggler state.
   void ForgetProgress(const std::string& key);
+  // Nodes (controller_nodes.cc). A node that becomes lost or comes back, or is deleted,
+  // re-queues the jobs with pods on it; one log line when it hosts any.
+  void OnNodeChange(const std::string& node, const plan::NodeHealth* old,
+                    const plan::NodeHealth* now);
+  // Sets node_lost on `seen`'s pods: their node is lost or gone. Leaves every pod not lost
+  // until the node informer has listed once (no permission: never), so a pod is never
+  // force-deleted on a guess.
+  void ObserveNodes(plan::Observed* seen) const;
 
   KubeClient* client_;
   OperatorMetrics* metrics_;
@@ -102,7 +113,8 @@ class Controller {
   IndexedCache<JobEntry> jobs_;
   IndexedCache<plan::ObservedPod> pods_;
   IndexedCache<std::string> services_;
-  std::unique_ptr<Informer> job_informer_, pod_informer_, service_informer_;
+  IndexedCache<plan::NodeHealth> nodes_;  // by node name; optional (see ObserveNodes)
+  std::unique_ptr<Informer> job_informer_, pod_informer_, service_informer_, node_informer_;
   std::vector<std::thread> workers_;
   std::unique_ptr<ProgressScraper> scraper_;  // null when options_.progress is unset
   struct JobStragglers {

@@ -36,6 +36,7 @@ Status Controller::ApplyDeletes(const std::string& key, const api::DDPJob& job,
     DeleteOptions opts;
     opts.propagation_policy = "Background";
     opts.precondition_uid = d.uid;
+    opts.grace_period_seconds = d.grace_period_seconds;  // 0: a force delete (lost_nodes.h)
     todo.push_back(&d);
     calls.push_back({r, job.namespace_name, d.name, opts});
   }
@@ -55,7 +56,10 @@ Status Controller::ApplyDeletes(const std::string& key, const api::DDPJob& job,
     bool gone = s.ok() || s.code() == StatusCode::kNotFound || s.code() == StatusCode::kConflict;
     if (is_pod && !s.ok()) expectations_.DeletionObserved(key, d.uid);  // no event will come
     if (s.ok() && is_pod) metrics_->pods_deleted_total.Get().Inc();
-    if (s.ok()) DDP_LOG(INFO) << key << ": deleted " << d.kind << " " << d.name;
+    if (s.ok()) {
+      DDP_LOG(INFO) << key << ": deleted " << d.kind << " " << d.name
+                    << (d.grace_period_seconds == 0 ? " (force, grace 0)" : "");
+    }
     if (!gone && first.ok()) first = s.WithContext(key + ": delete " + d.kind + " " + d.name);
   }
   return first;

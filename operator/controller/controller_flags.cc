@@ -73,6 +73,8 @@ Status ParseRunFlags(int argc, char** argv, RunFlags* f) {
        [f](const std::string& v) { return ParseDouble(v, &f->straggler_factor) && f->straggler_factor > 1; }},
       {"straggler-reads",
        [f](const std::string& v) { return ParseInt(v, &f->straggler_reads) && f->straggler_reads >= 1; }},
+      {"lost-pod-margin", dur(&f->lost_pod_margin)},
+      {"unfenced-lost-pod-margin", dur(&f->unfenced_lost_pod_margin)},
   };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -137,6 +139,10 @@ const char* RunUsage() {
          "  --straggler-factor F              a Straggler Event for a rank busy F (> 1) times the\n"
          "                                    other ranks' median per step (default 1.5) ...\n"
          "  --straggler-reads N               ... in N consecutive progress reads (default 3)\n"
+         "  --lost-pod-margin D               force-delete a pod Terminating on a NotReady or\n"
+         "                                    unreachable node D after its grace (default 30s)\n"
+         "  --unfenced-lost-pod-margin D      ... D when it may still rejoin its group: InPlace,\n"
+         "                                    current round, not fenced (default 5m)\n"
          "  --cache-sync-timeout D            (default 2m)\n";
 }
 

@@ -36,6 +36,12 @@ struct RunFlags {
   // in --straggler-reads (>= 1) consecutive progress reads gets a Straggler Event.
   double straggler_factor = 1.5;
   int straggler_reads = 3;
+  // A pod Terminating on a NotReady/unreachable node is force-deleted this long after its grace
+  // period ends (--lost-pod-margin), or --unfenced-lost-pod-margin when it could still rejoin its
+  // group (recovery InPlace, current round, not fenced). Whole seconds (rounded up); see
+  // operator/plan/lost_nodes.h.
+  std::chrono::milliseconds lost_pod_margin{std::chrono::seconds(30)};
+  std::chrono::milliseconds unfenced_lost_pod_margin{std::chrono::minutes(5)};
   bool help = false;
 };
 

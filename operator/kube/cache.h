@@ -148,6 +148,11 @@ class IndexedCache : public InformerSink {
     std::shared_lock<std::shared_mutex> l(mu_);
     for (const auto& [key, e] : items_) fn(key, e.value);
   }
+  // Calls fn(index, value) for every entry under the lock. fn must not call back into the cache.
+  void ForEachWithIndex(const std::function<void(const std::string&, const T&)>& fn) const {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    for (const auto& [key, e] : items_) fn(e.index, e.value);
+  }
   size_t Size() const {
     std::shared_lock<std::shared_mutex> l(mu_);
     return items_.size();

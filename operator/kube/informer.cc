@@ -150,6 +150,18 @@ void Informer::Run() {
       if (!SleepFor(options_.backoff_initial)) return;
       continue;
     }
+    if (s.code() == StatusCode::kForbidden && !options_.forbidden_hint.empty()) {
+      // Not a fault to retry soon: a missing RBAC rule stays missing until someone grants it.
+      if (!forbidden_logged_) {
+        DDP_LOG(WARNING) << "informer " << what_ << ": " << s.ToString() << "; "
+                         << options_.forbidden_hint;
+      } else {
+        DDP_LOG(DEBUG) << "informer " << what_ << ": still " << s.ToString();
+      }
+      forbidden_logged_ = true;
+      if (!SleepFor(options_.backoff_max)) return;
+      continue;
+    }
     DDP_LOG(WARNING) << "informer " << what_ << ": " << s.ToString() << "; re-listing in "
                      << backoff.count() << " ms";
     if (!SleepFor(backoff)) return;

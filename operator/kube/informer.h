@@ -31,6 +31,10 @@ struct InformerOptions {
   std::chrono::milliseconds backoff_initial{200};
   std::chrono::milliseconds backoff_max{std::chrono::seconds(30)};
   int watch_timeout_seconds = 300;  // one watch stream's server-side duration
+  // For an optional resource the operator works without (nodes): when set, a 403 is logged
+  // once as a WARNING with this hint ("grant ... or ..."), later ones at DEBUG, and the informer
+  // keeps retrying every backoff_max, so granting the permission later takes effect.
+  std::string forbidden_hint;
 };
 
 // Owns one thread between Start() and Stop(). Thread-safe.
@@ -74,6 +78,7 @@ class Informer {
   std::atomic<bool> synced_{false};
   std::atomic<int> lists_{0};
   std::atomic<int> resyncs_{0};
+  bool forbidden_logged_ = false;  // the informer thread's only
 };
 
 }  // namespace ddp::controller

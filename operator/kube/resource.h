@@ -31,6 +31,7 @@ inline const Resource kServices{"", "v1", "services", "Service", true};
 inline const Resource kEvents{"", "v1", "events", "Event", true};
 inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
 inline const Resource kDDPJobs{"ddp.dev", "v1alpha1", "ddpjobs", "DDPJob", true};
+inline const Resource kNodes{"", "v1", "nodes", "Node", false};
 
 }  // namespace ddp::controller
 

@@ -99,7 +99,7 @@ std::vector<std::string> LocalExecutor::Apply(const plan::Plan& plan, plan::Time
     if (!it->second.alive) {
       pods_.erase(it);  // a finished pod's record goes at once
     } else {
-      StartDelete(&it->second, steady_now);
+      StartDelete(&it->second, steady_now, d.grace_period_seconds);
     }
   }
   return messages;
@@ -147,12 +147,27 @@ Status LocalExecutor::Start(LocalPod* pod, std::vector<std::string>* messages) {
   return Status::OK();
 }
 
-void LocalExecutor::StartDelete(LocalPod* pod, SteadyClock::time_point now) {
-  if (pod->deleting) return;
+void LocalExecutor::StartDelete(LocalPod* pod, SteadyClock::time_point now,
+                                std::optional<int64_t> grace_seconds) {
+  const auto grace = std::chrono::seconds(grace_seconds.value_or(pod->grace_seconds));
+  if (pod->deleting) {
+    // A second delete may only shorten the grace, as in Kubernetes; 0 is a force delete. A
+    // kill_at of max() means the SIGKILL is already sent.
+    if (pod->kill_at == SteadyClock::time_point::max() || now + grace >= pod->kill_at) return;
+    pod->kill_at = now + grace;
+    if (grace.count() == 0) {
+      SignalGroup(pod->pid, SIGKILL);
+      pod->kill_at = SteadyClock::time_point::max();  // Reap() finishes it
+    }
+    return;
+  }
   pod->deleting = true;
   pod->signalled = true;
-  pod->kill_at = now + std::chrono::seconds(pod->grace_seconds);
-  SignalGroup(pod->pid, pod->grace_seconds > 0 ? SIGTERM : SIGKILL);
+  pod->kill_at = now + grace;
+  // SIGKILL also ends a stopped (SIGSTOP) process; a SIGTERM would wait for its SIGCONT, and
+  // EnforceGracePeriods sends the SIGKILL when the grace is over.
+  SignalGroup(pod->pid, grace.count() > 0 ? SIGTERM : SIGKILL);
+  if (grace.count() == 0) pod->kill_at = SteadyClock::time_point::max();
 }
 
 std::vector<std::string> LocalExecutor::Reap() {

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -63,8 +64,10 @@ class LocalExecutor {
   LocalExecutor& operator=(const LocalExecutor&) = delete;
 
   // Creates first, then deletes, as the controller does. A create of an existing name and a
-  // delete of a missing one are no-ops (idempotent apply). A pod whose command cannot start
-  // becomes a Failed pod (exit 127, reason StartError), as a kubelet would report it.
+  // delete of a missing one are no-ops (idempotent apply). A delete with grace 0 (a force delete:
+  // the planner's lost pods) SIGKILLs the pod's process group at once, also a stopped one. A pod
+  // whose command cannot start becomes a Failed pod (exit 127, reason StartError), as a kubelet
+  // would report it.
   // Returns one message per problem worth showing the user (start errors, env warnings).
   std::vector<std::string> Apply(const plan::Plan& plan, plan::TimePoint now);
 
@@ -93,7 +96,10 @@ class LocalExecutor {
 
  private:
   Status Start(LocalPod* pod, std::vector<std::string>* messages);
-  void StartDelete(LocalPod* pod, std::chrono::steady_clock::time_point now);
+  // SIGTERM now and SIGKILL after the grace (`grace_seconds`, else the pod's own); a grace of 0
+  // is a force delete: SIGKILL now. On a pod already deleting it can only shorten the grace.
+  void StartDelete(LocalPod* pod, std::chrono::steady_clock::time_point now,
+                   std::optional<int64_t> grace_seconds);
   StatusOr<int> FreshPort();
 
   ExecutorOptions options_;

@@ -18,6 +18,7 @@ bool IsDisruptionReason(const std::string& reason) {
 }
 
 PodOutcome ClassifyPod(const ObservedPod& pod) {
+  // Declared lost by its group (a silent node, a frozen process): taken away, like an eviction.
   if (pod.deleting || pod.disruption_condition || pod.fenced) return PodOutcome::kDisruption;
   if (pod.phase == "Succeeded") return PodOutcome::kSucceeded;
   if (pod.phase != "Failed") return PodOutcome::kActive;
@@ -55,6 +56,7 @@ std::string DescribeOutcome(const ObservedPod& pod, PodOutcome outcome) {
     return s;
   }
   if (outcome == PodOutcome::kDisruption) {
+    if (pod.fenced && pod.phase != "Failed") return "disrupted: declared lost by its group";
     if (!pod.reason.empty()) return "disrupted: " + pod.reason;
     if (pod.deleting) return "disrupted: deleted";
     return "disrupted";

@@ -87,6 +87,10 @@ ObservedPod ObservePod(const json& pod) {
   }
   out.round = ParseIndexLabel(labels, api::kRoundLabel);
   out.deleting = !Get(meta, "deletionTimestamp").is_null();
+  out.deletion_timestamp = Time(meta, "deletionTimestamp");
+  const json& grace = Get(meta, "deletionGracePeriodSeconds");
+  if (grace.is_number_integer()) out.deletion_grace_seconds = grace.get<int64_t>();
+  out.node_name = Str(Get(pod, "spec"), "nodeName");
   if (auto t = Time(meta, "creationTimestamp")) out.created = *t;
   out.phase = Str(status, "phase");
   if (out.phase.empty()) out.phase = "Pending";

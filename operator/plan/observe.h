@@ -18,7 +18,9 @@ namespace ddp::plan {
 //    terminated reason (OOMKilled, Error, ...); message likewise;
 //  - disruption_condition: condition DisruptionTarget=True;
 //  - unschedulable_since: condition PodScheduled=False reason Unschedulable, its transition time;
-//  - deleting: metadata.deletionTimestamp set.
+//  - deleting: metadata.deletionTimestamp set; deletion_timestamp and deletion_grace_seconds
+//    from it and metadata.deletionGracePeriodSeconds;
+//  - node_name: spec.nodeName (node_lost and fenced are not in the pod: the caller fills them);
 //  - owner_uid: the uid of the ownerReference with controller: true.
 ObservedPod ObservePod(const nlohmann::json& pod);
 

@@ -10,6 +10,7 @@
 #include "operator/plan/conditions.h"
 #include "operator/plan/names.h"
 #include "operator/plan/progress.h"
+#include "operator/plan/replace.h"
 
 namespace ddp::plan::internal {
 namespace {
@@ -199,7 +200,8 @@ void Summarize(Pass* p) {
   const auto pods = CurrentPods(*p);
   int ready = 0, started = 0;
   for (const ObservedPod* pod : pods) {
-    if (!pod) continue;
+    // A pod being replaced is going, however it looks (a fenced pod still runs).
+    if (!pod || AlreadyReplacing(*p, *pod)) continue;
     if (pod->ready) ++ready;
     if (pod->phase == "Running" || pod->phase == "Succeeded") ++started;
   }

@@ -10,7 +10,8 @@
 //      resize, or shrink on pending timeout; with recovery InPlace a failed or lost pod other
 //      than pod 0 is replaced alone in the same round instead (replace.h);
 //   7. always: delete pods of other rounds, create missing names (after the restart backoff),
-//      summarize the status.
+//      force-delete pods lost with their node or fenced by the group (lost_nodes.h), summarize
+//      the status.
 #include "operator/plan/plan.h"
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "operator/plan/classify.h"
 #include "operator/plan/inplace.h"
 #include "operator/plan/conditions.h"
+#include "operator/plan/lost_nodes.h"
 #include "operator/plan/names.h"
 #include "operator/plan/pass.h"
 #include "operator/plan/replace.h"
@@ -321,7 +323,8 @@ Plan PlanUnparsableJob(const api::DDPJob& identity, const Observed& seen,
   return EndJob(&p, false, "InvalidSpec", "invalid spec: " + parse_error);
 }
 
-Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now) {
+Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
+                   const PlanOptions& options) {
   // The garbage collector removes the pods and the Service through their owner references.
   if (job.deletion_timestamp) return Plan{};
   Observed own;
@@ -384,6 +387,7 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now) 
   const bool hold_pods = backoff && p.now < *backoff;
   if (hold_pods) internal::Requeue(&p, *backoff);
   internal::CreateMissing(&p, hold_pods);
+  internal::ForceDeleteLostPods(&p, options);
   internal::Summarize(&p);
   internal::UpdateProgress(&p);
   return internal::FinishPass(&p);

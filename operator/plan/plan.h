@@ -6,6 +6,7 @@
 #define DDP_OPERATOR_PLAN_PLAN_H_
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,8 +39,17 @@ struct ObservedPod {
   std::string uid;
   std::string owner_uid;  // uid of the controller ownerReference; "" when none
   std::string pod_ip;  // status.podIP; where the operator scrapes rank 0's /metrics
+  // metadata.deletionTimestamp: when the grace period ends (the kubelet then confirms, or the
+  // pod stays Terminating if its node is lost); deletionGracePeriodSeconds: that grace.
+  std::optional<TimePoint> deletion_timestamp;
+  std::optional<int64_t> deletion_grace_seconds;
+  std::string node_name;  // spec.nodeName; "" while unscheduled
+  // Filled by whoever watches nodes (the controller; never in local mode): the pod's node is
+  // NotReady or Unknown, tainted unreachable/not-ready/out-of-service, or gone (lost_nodes.h).
+  bool node_lost = false;
   // The job's group declared this pod lost and fenced it (the rendezvous pod's report): it can
-  // never rejoin, so it is replaced at once. Filled by PlanReconcile from Observed::group.
+  // never rejoin its old generation, so it is replaced at once. Filled by PlanReconcile from
+  // Observed::group, for this pod object (its uid), not a successor under its name.
   bool fenced = false;
 };
 
@@ -67,8 +77,12 @@ struct Delete {
   std::string kind;  // "Pod" | "Service" | "DDPJob"
   std::string name;
   std::string uid;   // a precondition for the delete; may be empty
+  // DeleteOptions.gracePeriodSeconds; unset: the pod's own. 0 on a pod is a force delete: the
+  // object goes at once, without waiting for its kubelet (lost_nodes.h says when).
+  std::optional<int64_t> grace_period_seconds = std::nullopt;
   bool operator==(const Delete& o) const {
-    return kind == o.kind && name == o.name && uid == o.uid;
+    return kind == o.kind && name == o.name && uid == o.uid &&
+           grace_period_seconds == o.grace_period_seconds;
   }
 };
 
@@ -79,6 +93,17 @@ struct Event {
   bool operator==(const Event& o) const {
     return type == o.type && reason == o.reason && message == o.message;
   }
+};
+
+// Operator settings the planner decides with (flags of `ddp-operator run`; local mode keeps the
+// defaults). See lost_nodes.h for what the margins guard against.
+struct PlanOptions {
+  // A pod Terminating on a lost node that cannot rejoin its group (a pod of an older round, any
+  // recovery) is force-deleted once its grace period has ended this long ago.
+  std::chrono::seconds lost_pod_margin{30};
+  // The same for a current-round pod under recovery InPlace that its group has not fenced: the
+  // operator cannot tell whether its process still trains, so it waits much longer.
+  std::chrono::seconds unfenced_lost_pod_margin{300};
 };
 
 struct Plan {
@@ -112,7 +137,9 @@ struct Plan {
 // and the next pass makes the same decision again.
 // Times written into the status are truncated to whole seconds. Thread-safe (pure).
 // REQUIRES: nothing; an invalid spec yields a Failed status (reason InvalidSpec) and an event.
-Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now);
+// `options`: the operator's settings (PlanOptions).
+Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
+                   const PlanOptions& options = {});
 
 // For a stored DDPJob whose spec does not parse (objects stored before a CRD change): the job
 // fails with reason InvalidSpec and one Warning event carrying `parse_error` (which names the

@@ -26,7 +26,10 @@ std::string Plan::ToString() const {
       out << " round " << c["metadata"]["labels"]["ddp.dev/round"].get<std::string>();
     }
   }
-  for (const auto& d : deletes) out << "\n  delete " << d.kind << " " << d.name;
+  for (const auto& d : deletes) {
+    out << "\n  delete " << d.kind << " " << d.name;
+    if (d.grace_period_seconds) out << " (grace " << *d.grace_period_seconds << "s)";
+  }
   if (status) out << "\n  status " << api::StatusToJson(*status).dump();
   for (const auto& e : events) out << "\n  event " << e.type << " " << e.reason << ": " << e.message;
   if (requeue_after) out << "\n  requeue after " << requeue_after->count() << "ms";

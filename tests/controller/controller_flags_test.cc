@@ -46,6 +46,20 @@ TEST(ParseRunFlagsTest, DefaultsMatchTheIssue) {
   EXPECT_EQ(f.burst, 500);
 }
 
+// The lost-pod margins: operator/plan/lost_nodes.h's defaults, settable, never negative.
+TEST(ParseRunFlagsTest, LostPodMargins) {
+  RunFlags f;
+  ASSERT_TRUE(Parse({}, &f).ok());
+  EXPECT_EQ(f.lost_pod_margin, milliseconds(30000));
+  EXPECT_EQ(f.unfenced_lost_pod_margin, milliseconds(300000));
+  ASSERT_TRUE(Parse({"--lost-pod-margin=0", "--unfenced-lost-pod-margin", "2s"}, &f).ok());
+  EXPECT_EQ(f.lost_pod_margin, milliseconds(0));
+  EXPECT_EQ(f.unfenced_lost_pod_margin, milliseconds(2000));
+  Status bad = Parse({"--lost-pod-margin=-5s"}, &f);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("--lost-pod-margin"), std::string::npos) << bad.message();
+}
+
 TEST(ParseRunFlagsTest, BothFormsAndBooleans) {
   RunFlags f;
   ASSERT_TRUE(Parse({"--namespace", "ml", "--workers=8", "--leader-elect", "--qps=100",

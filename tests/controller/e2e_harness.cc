@@ -151,10 +151,11 @@ std::vector<PodEvent> PodRecorder::Events() const {
   return events_;
 }
 
-World::World(bool tls) {
+World::World(bool tls, milliseconds pod_grace) {
   char tmpl[] = "/tmp/ddp-e2e-XXXXXX";
   dir_ = mkdtemp(tmpl);
   fake::FakeApiServerOptions options;
+  options.pod_grace = pod_grace;
   std::string ca_line;
   if (tls) {
     fake::TestPki pki = fake::MakeTestPki();

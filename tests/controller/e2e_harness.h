@@ -83,8 +83,9 @@ class PodRecorder {
 // The test fixture's world: server, kubeconfig, a client, paths.
 class World {
  public:
-  // tls: the server speaks HTTPS with a throwaway CA that the kubeconfig carries.
-  explicit World(bool tls = false);
+  // tls: the server speaks HTTPS with a throwaway CA that the kubeconfig carries. pod_grace:
+  // FakeApiServerOptions::pod_grace (0: a deleted pod goes at once).
+  explicit World(bool tls = false, milliseconds pod_grace = milliseconds(0));
   ~World();
   fake::FakeApiServer& server() { return *server_; }
   controller::KubeClient& client() { return *client_; }

@@ -171,5 +171,27 @@ TEST_F(InformerTest, KeepsTryingThroughServerErrors) {
   EXPECT_EQ(cache_.Size(), 1u);
 }
 
+// An optional resource the operator may not be allowed to read (nodes): a 403 is not retried at
+// the error backoff (which would log and list every few ms at first) but every backoff_max, and
+// a permission granted later takes effect.
+TEST_F(InformerTest, ForbiddenOptionalResourceRetriesSlowlyAndSyncsOnceGranted) {
+  server_.FailNext("list", "pods", 403, 1000000);
+  InformerOptions o;
+  o.resource = kPods;
+  o.ns = "ml";
+  o.backoff_initial = milliseconds(20);
+  o.backoff_max = milliseconds(1500);
+  o.forbidden_hint = "grant list and watch on pods";
+  Create(Pod("a-worker-0", "a"));
+  informer_ = std::make_unique<Informer>(client_.get(), o, &cache_);
+  informer_->Start();
+  // At the error backoff (20, 40, 80, ... ms) a second of 403s would be 6 lists; here it is 1.
+  EXPECT_FALSE(informer_->WaitForSync(milliseconds(1000)));
+  EXPECT_EQ(server_.RequestCount("list"), 1);
+  server_.ClearFaults();
+  ASSERT_TRUE(informer_->WaitForSync(milliseconds(10000)));
+  EXPECT_EQ(cache_.Size(), 1u);
+}
+
 }  // namespace
 }  // namespace ddp::controller

@@ -301,13 +301,18 @@ function checkRbac() {
   if (needs.size < 5) fail(`derived only ${needs.size} permissions from the operator source`);
   const main = rulesToSet(yaml.load(read(dir + 'files/rbac-rules.yaml')), 'files/rbac-rules.yaml');
   const lease = rulesToSet(yaml.load(read(dir + 'files/leader-election-rules.yaml')), 'files/leader-election-rules.yaml');
-  const granted = new Set([...main, ...lease]);
+  const nodes = rulesToSet(yaml.load(read(dir + 'files/node-rules.yaml')), 'files/node-rules.yaml');
+  const granted = new Set([...main, ...lease, ...nodes]);
   for (const n of needs) if (!granted.has(n)) fail(`the chart does not grant ${n} (the operator calls it)`);
   for (const g of granted) if (!needs.has(g)) fail(`the chart grants ${g}, which the operator never calls`);
   for (const g of main) if (g.startsWith('coordination.k8s.io|')) fail(`leases belong in leader-election-rules.yaml: ${g}`);
   for (const g of lease) if (!g.startsWith('coordination.k8s.io|')) fail(`leader-election-rules.yaml grants ${g}`);
+  // Cluster-scoped reads live in their own ClusterRole, whatever watchNamespace says.
+  for (const g of main) if (g.startsWith('|nodes|')) fail(`nodes belong in node-rules.yaml: ${g}`);
+  for (const g of nodes) if (!g.startsWith('|nodes|')) fail(`node-rules.yaml grants ${g}`);
   const rbac = read(dir + 'templates/rbac.yaml');
-  for (const f of ['files/rbac-rules.yaml', 'files/leader-election-rules.yaml']) {
+  const ruleFiles = ['files/rbac-rules.yaml', 'files/leader-election-rules.yaml', 'files/node-rules.yaml'];
+  for (const f of ruleFiles) {
     if (!rbac.includes(`.Files.Get "${f}"`)) fail(`templates/rbac.yaml does not use ${f}`);
   }
   if (process.env.DDP_DELIVERY_VERBOSE) console.log([...needs].sort().join('\n'));

@@ -129,6 +129,12 @@ TEST(Chart, DeploymentArgsAreFlagsOfRun) {
   EXPECT_EQ(flags.health_addr, ":" + values["health"]["port"].dump());
   EXPECT_EQ(flags.burst, values["kubeApi"]["burst"].get<int>());
   EXPECT_DOUBLE_EQ(flags.qps, values["kubeApi"]["qps"].get<double>());
+  std::chrono::milliseconds margin{}, unfenced{};
+  ASSERT_TRUE(controller::ParseDuration(values["lostPods"]["margin"].get<std::string>(), &margin));
+  ASSERT_TRUE(controller::ParseDuration(values["lostPods"]["unfencedMargin"].get<std::string>(),
+                                        &unfenced));
+  EXPECT_EQ(flags.lost_pod_margin, margin);
+  EXPECT_EQ(flags.unfenced_lost_pod_margin, unfenced);
   for (const char* probe : {"path: /healthz", "path: /readyz", "port: health"}) {
     EXPECT_NE(tmpl.find(probe), std::string::npos) << probe;
   }
@@ -139,6 +145,7 @@ TEST(Chart, FilesParseAndTemplatesBalance) {
   for (const char* f : {"charts/ddp-operator/Chart.yaml", "charts/ddp-operator/values.yaml",
                         "charts/ddp-operator/files/rbac-rules.yaml",
                         "charts/ddp-operator/files/leader-election-rules.yaml",
+                        "charts/ddp-operator/files/node-rules.yaml",
                         "charts/ddp-operator/crds/ddpjob.yaml"}) {
     EXPECT_FALSE(ReadYamlDocs(f).empty()) << f;
   }

@@ -100,8 +100,21 @@ class FakeApiServer {
   // Node-pressure eviction: phase Failed, reason Evicted, no container exit code.
   bool EvictPod(const std::string& ns, const std::string& name);
   bool SetPodUnschedulable(const std::string& ns, const std::string& name);
-  // A pod with a deletionTimestamp is removed now (the kubelet confirmed termination).
-  bool FinalizePod(const std::string& ns, const std::string& name);
+  // A pod with a deletionTimestamp is removed now (the kubelet confirmed termination). With a
+  // `uid`, only that incarnation: a kubelet never touches a successor under the same name.
+  bool FinalizePod(const std::string& ns, const std::string& name, const std::string& uid = "");
+  // Binds a pod to a node (spec.nodeName), as the scheduler's binding does.
+  bool BindPod(const std::string& ns, const std::string& name, const std::string& node);
+
+  // --- The test's nodes (cluster-scoped Node objects) and node lifecycle controller.
+  // Creates node `name`, Ready. False when it exists.
+  bool AddNode(const std::string& name);
+  // Sets the Ready condition and the taints the node lifecycle controller sets with it:
+  // "True" (the kubelet posts status: no such taints), "Unknown" (it stopped posting: reason
+  // NodeStatusUnknown, node.kubernetes.io/unreachable NoSchedule + NoExecute), "False"
+  // (KubeletNotReady, node.kubernetes.io/not-ready NoSchedule + NoExecute). Pods bound to a node
+  // that is not Ready stay Terminating once deleted (FakeStore::Options::pod_grace).
+  bool SetNodeReady(const std::string& name, const std::string& status);
 
   // Parses a request path. False for paths that are not resource paths.
   struct Target {

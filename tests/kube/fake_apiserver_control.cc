@@ -178,10 +178,50 @@ bool FakeApiServer::SetPodUnschedulable(const std::string& ns, const std::string
   });
 }
 
-bool FakeApiServer::FinalizePod(const std::string& ns, const std::string& name) {
+bool FakeApiServer::FinalizePod(const std::string& ns, const std::string& name,
+                                const std::string& uid) {
   auto pod = GetObject(PodsPath(ns) + "/" + name);
   if (!pod || !(*pod)["metadata"].contains("deletionTimestamp")) return false;
-  return RemoveObject(PodsPath(ns) + "/" + name);
+  // By UID: the pod read above, even if a successor took the name meanwhile.
+  const std::string incarnation = uid.empty() ? (*pod)["metadata"].value("uid", "") : uid;
+  return store_.Remove("/api/v1/pods", ns, name, incarnation).code == 200;
+}
+
+bool FakeApiServer::BindPod(const std::string& ns, const std::string& name,
+                            const std::string& node) {
+  return Mutate(PodsPath(ns) + "/" + name, [&](json& pod) { pod["spec"]["nodeName"] = node; });
+}
+
+bool FakeApiServer::AddNode(const std::string& name) {
+  json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", name}}},
+               {"spec", json::object()}};
+  std::string error;
+  if (!CreateObject("/api/v1/nodes", node, &error)) return false;
+  return SetNodeReady(name, "True");
+}
+
+bool FakeApiServer::SetNodeReady(const std::string& name, const std::string& status) {
+  static const char* const kLifecycleTaints[] = {"node.kubernetes.io/unreachable",
+                                                 "node.kubernetes.io/not-ready"};
+  return Mutate("/api/v1/nodes/" + name, [&](json& node) {
+    json taints = json::array();
+    for (const json& t : node["spec"].value("taints", json::array())) {
+      const std::string key = t.value("key", "");
+      if (key != kLifecycleTaints[0] && key != kLifecycleTaints[1]) taints.push_back(t);
+    }
+    std::string reason = "KubeletReady", message = "kubelet is posting ready status";
+    if (status != "True") {
+      const bool unknown = status == "Unknown";
+      reason = unknown ? "NodeStatusUnknown" : "KubeletNotReady";
+      message = unknown ? "Kubelet stopped posting node status." : "container runtime is down";
+      for (const char* effect : {"NoSchedule", "NoExecute"}) {
+        taints.push_back({{"key", kLifecycleTaints[unknown ? 0 : 1]}, {"effect", effect}});
+      }
+    }
+    node["spec"]["taints"] = taints;
+    node["status"]["conditions"] = json::array(
+        {{{"type", "Ready"}, {"status", status}, {"reason", reason}, {"message", message}}});
+  });
 }
 
 }  // namespace ddp::fake

@@ -370,9 +370,34 @@ StoreResult FakeStore::Mutate(const std::string& collection, const std::string& 
 }
 
 StoreResult FakeStore::Remove(const std::string& collection, const std::string& ns,
-                              const std::string& name) {
+                              const std::string& name, const std::string& uid) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!uid.empty()) {
+    auto& coll = objects_[collection];
+    auto it = coll.find(Key(ns, name));
+    if (it != coll.end() && it->second["metadata"].value("uid", "") != uid) {
+      return Error(409, "Conflict", "\"" + name + "\" is another incarnation than " + uid);
+    }
+  }
   return RemoveLocked(collection, ns, name, "Background");
+}
+
+bool FakeStore::KubeletConfirmsLocked(const json& pod) {
+  const json& spec = pod.contains("spec") ? pod["spec"] : json();
+  if (!spec.is_object() || !spec.contains("nodeName") || !spec["nodeName"].is_string()) {
+    return true;  // unbound: no kubelet involved
+  }
+  auto& nodes = objects_["/api/v1/nodes"];
+  auto it = nodes.find(Key("", spec["nodeName"].get<std::string>()));
+  if (it == nodes.end()) return false;
+  const json& status = it->second.contains("status") ? it->second["status"] : json();
+  if (!status.is_object() || !status.contains("conditions") || !status["conditions"].is_array()) {
+    return false;
+  }
+  for (const json& c : status["conditions"]) {
+    if (c.is_object() && c.value("type", "") == "Ready") return c.value("status", "") == "True";
+  }
+  return false;
 }
 
 int FakeStore::ReapExpired() {
@@ -380,7 +405,11 @@ int FakeStore::ReapExpired() {
   auto now = std::chrono::steady_clock::now();
   std::vector<std::pair<std::string, std::string>> due;
   for (auto& [key, when] : graces_) {
-    if (when <= now) due.push_back(key);
+    if (when > now) continue;
+    // A grace entry always names the object now under that name: removal drops the entry.
+    auto& coll = objects_[key.first];
+    auto it = coll.find(key.second);
+    if (it != coll.end() && KubeletConfirmsLocked(it->second)) due.push_back(key);
   }
   for (auto& [collection, key] : due) {
     size_t slash = key.find('/');

@@ -62,7 +62,11 @@ class FakeStore {
   struct Options {
     size_t history_limit = 10000;  // watch events kept for watches from an old RV
     // Pods deleted without an explicit gracePeriodSeconds keep a deletionTimestamp this long
-    // (until the grace elapses or FinalizePod). 0: deleted at once.
+    // (until the grace elapses or FinalizePod). 0: deleted at once. A pod bound to a node
+    // (spec.nodeName) goes only while that Node exists and is Ready: its kubelet confirms the
+    // termination; on a NotReady/Unknown or missing node nobody does, and the pod stays
+    // Terminating until a force delete (gracePeriodSeconds 0), as in Kubernetes. An unbound
+    // pod's grace simply elapses (Kubernetes would delete it at once).
     std::chrono::milliseconds pod_grace{0};
   };
   explicit FakeStore(Options options);
@@ -99,9 +103,13 @@ class FakeStore {
   // watchers see MODIFIED. Returns 404 when absent. generation follows the spec rule.
   StoreResult Mutate(const std::string& collection, const std::string& ns, const std::string& name,
                      const std::function<void(nlohmann::json&)>& fn);
-  // Removes an object now (a pod's grace ended, or a kubelet confirmed termination).
-  StoreResult Remove(const std::string& collection, const std::string& ns, const std::string& name);
-  // Deletes pods whose grace period has elapsed. Returns how many.
+  // Removes an object now (a pod's grace ended, or a kubelet confirmed termination). A non-empty
+  // `uid` removes only that incarnation (409 when the name holds another), as a kubelet deletes
+  // its pod by UID and never a successor created under the same name.
+  StoreResult Remove(const std::string& collection, const std::string& ns, const std::string& name,
+                     const std::string& uid = "");
+  // Deletes pods whose grace period has elapsed and whose kubelet confirms (see pod_grace).
+  // Returns how many.
   int ReapExpired();
 
   // Copies of stored objects of one collection ("" ns: all namespaces), sorted by ns/name.
@@ -124,6 +132,8 @@ class FakeStore {
                                nlohmann::json updated, const std::string& expected_rv,
                                bool status_only);
   int64_t NextRvLocked() { return ++rv_; }
+  // Whether the kubelet of `pod`'s node would confirm its termination (see pod_grace).
+  bool KubeletConfirmsLocked(const nlohmann::json& pod);
 
   const Options options_;
   std::mutex mu_;

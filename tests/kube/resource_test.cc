@@ -15,7 +15,6 @@ TEST(Resource, Paths) {
     const Resource& r;
     std::string ns, name, want;
   };
-  const Resource kNodes{"", "v1", "nodes", "Node", false};
   const std::vector<Case> cases = {
       {kPods, "ml", "x", "/api/v1/namespaces/ml/pods/x"},
       {kPods, "ml", "", "/api/v1/namespaces/ml/pods"},

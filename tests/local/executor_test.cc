@@ -128,6 +128,87 @@ TEST(LocalExecutor, DeleteIsDoneOnlyWhenReapedAndKillsAfterGrace) {
   EXPECT_TRUE(WaitFor([&] { return !GroupExists(pgid); }, seconds(5)));
 }
 
+// Whether `pid` is stopped (state T in /proc/<pid>/stat).
+bool Stopped(pid_t pid) {
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T';
+}
+
+// A pod whose whole process group is frozen (SIGSTOP), as a hung node or a debugger leaves it.
+struct FrozenPod {
+  TempDir dir;
+  api::DDPJob job =
+      ShellJob("echo $$$$ > " + dir.path() + "/pid; while true; do sleep 0.05; done", 1);
+  pid_t pgid = -1;
+
+  void Start(LocalExecutor* ex) {
+    ex->Apply(CreatePods(job, 0, 1), plan::TimePoint());
+    ASSERT_TRUE(WaitFor([&] { return !ReadFile(dir.path() + "/pid").empty(); }, seconds(10)));
+    pgid = ex->pods().at("ex-worker-0").pid;
+    ASSERT_EQ(kill(-pgid, SIGSTOP), 0);
+    ASSERT_TRUE(WaitFor([&] { return Stopped(pgid); }, seconds(5)));
+  }
+  static plan::Plan Delete(std::optional<int64_t> grace) {
+    plan::Plan del;
+    del.deletes.push_back({"Pod", "ex-worker-0", "", grace});
+    return del;
+  }
+};
+
+// A stopped process holds a SIGTERM until it is continued, so only the SIGKILL at the end of the
+// grace period ends it: a frozen pod never holds its name for longer than its grace.
+TEST(LocalExecutor, FrozenPodIsKilledWhenItsGraceEnds) {
+  FrozenPod frozen;
+  LocalExecutor ex({frozen.dir.path(), {}, 1});
+  frozen.Start(&ex);
+  const auto t0 = std::chrono::steady_clock::now();
+  ex.Apply(FrozenPod::Delete(std::nullopt), plan::TimePoint());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        ex.EnforceGracePeriods(std::chrono::steady_clock::now());
+        ex.Reap();
+        return ex.pods().empty();
+      },
+      seconds(10)));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(900));
+  EXPECT_TRUE(WaitFor([&] { return !GroupExists(frozen.pgid); }, seconds(5)));
+}
+
+// The planner's force delete (grace 0) kills a frozen pod at once, with no timer left to fire:
+// only Reap() runs here, never EnforceGracePeriods().
+TEST(LocalExecutor, ForceDeleteKillsAFrozenPodAtOnce) {
+  FrozenPod frozen;
+  LocalExecutor ex({frozen.dir.path(), {}, 30});
+  frozen.Start(&ex);
+  ex.Apply(FrozenPod::Delete(0), plan::TimePoint());
+  EXPECT_FALSE(ex.NextKillDeadline().has_value());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        ex.Reap();
+        return ex.pods().empty();
+      },
+      seconds(5)));
+}
+
+// A force delete after a graceful one cuts its grace short (30 s here), as in Kubernetes.
+TEST(LocalExecutor, ForceDeleteShortensAGracefulDelete) {
+  FrozenPod frozen;
+  LocalExecutor ex({frozen.dir.path(), {}, 30});
+  frozen.Start(&ex);
+  ex.Apply(FrozenPod::Delete(std::nullopt), plan::TimePoint());
+  ASSERT_TRUE(ex.NextKillDeadline().has_value());
+  ex.Reap();
+  ASSERT_EQ(ex.pods().size(), 1u);  // frozen: the SIGTERM waits
+  ex.Apply(FrozenPod::Delete(0), plan::TimePoint());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        ex.Reap();
+        return ex.pods().empty();
+      },
+      seconds(5)));
+}
+
 TEST(LocalExecutor, UnstartableCommandIsAFailedPod) {
   TempDir dir;
   std::string yaml = testing_local::ShellJob("x", 1, "true");

@@ -113,6 +113,29 @@ TEST_F(LocalRunTest, UserKillIsADisruption) {
   EXPECT_EQ(s["round"], 1);
 }
 
+// A frozen pod (SIGSTOP of its process group: it holds a SIGTERM until continued) in a round the
+// planner ends: SIGKILL at the end of its grace period (2 s) frees its name, and the next round
+// runs to the end.
+TEST_F(LocalRunTest, AFrozenPodNeverBlocksTheNextRound) {
+  const std::string fail = Dir() + "/fail";
+  auto op = Start(ShellJob("frozen", 2,
+                           "echo $$$$ > " + Dir() + "/pid-$DDP_ROUND-$RANK; "
+                           "if [ $DDP_ROUND = 0 ]; then while [ ! -f " + fail +
+                               " ]; do sleep 0.05; done; "
+                           "if [ $RANK = 0 ]; then exit 75; fi; exec sleep 60; fi; exit 0"));
+  ASSERT_TRUE(WaitWorker(0, 0) && WaitWorker(0, 1)) << op->Output();
+  ASSERT_TRUE(WaitStatus("phase", "\"Running\"")) << op->Output();
+  const pid_t frozen = WorkerPid(0, 1);  // sh -c is the pod's process group leader
+  ASSERT_EQ(kill(-frozen, SIGSTOP), 0);
+  WriteFileAtomic(fail, "1");
+  ASSERT_EQ(op->Wait(seconds(60)), 0) << op->Output();
+  nlohmann::json s = Status();
+  EXPECT_EQ(s["phase"], "Succeeded");
+  EXPECT_EQ(s["round"], 1);
+  EXPECT_EQ(s["restarts"], 1);
+  EXPECT_TRUE(WaitFor([&] { return !GroupExists(frozen); }, seconds(10)));
+}
+
 TEST_F(LocalRunTest, SuspendAndResumeByEditing) {
   const std::string script = UntilFinish();
   auto op = Start(ShellJob("susp", 2, script));

@@ -42,6 +42,22 @@ TEST(ClassifyPod, FailureNeedsAnExitCodeAndNoDisruptionSignal) {
   EXPECT_EQ(ClassifyPod(shutdown), PodOutcome::kDisruption);
 }
 
+// A member its group declared lost was taken away, unless it already exited: then its code says
+// what the program did.
+TEST(ClassifyPod, FencedIsADisruptionUntilItExits) {
+  ObservedPod running = Pod(1, 0, "Running");
+  running.fenced = true;
+  EXPECT_EQ(ClassifyPod(running), PodOutcome::kDisruption);
+  EXPECT_EQ(DescribeOutcome(running, PodOutcome::kDisruption),
+            "disrupted: declared lost by its group");
+  ObservedPod exited = Exited(1, 0, 3);
+  exited.fenced = true;
+  EXPECT_EQ(ClassifyPod(exited), PodOutcome::kFailure);
+  ObservedPod done = Exited(1, 0, 0);
+  done.fenced = true;
+  EXPECT_EQ(ClassifyPod(done), PodOutcome::kSucceeded);
+}
+
 TEST(DescribeOutcome, ReadsLikeTheEventMessages) {
   EXPECT_EQ(DescribeOutcome(Exited(1, 0, 75), PodOutcome::kFailure), "exited 75");
   EXPECT_EQ(DescribeOutcome(Exited(1, 0, 143), PodOutcome::kFailure),
@@ -67,6 +83,10 @@ TEST(PlanValue, EqualityEmptinessAndReadableForm) {
             "  requeue after 1500ms\n}");
   c.delete_job = true;
   EXPECT_FALSE(b == c);
+  Plan forced = b;
+  forced.deletes[0].grace_period_seconds = 0;  // a force delete differs from a graceful one
+  EXPECT_FALSE(b == forced);
+  EXPECT_NE(forced.ToString().find("delete Pod mingpt-worker-1 (grace 0s)"), std::string::npos);
 }
 
 }  // namespace

@@ -75,6 +75,24 @@ TEST(ObservePod, DeletionTimestampMeansDeleting) {
   EXPECT_TRUE(ObservePod(pod).deleting);
 }
 
+// What lost_nodes.h times a stuck pod by, and the node it names; the node's state and the
+// group's fence are not in the pod.
+TEST(ObservePod, DeletionTimesAndNode) {
+  json pod = BasePod();
+  EXPECT_FALSE(ObservePod(pod).deletion_timestamp.has_value());
+  EXPECT_EQ(ObservePod(pod).node_name, "");
+  pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:35Z";
+  pod["metadata"]["deletionGracePeriodSeconds"] = 30;
+  pod["spec"]["nodeName"] = "n3";
+  const ObservedPod p = ObservePod(pod);
+  ASSERT_TRUE(p.deletion_timestamp.has_value());
+  EXPECT_EQ(*p.deletion_timestamp, At(35));
+  EXPECT_EQ(p.deletion_grace_seconds, 30);
+  EXPECT_EQ(p.node_name, "n3");
+  EXPECT_FALSE(p.node_lost);
+  EXPECT_FALSE(p.fenced);
+}
+
 TEST(ObservePod, MalformedLabelsReadAsMinusOne) {
   json pod = BasePod();
   pod["metadata"]["labels"]["ddp.dev/replica-index"] = "two";

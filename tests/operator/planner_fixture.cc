@@ -1,6 +1,8 @@
 // Planner test builders; see planner_fixture.h.
 #include "tests/operator/planner_fixture.h"
 
+#include <algorithm>
+
 #include "operator/plan/names.h"
 
 namespace ddp::plan::testing {
@@ -126,6 +128,15 @@ void Apply(const Plan& plan, api::DDPJob* job, Observed* world, TimePoint now) {
     for (auto& p : world->pods) {
       if (d.kind == "Pod" && p.name == d.name) p.deleting = true;
     }
+    // A force delete removes its incarnation at once; a stale UID precondition removes nothing.
+    if (d.kind == "Pod" && d.grace_period_seconds == 0) {
+      auto& pods = world->pods;
+      pods.erase(std::remove_if(pods.begin(), pods.end(),
+                                [&](const ObservedPod& p) {
+                                  return p.name == d.name && (d.uid.empty() || p.uid == d.uid);
+                                }),
+                 pods.end());
+    }
   }
   for (const auto& obj : plan.creates) {
     if (obj["kind"] == "Service") {
@@ -165,7 +176,12 @@ std::vector<std::string> DescribeCreates(const Plan& plan) {
 
 std::vector<std::string> DescribeDeletes(const Plan& plan) {
   std::vector<std::string> out;
-  for (const auto& d : plan.deletes) out.push_back(d.kind + " " + d.name);
+  for (const auto& d : plan.deletes) {
+    out.push_back(d.kind + " " + d.name +
+                  (d.grace_period_seconds
+                       ? " (grace " + std::to_string(*d.grace_period_seconds) + "s)"
+                       : ""));
+  }
   return out;
 }
 

@@ -43,13 +43,15 @@ Observed World(std::vector<ObservedPod> pods, bool service = true);
 Observed With(Observed w, ObservedPod p);  // replaces the pod with the same name, else appends
 
 // Plays `plan` on the world: creates appear (pods Pending, via ObservePod on the built object),
-// deletes mark pods deleting (they linger, as with a grace period), the Service delete removes
+// deletes mark pods deleting (they linger, as with a grace period; a force delete, grace 0,
+// removes the pod whose UID it names at once), the Service delete removes
 // it, status replaces job.status, delete_job sets the job's deletionTimestamp.
 void Apply(const Plan& plan, api::DDPJob* job, Observed* world, TimePoint now);
 // Pods being deleted finish going away.
 void ReapDeleting(Observed* world);
 
-// "Pod mingpt-worker-0 r1" / "Service mingpt" for compact expectations.
+// "Pod mingpt-worker-0 r1" / "Service mingpt" / "Pod mingpt-worker-1 (grace 0s)" for compact
+// expectations.
 std::vector<std::string> DescribeCreates(const Plan& plan);
 std::vector<std::string> DescribeDeletes(const Plan& plan);
 std::vector<std::string> EventReasons(const Plan& plan);
