@@ -19,7 +19,11 @@ namespace ddp::plan {
 //  - unschedulable_since: condition PodScheduled=False reason Unschedulable, its transition time;
 //  - deleting: metadata.deletionTimestamp set.
 //  - owner_uid: the uid of the ownerReference with controller: true.
+//  - scheduling_gates: the names in spec.schedulingGates (Kueue's admission gate, ...).
 ObservedPod ObservePod(const nlohmann::json& pod);
+
+// Converts a PodGroup (either scheduler's). Never fails: missing fields read as empty.
+ObservedPodGroup ObservePodGroup(const nlohmann::json& group);
 
 // The uid of `obj`'s controller ownerReference, or "" when it has none.
 std::string ControllerUid(const nlohmann::json& obj);

@@ -7,6 +7,7 @@
 #include "operator/api/validate.h"
 #include "operator/plan/builders.h"
 #include "operator/plan/conditions.h"
+#include "operator/plan/gang_pass.h"
 #include "operator/plan/names.h"
 #include "operator/plan/progress.h"
 
@@ -31,9 +32,11 @@ int DesiredSize(const api::DDPJob& job) {
   return std::max(n, 1);
 }
 
-Pass BeginPass(const api::DDPJob& job, const Observed& seen, TimePoint now) {
+Pass BeginPass(const api::DDPJob& job, const Observed& seen, TimePoint now,
+               const GangConfig& gang) {
   Pass p;
   p.job = job;
+  p.gang = gang;
   api::ApplyDefaults(&p.job);
   p.seen = &seen;
   p.now = api::TruncateToSeconds(now);
@@ -131,7 +134,9 @@ void CreateMissing(Pass* p, bool hold_pods) {
       at_creation = p->job;
       at_creation.status = p->st;
     }
-    p->plan.creates.push_back(BuildWorkerPod(at_creation, i, p->round, p->size));
+    nlohmann::json pod = BuildWorkerPod(at_creation, i, p->round, p->size);
+    AddGangKeys(at_creation, p->gang, p->round, p->size, &pod);
+    p->plan.creates.push_back(std::move(pod));
     ++created;
   }
   if (!service && created == 0) return;
@@ -199,6 +204,8 @@ void CleanUpFinished(Pass* p) {
                    api::CleanPodPolicyName(run.clean_pod_policy) + ")");
     }
   }
+  // The gang is over whatever the policy keeps: a PodGroup left behind would hold its queue.
+  DeletePodGroup(p);
   if (!run.ttl_seconds_after_finished || !p->st.completion_time) return;
   const TimePoint expires =
       *p->st.completion_time + std::chrono::seconds(*run.ttl_seconds_after_finished);

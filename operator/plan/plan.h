@@ -14,6 +14,7 @@
 
 #include "common/worker_progress.h"
 #include "operator/api/types.h"
+#include "operator/plan/gang.h"
 
 namespace ddp::plan {
 
@@ -37,6 +38,17 @@ struct ObservedPod {
   std::string uid;
   std::string owner_uid;  // uid of the controller ownerReference; "" when none
   std::string pod_ip;  // status.podIP; where the operator scrapes rank 0's /metrics
+  std::vector<std::string> scheduling_gates;  // spec.schedulingGates[].name (Kueue's, ...)
+};
+
+// The job's PodGroup (gang.h) as the API server has it.
+struct ObservedPodGroup {
+  std::string name;
+  std::string api_version;
+  std::string uid;
+  std::string owner_uid;  // uid of the controller ownerReference; "" when none
+  nlohmann::json spec = nlohmann::json::object();
+  std::string phase;  // status.phase, as the scheduler writes it; "" until it does
 };
 
 // Rank 0's progress as last read from its /metrics (the operator's scraper, or the local
@@ -50,14 +62,31 @@ struct Observed {
   std::vector<ObservedPod> pods;  // every pod with the job's label, any round, any owner
   bool service_exists = false;
   std::optional<ObservedProgress> progress;  // absent: no page with a step yet (or no metrics)
+  std::optional<ObservedPodGroup> pod_group;  // the PodGroup named PodGroupName(job), if any
+  // The API server does not serve the configured gang scheduler's PodGroup kind (its CRD is
+  // not installed): the job waits, with a Warning, instead of creating pods no one schedules.
+  bool pod_group_api_missing = false;
 };
 
 struct Delete {
-  std::string kind;  // "Pod" | "Service" | "DDPJob"
+  // "Pod" | "Service" | "DDPJob" | "PodGroup" (of the operator's gang scheduler, GangConfig)
+  std::string kind;
   std::string name;
   std::string uid;   // a precondition for the delete; may be empty
   bool operator==(const Delete& o) const {
     return kind == o.kind && name == o.name && uid == o.uid;
+  }
+};
+
+// An RFC 7386 merge patch of an object the job owns (today: its PodGroup's spec).
+struct Patch {
+  std::string api_version;
+  std::string kind;
+  std::string name;
+  nlohmann::json merge_patch;
+  bool operator==(const Patch& o) const {
+    return api_version == o.api_version && kind == o.kind && name == o.name &&
+           merge_patch == o.merge_patch;
   }
 };
 
@@ -71,8 +100,9 @@ struct Event {
 };
 
 struct Plan {
-  std::vector<nlohmann::json> creates;  // full objects (Service, Pods), in creation order
+  std::vector<nlohmann::json> creates;  // full objects (PodGroup, Service, Pods), in order
   std::vector<Delete> deletes;
+  std::vector<Patch> patches;  // applied before the creates: a round's pods meet its PodGroup
   std::optional<api::DDPJobStatus> status;  // set only when it differs from job.status
   std::vector<Event> events;                // emit after the status write succeeds
   std::optional<std::chrono::milliseconds> requeue_after;  // earliest timer, if any
@@ -100,15 +130,22 @@ struct Plan {
 // status before the deletes is the more robust order: if that write fails, nothing was deleted
 // and the next pass makes the same decision again.
 // Times written into the status are truncated to whole seconds. Thread-safe (pure).
+// Gang scheduling (gang.h, docs/gang-scheduling.md) follows `gang`: the job's PodGroup is
+// created before its pods and patched when a round changes its size; pods carry the gang keys;
+// a round waiting for its gang (a Kueue admission gate, a PodGroup not placed yet, a PodGroup
+// kind not served) is Pending with condition Queued=True, and neither activeDeadlineSeconds nor
+// the elastic pending timeout runs while it waits. The default config has no gang scheduler.
 // REQUIRES: nothing; an invalid spec yields a Failed status (reason InvalidSpec) and an event.
-Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now);
+Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
+                   const GangConfig& gang = {});
 
 // For a stored DDPJob whose spec does not parse (objects stored before a CRD change): the job
 // fails with reason InvalidSpec and one Warning event carrying `parse_error` (which names the
 // field), as a validation failure does; once Failed, only cleanPodPolicy applies.
 // `identity` is the object parsed without its spec (metadata and status).
 Plan PlanUnparsableJob(const api::DDPJob& identity, const Observed& seen,
-                       const std::string& parse_error, TimePoint now);
+                       const std::string& parse_error, TimePoint now,
+                       const GangConfig& gang = {});
 
 }  // namespace ddp::plan
 

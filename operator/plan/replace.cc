@@ -19,7 +19,11 @@ bool ReplacementUnderWay(const Pass& p) {
 }  // namespace
 
 bool CanReplaceAlone(const Pass& p, const ObservedPod& pod) {
-  return p.job.spec.failure_policy.recovery == api::Recovery::kInPlace && pod.index > 0;
+  // Under Kueue a round is one pod group that never gets replacement pods: Kueue keeps a failed
+  // member (its finalizer) until the group has a replacement, and a name is recreated only once
+  // its old pod is gone. A new round (a new group) is the replacement (docs/kueue.md).
+  return p.job.spec.failure_policy.recovery == api::Recovery::kInPlace && pod.index > 0 &&
+         KueueQueue(p.job, p.gang).empty();
 }
 
 bool ReplacedInThisPass(const Pass& p, int index) {

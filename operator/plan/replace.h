@@ -15,7 +15,8 @@ namespace ddp::plan::internal {
 // phase is Restarting until every pod of the round runs again (then Running, as after a round).
 inline constexpr char kReasonPodReplaced[] = "PodReplaced";
 
-// Whether a failure of `pod` is healed by replacing it alone: recovery InPlace, index != 0.
+// Whether a failure of `pod` is healed by replacing it alone: recovery InPlace, index != 0, and
+// the job is not queued by Kueue (a Kueue pod group is one round).
 bool CanReplaceAlone(const Pass& p, const ObservedPod& pod);
 
 // Whether `pod` is a failure already counted, so it must not be counted again: it was replaced
