@@ -168,6 +168,7 @@ int RunMain(int argc, char** argv) {
     co.progress->busy_reads_wake = f.straggler_reads;
   }
   co.stragglers = {f.straggler_factor, f.straggler_reads};
+  co.gang = f.gang;
   co.instance = f.identity.empty() ? Identity() : f.identity;
   Controller ctl(client->get(), &metrics, co);
   Status started = ctl.Start(f.sync_timeout, &stop);

@@ -73,6 +73,8 @@ Status ParseRunFlags(int argc, char** argv, RunFlags* f) {
        [f](const std::string& v) { return ParseDouble(v, &f->straggler_factor) && f->straggler_factor > 1; }},
       {"straggler-reads",
        [f](const std::string& v) { return ParseInt(v, &f->straggler_reads) && f->straggler_reads >= 1; }},
+      {"gang-scheduler-name",
+       [f](const std::string& v) { return plan::ParseGangSchedulerName(v, &f->gang); }},
   };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -137,7 +139,11 @@ const char* RunUsage() {
          "  --straggler-factor F              a Straggler Event for a rank busy F (> 1) times the\n"
          "                                    other ranks' median per step (default 1.5) ...\n"
          "  --straggler-reads N               ... in N consecutive progress reads (default 3)\n"
-         "  --cache-sync-timeout D            (default 2m)\n";
+         "  --cache-sync-timeout D            (default 2m)\n"
+         "  --gang-scheduler-name NAME        gang-schedule every job: \"volcano\" (a Volcano\n"
+         "                                    PodGroup), or the name of the scheduler profile\n"
+         "                                    that runs the coscheduling plugin (a\n"
+         "                                    scheduling.x-k8s.io PodGroup); default: none\n";
 }
 
 }  // namespace ddp::controller

@@ -8,6 +8,7 @@
 
 #include "common/logging.h"
 #include "common/status.h"
+#include "operator/plan/gang.h"
 
 namespace ddp::controller {
 
@@ -36,6 +37,9 @@ struct RunFlags {
   // in --straggler-reads (>= 1) consecutive progress reads gets a Straggler Event.
   double straggler_factor = 1.5;
   int straggler_reads = 3;
+  // --gang-scheduler-name: "" none, "volcano", or the scheduler profile running the
+  // coscheduling plugin (Kubeflow's convention).
+  plan::GangConfig gang;
   bool help = false;
 };
 
