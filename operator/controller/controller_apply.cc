@@ -71,7 +71,8 @@ Status Controller::ApplyPatches(const std::string& key, const api::DDPJob& job,
         p.api_version != pod_group_resource_->ApiVersion()) {
       return Status::Internal(key + ": plan patches " + p.api_version + " " + p.kind);
     }
-    auto patched = client_->MergePatch(*pod_group_resource_, job.namespace_name, p.name, p.merge_patch);
+    auto patched =
+        client_->MergePatch(*pod_group_resource_, job.namespace_name, p.name, p.merge_patch);
     if (!patched.ok()) {
       return patched.status().WithContext(key + ": patch " + p.kind + " " + p.name);
     }
