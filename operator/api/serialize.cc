@@ -290,7 +290,8 @@ json SpecToJson(const DDPJobSpec& spec, json base) {
   run["suspend"] = spec.run_policy.suspend;
   run["cleanPodPolicy"] = CleanPodPolicyName(spec.run_policy.clean_pod_policy);
   if (const auto& g = spec.run_policy.scheduling_policy) {
-    run["schedulingPolicy"] = internal::SchedulingPolicyToJson(*g, Overlay(run, "schedulingPolicy"));
+    run["schedulingPolicy"] =
+        internal::SchedulingPolicyToJson(*g, Overlay(run, "schedulingPolicy"));
   } else {
     run.erase("schedulingPolicy");
   }

@@ -162,7 +162,8 @@ void CheckSchedulingPolicy(const DDPJobSpec& spec, std::vector<std::string>* err
     }
   }
   if (!g.queue.empty() && !IsDns1123Subdomain(g.queue)) {
-    errs->push_back(p + "queue (" + Quote(g.queue) + ") must be a queue's name (DNS-1123 subdomain)");
+    errs->push_back(p + "queue (" + Quote(g.queue) +
+                    ") must be a queue's name (DNS-1123 subdomain)");
   }
   if (!g.priority_class.empty() && !IsDns1123Subdomain(g.priority_class)) {
     errs->push_back(p + "priorityClass (" + Quote(g.priority_class) +

@@ -184,10 +184,10 @@ Status Controller::Apply(const std::string& key, const api::DDPJob& job,
     });
   }
   // 2. Deletes, then 3. patches and creates (the PodGroup and the Service first). Deletes and
-  // creates are attempted even if the other failed: they touch disjoint names. A crash or an error from here on converges on a later pass:
-  // the planner deletes pods of rounds other than status.round and recreates every name of that
-  // round that no pod holds.
-  // A round's pods meet its PodGroup: no pod is created while the PodGroup lags behind.
+  // creates are attempted even if the other failed: they touch disjoint names. No pod is created
+  // when a PodGroup patch failed: a round's pods must meet its PodGroup. A crash or an error from
+  // here on converges on a later pass: the planner deletes pods of rounds other than
+  // status.round and recreates every name of that round that no pod holds.
   Status deletes = ApplyDeletes(key, job, p.deletes);
   Status patches = ApplyPatches(key, job, p.patches);
   Status creates = patches.ok() ? ApplyCreates(key, job, std::move(p.creates)) : Status::OK();

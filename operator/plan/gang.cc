@@ -102,7 +102,8 @@ json PodGroupSpecPatch(const json& current, const json& desired) {
   for (const auto& [key, value] : desired.items()) {
     if (!current.is_object() || !current.contains(key) || current[key] != value) patch[key] = value;
   }
-  if (current.is_object() && current.contains("minResources") && !desired.contains("minResources")) {
+  if (current.is_object() && current.contains("minResources") &&
+      !desired.contains("minResources")) {
     patch["minResources"] = nullptr;
   }
   return patch.empty() ? json() : patch;

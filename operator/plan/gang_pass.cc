@@ -39,8 +39,9 @@ std::optional<GangWait> FindGangWait(const Pass& p) {
   if (g.scheduler != GangScheduler::kNone) {
     if (p.seen->pod_group_api_missing) {
       return GangWait{kReasonPodGroupUnavailable,
-                      std::string("the API server does not serve ") + PodGroupApiVersion(g.scheduler) +
-                          " PodGroups: install " + GangSchedulerDisplay(g.scheduler) +
+                      std::string("the API server does not serve ") +
+                          PodGroupApiVersion(g.scheduler) + " PodGroups: install " +
+                          GangSchedulerDisplay(g.scheduler) +
                           " (its CRD), or run the operator without --gang-scheduler-name; the "
                           "pods are created once PodGroups are served",
                       true};
@@ -95,7 +96,8 @@ void RecordGangWait(Pass* p, std::optional<GangWait> wait) {
     return;
   }
   if (!c || c->status != "True") return;
-  const auto waited = std::chrono::duration_cast<std::chrono::seconds>(p->now - c->last_transition_time);
+  const auto waited =
+      std::chrono::duration_cast<std::chrono::seconds>(p->now - c->last_transition_time);
   if (p->st.start_time) p->st.start_time = std::min(*p->st.start_time + waited, p->now);
   const std::string msg = RoundPrefix(*p) + "the gang was admitted after " +
                           std::to_string(waited.count()) + "s";

@@ -87,7 +87,9 @@ std::set<std::string> CrdPaths() {
 // Paths below which a value's keys are not fields: the template and the schema's maps.
 std::set<std::string> OpaquePaths() {
   std::set<std::string> ignored, maps = {"spec.template"};
-  for (const char* top : {"spec", "status"}) SchemaPaths(Schema()["properties"][top], top, &ignored, &maps);
+  for (const char* top : {"spec", "status"}) {
+    SchemaPaths(Schema()["properties"][top], top, &ignored, &maps);
+  }
   return maps;
 }
 
@@ -122,7 +124,8 @@ api::DDPJob FullyPopulatedJob() {
   s.failure_policy = {api::RestartPolicy::kExitCode, 5, {75, 76}, api::Recovery::kInPlace};
   s.failure_policy.hang_timeout_seconds = 1800;
   s.run_policy = {3600, 600, true, api::CleanPodPolicy::kAll, api::SchedulingPolicy{}};
-  s.run_policy.scheduling_policy = api::SchedulingPolicy{4, "research", "high", {{"cpu", "32"}}, 120};
+  s.run_policy.scheduling_policy =
+      api::SchedulingPolicy{4, "research", "high", {{"cpu", "32"}}, 120};
   s.checkpoint.path = "/checkpoints";
   s.metrics.port = 9401;
   s.pod_template = {{"spec", {{"containers", {{{"name", "worker"}, {"image", "w"}}}}}}};

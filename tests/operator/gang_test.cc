@@ -107,8 +107,10 @@ Added AddedKeys(const api::DDPJob& j, const GangConfig& g, int round, int size) 
   AddGangKeys(j, g, round, size, &gang);
   Added out;
   for (const char* field : {"labels", "annotations"}) {
-    const json before = plain["metadata"].contains(field) ? plain["metadata"][field] : json::object();
-    const json after = gang["metadata"].contains(field) ? gang["metadata"][field] : json::object();
+    const json& pm = plain["metadata"];
+    const json& gm = gang["metadata"];
+    const json before = pm.contains(field) ? pm[field] : json::object();
+    const json after = gm.contains(field) ? gm[field] : json::object();
     for (const auto& [k, v] : after.items()) {
       if (before.contains(k)) {
         EXPECT_EQ(before[k], v) << "the gang changed " << k;
@@ -117,7 +119,8 @@ Added AddedKeys(const api::DDPJob& j, const GangConfig& g, int round, int size) 
       (std::string(field) == "labels" ? out.labels : out.annotations)[k] = v;
     }
   }
-  out.scheduler_name = gang["spec"].contains("schedulerName") ? gang["spec"]["schedulerName"] : json();
+  const json& spec = gang["spec"];
+  out.scheduler_name = spec.contains("schedulerName") ? spec["schedulerName"] : json();
   json rest = gang;
   rest["metadata"] = plain["metadata"];
   rest["spec"].erase("schedulerName");

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "operator/api/labels.h"
 #include "operator/plan/plan.h"
@@ -264,7 +265,9 @@ TEST_P(GangTable, Decides) {
   EXPECT_EQ(DescribeCreates(plan), want.creates);
   EXPECT_EQ(DescribeDeletes(plan), want.deletes);
   Strings patches;
-  for (const Patch& p : plan.patches) patches.push_back(p.kind + " " + p.name + " " + p.merge_patch.dump());
+  for (const Patch& p : plan.patches) {
+    patches.push_back(p.kind + " " + p.name + " " + p.merge_patch.dump());
+  }
   EXPECT_EQ(patches, want.patches);
   if (!want.phase.empty()) { EXPECT_EQ(result.phase, want.phase); }
   if (want.round >= 0) { EXPECT_EQ(result.round, want.round); }
@@ -304,6 +307,46 @@ TEST_P(GangTable, Decides) {
 
 INSTANTIATE_TEST_SUITE_P(Gang, GangTable, ::testing::ValuesIn(Rows()),
                          [](const ::testing::TestParamInfo<Row>& info) { return info.param.name; });
+
+// Kueue sees one group per round, and every pod of a group says the same total, which is the
+// number of pods the operator creates for it: through a start, a failure restart and a resize.
+TEST(GangScenario, EveryKueueGroupIsExactlyTheRoundsPods) {
+  DDPJob job = Queued(Job(3));
+  Observed world = World({}, false);
+  std::map<std::string, std::vector<std::string>> totals;  // group -> each pod's total count
+  auto pass = [&](TimePoint now) {
+    const Plan plan = PlanReconcile(job, world, now);
+    for (const auto& obj : plan.creates) {
+      if (obj["kind"] != "Pod") continue;
+      const auto& meta = obj["metadata"];
+      totals[meta["labels"][api::kKueuePodGroupNameLabel]].push_back(
+          meta["annotations"][api::kKueueGroupTotalCountAnnotation]);
+    }
+    Apply(plan, &job, &world, now);
+  };
+  auto run_all = [&] {
+    for (auto& pod : world.pods) {
+      if (!pod.deleting) pod.phase = "Running";
+    }
+  };
+  pass(At(0));
+  run_all();
+  pass(At(1));
+  world = With(world, Exited(1, 0, 137));  // a failure: a new round, a new group
+  pass(At(2));
+  ReapDeleting(&world);
+  pass(At(10));  // after the restart backoff
+  run_all();
+  pass(At(11));
+  job = Scaled(job, 2);  // a resize: a new round of 2
+  pass(At(12));
+  ReapDeleting(&world);
+  pass(At(13));
+  EXPECT_EQ(totals, (std::map<std::string, std::vector<std::string>>{
+                        {"mingpt-r0", {"3", "3", "3"}},
+                        {"mingpt-r1", {"3", "3", "3"}},
+                        {"mingpt-r2", {"2", "2"}}}));
+}
 
 }  // namespace
 }  // namespace ddp::plan::testing
