@@ -31,7 +31,7 @@ struct Pass {
   int size = 0;   // pods in the current round
   std::vector<int> replaced;  // indexes replaced alone in this pass (recovery InPlace)
   GangConfig gang;            // the operator's gang scheduler (gang.h)
-  std::optional<GangWait> gang_wait;  // set once per pass by FindGangWait
+  std::optional<GangWait> gang_wait;  // set once per pass by RecordGangWait
 };
 
 Pass BeginPass(const api::DDPJob& job, const Observed& seen, TimePoint now,

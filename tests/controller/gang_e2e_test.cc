@@ -138,11 +138,13 @@ TEST(GangE2e, KueueGroupIsOneRoundAndPreemptionStartsTheNext) {
   job["metadata"]["labels"] = {{"kueue.x-k8s.io/queue-name", "team-a"}};
   w.CreateJob(job);
   ASSERT_TRUE(WaitFor([&] { return w.PodsOfRound("queued", 0).size() == 2; }, kWait)) << op->Log();
-  // Kueue's webhook gates every pod of the group until the Workload is admitted.
+  // Kueue's webhook gates every pod of the group until the Workload is admitted, and holds it
+  // with its finalizer until the group is finished.
   for (const json& pod : w.PodsOfRound("queued", 0)) {
     const std::string name = pod["metadata"]["name"];
     ASSERT_TRUE(w.server().Mutate("/api/v1/namespaces/ml/pods/" + name, [](json& p) {
       p["spec"]["schedulingGates"] = {{{"name", "kueue.x-k8s.io/admission"}}};
+      p["metadata"]["finalizers"] = {"kueue.x-k8s.io/managed"};
     }));
     const json& labels = pod["metadata"]["labels"];
     const json& annotations = pod["metadata"]["annotations"];
@@ -167,10 +169,23 @@ TEST(GangE2e, KueueGroupIsOneRoundAndPreemptionStartsTheNext) {
       << w.JobStatus("queued").dump() << op->Log();
 
   // Preempted: Kueue deletes every pod of the group (the operator may delete the rest first).
-  for (const json& pod : w.PodsOfRound("queued", 0)) {
+  // Its finalizer keeps them until the group is finished: the next round waits for the names.
+  const std::vector<json> preempted = w.PodsOfRound("queued", 0);
+  for (const json& pod : preempted) {
     const Status s = w.client().Delete(controller::kPods, World::kNs,
                                        pod["metadata"]["name"].get<std::string>(), {});
     ASSERT_TRUE(s.ok() || s.code() == StatusCode::kNotFound) << s.ToString();
+  }
+  ASSERT_TRUE(WaitFor([&] { return w.JobStatus("queued").value("round", 0) == 1; }, kWait))
+      << op->Log();
+  EXPECT_EQ(w.JobStatus("queued")["phase"], "Restarting");
+  // The pods terminate; every one says retriable-in-group "false", so Kueue finishes the group
+  // and lets them go. Only then does round 1, a new group, get its pods.
+  for (const json& pod : preempted) {
+    const std::string path =
+        "/api/v1/namespaces/ml/pods/" + pod["metadata"]["name"].get<std::string>();
+    ASSERT_TRUE(w.server().Mutate(path, [](json& p) { p["metadata"].erase("finalizers"); }));
+    ASSERT_TRUE(w.server().RemoveObject(path));
   }
   ASSERT_TRUE(WaitFor([&] { return w.PodsOfRound("queued", 1).size() == 2; }, kWait)) << op->Log();
   const json st = w.JobStatus("queued");
