@@ -1,5 +1,6 @@
-// `ddp-operator render -f FILE|- [--round N] [-o yaml|json]`: the dry run. Prints the Service and
-// Pods the operator would create for each DDPJob document, as YAML documents or a JSON List.
+// `ddp-operator render -f FILE|- [--round N] [--gang-scheduler-name NAME] [-o yaml|json]`: the
+// dry run. Prints the PodGroup (with a gang scheduler), the Service and the Pods the operator
+// would create for each DDPJob document, as YAML documents or a JSON List.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -10,15 +11,18 @@
 #include "operator/api/yaml_json.h"
 #include "operator/command.h"
 #include "operator/plan/builders.h"
+#include "operator/plan/gang.h"
 
 namespace ddp::controller {
 namespace {
 
 const char kUsage[] =
-    "usage: ddp-operator render -f FILE|- [--round N] [-o yaml|json]\n"
+    "usage: ddp-operator render -f FILE|- [--round N] [--gang-scheduler-name NAME] [-o yaml|json]\n"
     "Prints the Service and worker Pods the operator would create for each DDPJob in FILE.\n"
     "  --round N   the rendezvous round to render (default 0)\n"
+    "  --gang-scheduler-name NAME  as the operator's flag: also the PodGroup and its pod keys\n"
     "  -o FORMAT   yaml (default: one document per object) or json (a v1 List)\n"
+    "Pods of a job labelled kueue.x-k8s.io/queue-name carry Kueue's pod-group keys.\n"
     "Exit status: 0 rendered, 1 invalid manifest, 2 usage error.\n";
 
 bool ParseRound(const std::string& s, int* out) {
@@ -32,6 +36,7 @@ bool ParseRound(const std::string& s, int* out) {
 int RenderMain(int argc, char** argv) {
   std::string file, format = "yaml";
   int round = 0;
+  plan::GangConfig gang;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -42,6 +47,12 @@ int RenderMain(int argc, char** argv) {
       file = argv[++i];
     } else if ((arg == "-o" || arg == "--output") && has_value) {
       format = argv[++i];
+    } else if (arg == "--gang-scheduler-name" && has_value) {
+      if (!plan::ParseGangSchedulerName(argv[++i], &gang)) {
+        std::fprintf(stderr, "render: --gang-scheduler-name (\"%s\") must be a scheduler name\n",
+                     argv[i]);
+        return 2;
+      }
     } else if (arg == "--round" && has_value) {
       if (!ParseRound(argv[++i], &round)) {
         std::fprintf(stderr, "render: --round (\"%s\") must be a non-negative integer\n", argv[i]);
@@ -70,9 +81,15 @@ int RenderMain(int argc, char** argv) {
     for (const auto& e : errs) std::fprintf(stderr, "%s: %s\n", doc.label.c_str(), e.c_str());
     problems += static_cast<int>(errs.size());
     if (!errs.empty()) continue;
+    const int replicas = doc.job.spec.replicas;
+    if (gang.scheduler != plan::GangScheduler::kNone) {
+      objects.push_back(plan::BuildPodGroup(doc.job, gang, replicas));
+    }
     objects.push_back(plan::BuildService(doc.job));
-    for (int i = 0; i < doc.job.spec.replicas; ++i) {
-      objects.push_back(plan::BuildWorkerPod(doc.job, i, round, doc.job.spec.replicas));
+    for (int i = 0; i < replicas; ++i) {
+      nlohmann::json pod = plan::BuildWorkerPod(doc.job, i, round, replicas);
+      plan::AddGangKeys(doc.job, gang, round, replicas, &pod);
+      objects.push_back(std::move(pod));
     }
   }
   if (problems > 0) return 1;
@@ -90,7 +107,7 @@ int RenderMain(int argc, char** argv) {
 }
 
 const bool kRegistered = RegisterCommand(
-    {"render", "print the Service and Pods a DDPJob becomes (-f FILE|- [--round N] [-o yaml|json])",
+    {"render", "print the objects a DDPJob becomes (-f FILE|- [--round N] [-o yaml|json])",
      &RenderMain});
 
 }  // namespace

@@ -171,6 +171,7 @@ int RunMain(int argc, char** argv) {
   co.plan.lost_pod_margin = std::chrono::ceil<std::chrono::seconds>(f.lost_pod_margin);
   co.plan.unfenced_lost_pod_margin =
       std::chrono::ceil<std::chrono::seconds>(f.unfenced_lost_pod_margin);
+  co.plan.gang = f.gang;
   co.instance = f.identity.empty() ? Identity() : f.identity;
   Controller ctl(client->get(), &metrics, co);
   Status started = ctl.Start(f.sync_timeout, &stop);

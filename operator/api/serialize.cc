@@ -4,6 +4,7 @@
 
 #include "operator/api/json_fields.h"
 #include "operator/api/progress_fields.h"
+#include "operator/api/scheduling_fields.h"
 #include "operator/api/time_format.h"
 #include "operator/api/yaml_json.h"
 
@@ -80,6 +81,12 @@ Status ParseRunPolicy(const json& r, RunPolicy* out) {
   if (!clean.empty() && !ParseCleanPodPolicy(clean, &out->clean_pod_policy)) {
     return Status::InvalidArgument("spec.runPolicy.cleanPodPolicy (\"" + clean +
                                    "\") must be one of None, Running, All");
+  }
+  const json* sched = nullptr;
+  DDP_RETURN_IF_ERROR(ReadObject(r, "schedulingPolicy", p, &sched));
+  if (sched) {
+    out->scheduling_policy.emplace();
+    DDP_RETURN_IF_ERROR(internal::ParseSchedulingPolicy(*sched, &*out->scheduling_policy));
   }
   return Status::OK();
 }
@@ -290,6 +297,12 @@ json SpecToJson(const DDPJobSpec& spec, json base) {
   SetOrErase(&run, "ttlSecondsAfterFinished", spec.run_policy.ttl_seconds_after_finished);
   run["suspend"] = spec.run_policy.suspend;
   run["cleanPodPolicy"] = CleanPodPolicyName(spec.run_policy.clean_pod_policy);
+  if (const auto& g = spec.run_policy.scheduling_policy) {
+    run["schedulingPolicy"] =
+        internal::SchedulingPolicyToJson(*g, Overlay(run, "schedulingPolicy"));
+  } else {
+    run.erase("schedulingPolicy");
+  }
   base["runPolicy"] = run;
   json c = Overlay(base, "checkpoint");
   if (spec.checkpoint.path) {

@@ -47,6 +47,12 @@ bool Condition::operator==(const Condition& o) const {
          observed_generation == o.observed_generation;
 }
 
+bool SchedulingPolicy::operator==(const SchedulingPolicy& o) const {
+  return min_available == o.min_available && queue == o.queue &&
+         priority_class == o.priority_class && min_resources == o.min_resources &&
+         schedule_timeout_seconds == o.schedule_timeout_seconds;
+}
+
 bool LastFailure::operator==(const LastFailure& o) const {
   return pod == o.pod && rank == o.rank && exit_code == o.exit_code && reason == o.reason &&
          message == o.message && time == o.time && pod_uid == o.pod_uid &&
@@ -69,7 +75,6 @@ bool ParseRecovery(const std::string& name, Recovery* out) {
     }
   }
   return false;
-
 }
 
 bool Progress::SameValues(const Progress& o) const {

@@ -61,11 +61,25 @@ struct FailurePolicy {
   int64_t liveness_timeout_seconds = 10;
 };
 
+// spec.runPolicy.schedulingPolicy: how the job's PodGroup is written when the operator runs with
+// a gang scheduler (Volcano or the coscheduling plugin). Which fields a scheduler reads is in
+// docs/gang-scheduling.md; the scheduler itself is the operator's setting, not the job's.
+struct SchedulingPolicy {
+  std::optional<int> min_available;  // unset: the round's gang pod count (plan::GangPodCount)
+  std::string queue;                 // Volcano queue; "" = the scheduler's default
+  std::string priority_class;        // Volcano PodGroup priorityClassName; "" = none
+  // Resource name -> quantity ("cpu" -> "32", "nvidia.com/gpu" -> "8"), as a ResourceList.
+  std::map<std::string, std::string> min_resources;
+  std::optional<int> schedule_timeout_seconds;  // coscheduling; unset: the plugin's default
+  bool operator==(const SchedulingPolicy& o) const;
+};
+
 struct RunPolicy {
   std::optional<int64_t> active_deadline_seconds;
   std::optional<int64_t> ttl_seconds_after_finished;
   bool suspend = false;
   CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
+  std::optional<SchedulingPolicy> scheduling_policy;
 };
 
 struct CheckpointSpec {
@@ -105,6 +119,9 @@ inline constexpr char kCondRestarting[] = "Restarting";
 inline constexpr char kCondSucceeded[] = "Succeeded";
 inline constexpr char kCondFailed[] = "Failed";
 inline constexpr char kCondSuspended[] = "Suspended";
+// True while the round waits for its gang to be admitted (a Kueue admission gate, a PodGroup the
+// scheduler has not placed yet, or a PodGroup kind the API server does not serve).
+inline constexpr char kCondQueued[] = "Queued";
 
 // metav1.Condition. Times have whole-second precision (RFC 3339 on the wire).
 struct Condition {

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "operator/api/env_names.h"
+#include "operator/api/labels.h"
 
 namespace ddp::api {
 namespace {
@@ -21,6 +22,12 @@ bool IsDns1123Label(const std::string& s) {
 bool IsDns1035Label(const std::string& s) {
   static const std::regex kRe("[a-z]([-a-z0-9]*[a-z0-9])?");
   return !s.empty() && s.size() <= kMaxLabelLength && std::regex_match(s, kRe);
+}
+
+// DNS-1123 subdomain: object names such as a Volcano queue or a PriorityClass.
+bool IsDns1123Subdomain(const std::string& s) {
+  static const std::regex kRe("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+  return !s.empty() && s.size() <= 253 && std::regex_match(s, kRe);
 }
 
 std::string Quote(const std::string& s) { return "\"" + s + "\""; }
@@ -147,6 +154,86 @@ void CheckPolicies(const DDPJobSpec& spec, std::vector<std::string>* errs) {
   }
 }
 
+// A resource name of a ResourceList ("cpu", "nvidia.com/gpu") and a non-negative quantity
+// ("8", "500m", "64Gi", "1e3"), the forms the API server accepts.
+bool IsResourceName(const std::string& s) {
+  static const std::regex kRe(
+      "([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?");
+  return !s.empty() && s.size() <= 253 && std::regex_match(s, kRe);
+}
+
+bool IsQuantity(const std::string& s) {
+  static const std::regex kRe(
+      "([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][-+]?[0-9]+)?");
+  return std::regex_match(s, kRe);
+}
+
+void CheckSchedulingPolicy(const DDPJobSpec& spec, std::vector<std::string>* errs) {
+  if (!spec.run_policy.scheduling_policy) return;
+  const SchedulingPolicy& g = *spec.run_policy.scheduling_policy;
+  const std::string p = "spec.runPolicy.schedulingPolicy.";
+  if (g.min_available) {
+    // The largest round the job can have; a gang bigger than that could never start.
+    int most = spec.replicas;
+    if (spec.elastic) most = std::max(most, spec.elastic->max_replicas);
+    if (*g.min_available < 1) {
+      errs->push_back(p + "minAvailable " + Num(*g.min_available) + " must be >= 1");
+    } else if (*g.min_available > most) {
+      errs->push_back(p + "minAvailable " + Num(*g.min_available) + " exceeds the job's largest " +
+                      "round (" + std::to_string(most) + " pods): the gang could never start");
+    }
+  }
+  if (!g.queue.empty() && !IsDns1123Subdomain(g.queue)) {
+    errs->push_back(p + "queue (" + Quote(g.queue) +
+                    ") must be a queue's name (DNS-1123 subdomain)");
+  }
+  if (!g.priority_class.empty() && !IsDns1123Subdomain(g.priority_class)) {
+    errs->push_back(p + "priorityClass (" + Quote(g.priority_class) +
+                    ") must be a PriorityClass name (DNS-1123 subdomain)");
+  }
+  for (const auto& [name, quantity] : g.min_resources) {
+    if (!IsResourceName(name)) {
+      errs->push_back(p + "minResources: " + Quote(name) + " is not a resource name");
+    } else if (!IsQuantity(quantity)) {
+      errs->push_back(p + "minResources." + name + " (" + Quote(quantity) +
+                      ") must be a non-negative quantity such as \"8\", \"500m\" or \"64Gi\"");
+    }
+  }
+  if (g.schedule_timeout_seconds && *g.schedule_timeout_seconds < 1) {
+    errs->push_back(p + "scheduleTimeoutSeconds " + Num(*g.schedule_timeout_seconds) +
+                    " must be >= 1 (leave it out for the scheduler's default)");
+  }
+}
+
+// The gang keys are the operator's: a template that sets them would split the gang (Kueue would
+// queue each pod alone) or point pods at a group the operator does not keep in step.
+void CheckGangKeys(const DDPJob& job, std::vector<std::string>* errs) {
+  if (auto q = job.labels.find(kKueueQueueNameLabel); q != job.labels.end()) {
+    if (!IsDns1123Subdomain(q->second) || q->second.size() > kMaxLabelLength) {
+      errs->push_back(std::string("metadata.labels[\"") + kKueueQueueNameLabel + "\"] (" +
+                      Quote(q->second) + ") must name a Kueue LocalQueue");
+    }
+  }
+  const nlohmann::json& tmpl = job.spec.pod_template;
+  if (!tmpl.is_object() || !tmpl.contains("metadata") || !tmpl["metadata"].is_object()) return;
+  const nlohmann::json& meta = tmpl["metadata"];
+  auto check = [&](const char* field, std::initializer_list<const char*> keys) {
+    if (!meta.contains(field) || !meta[field].is_object()) return;
+    for (const char* key : keys) {
+      if (!meta[field].contains(key)) continue;
+      std::string msg = std::string("spec.template.metadata.") + field + "[\"" + key +
+                        "\"] is set by the operator";
+      msg += std::string(key) == kKueueQueueNameLabel
+                 ? ": put it on the DDPJob's metadata.labels to queue the job with Kueue"
+                 : " for the job's gang (see docs/gang-scheduling.md)";
+      errs->push_back(msg);
+    }
+  };
+  check("labels", {kKueueQueueNameLabel, kKueuePodGroupNameLabel, kCoschedulingPodGroupLabel});
+  check("annotations", {kKueueGroupTotalCountAnnotation, kKueueRetriableInGroupAnnotation,
+                        kVolcanoGroupNameAnnotation});
+}
+
 // Only the worker container receives the operator's env, so only its env is checked: a sidecar
 // with its own RANK does not disturb rendezvous.
 void CheckTemplate(const nlohmann::json& tmpl, std::vector<std::string>* errs) {
@@ -208,6 +295,8 @@ std::vector<std::string> Validate(const DDPJob& job) {
   CheckSizes(job.spec, &errs);
   CheckPolicies(job.spec, &errs);
   CheckTemplate(job.spec.pod_template, &errs);
+  CheckSchedulingPolicy(job.spec, &errs);
+  CheckGangKeys(job, &errs);
   return errs;
 }
 

@@ -25,6 +25,16 @@ std::string PhaseOf(const nlohmann::json& obj) {
   return ph != st->end() && ph->is_string() ? ph->get<std::string>() : "";
 }
 
+// The PodGroups of the operator's gang scheduler; nullptr without one.
+const Resource* PodGroupResource(plan::GangScheduler s) {
+  switch (s) {
+    case plan::GangScheduler::kVolcano: return &kVolcanoPodGroups;
+    case plan::GangScheduler::kCoscheduling: return &kCoschedulingPodGroups;
+    case plan::GangScheduler::kNone: break;
+  }
+  return nullptr;
+}
+
 InformerOptions InformerFor(const Resource& r, const ControllerOptions& o, std::string selector) {
   InformerOptions i;
   i.resource = r;
@@ -77,7 +87,17 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
             return IndexedCache<plan::NodeHealth>::Entry{name, plan::ObserveNode(obj)};
           },
           [this](const std::string& node, const plan::NodeHealth* old,
-                 const plan::NodeHealth* now) { OnNodeChange(node, old, now); }) {
+                 const plan::NodeHealth* now) { OnNodeChange(node, old, now); }),
+      pod_groups_(
+          [](const nlohmann::json& obj)
+              -> std::optional<IndexedCache<plan::ObservedPodGroup>::Entry> {
+            std::string job = JobKeyFromLabel(obj, api::kJobNameLabel);
+            if (job.empty()) return std::nullopt;
+            return IndexedCache<plan::ObservedPodGroup>::Entry{job, plan::ObservePodGroup(obj)};
+          },
+          [this](const std::string& job, const plan::ObservedPodGroup*,
+                 const plan::ObservedPodGroup*) { queue_.Add(job); }),
+      pod_group_resource_(PodGroupResource(options_.plan.gang.scheduler)) {
   job_informer_ = std::make_unique<Informer>(client_, InformerFor(kDDPJobs, options_, ""), &jobs_);
   pod_informer_ = std::make_unique<Informer>(
       client_, InformerFor(kPods, options_, api::kJobNameLabel), &pods_);
@@ -90,6 +110,13 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
       "grant list and watch on nodes (a ClusterRole; the Helm chart has one) so that pods stuck "
       "Terminating on a lost node are force-deleted; until then they are waited for";
   node_informer_ = std::make_unique<Informer>(client_, nodes, &nodes_);
+  if (pod_group_resource_) {
+    // The scheduler's CRD may be missing: then jobs wait with a Warning, the operator runs on.
+    InformerOptions o = InformerFor(*pod_group_resource_, options_, api::kJobNameLabel);
+    o.optional_resource = true;
+    o.absent_retry = options_.pod_group_absent_retry;
+    pod_group_informer_ = std::make_unique<Informer>(client_, o, &pod_groups_);
+  }
   if (options_.progress) {
     scraper_ = std::make_unique<ProgressScraper>(
         *options_.progress, [this](const std::string& key) { queue_.Add(key); },
@@ -115,6 +142,7 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout,
   pod_informer_->Start();
   service_informer_->Start();
   node_informer_->Start();  // optional: not waited for (see ObserveNodes)
+  if (pod_group_informer_) pod_group_informer_->Start();
   auto deadline = SteadyClock::now() + sync_timeout;
   // Short slices, so a shutdown request is noticed while a cache is still filling.
   while (!Synced()) {
@@ -126,6 +154,7 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout,
     job_informer_->WaitForSync(std::chrono::milliseconds(50));
     pod_informer_->WaitForSync(std::chrono::milliseconds(50));
     service_informer_->WaitForSync(std::chrono::milliseconds(50));
+    if (pod_group_informer_) pod_group_informer_->WaitForSync(std::chrono::milliseconds(50));
   }
   DDP_LOG(INFO) << "controller: caches synced (" << jobs_.Size() << " jobs, " << pods_.Size()
                 << " pods); starting " << options_.workers << " workers";
@@ -144,11 +173,13 @@ void Controller::Stop() {
   pod_informer_->Stop();
   service_informer_->Stop();
   node_informer_->Stop();
+  if (pod_group_informer_) pod_group_informer_->Stop();
 }
 
 bool Controller::Synced() const {
   return job_informer_->HasSynced() && pod_informer_->HasSynced() &&
-         service_informer_->HasSynced();
+         service_informer_->HasSynced() &&
+         (!pod_group_informer_ || pod_group_informer_->HasSynced());
 }
 
 void Controller::UpdateGauges() {
@@ -195,6 +226,13 @@ plan::Observed Controller::Observe(const std::string& key) const {
   seen.pods = pods_.ByIndex(key);
   seen.service_exists = !services_.ByIndex(key).empty();
   ObserveNodes(&seen);
+  if (pod_group_informer_) {
+    const std::string name = key.substr(key.find('/') + 1);
+    for (plan::ObservedPodGroup& g : pod_groups_.ByIndex(key)) {
+      if (g.name == name) seen.pod_group = std::move(g);
+    }
+    seen.pod_group_api_missing = pod_group_informer_->Absent();
+  }
   return seen;
 }
 
@@ -237,7 +275,8 @@ Status Controller::Reconcile(const std::string& key) {
         DDP_LOG(WARNING) << key << ": cannot parse DDPJob: " << error;
         return Status::OK();
       }
-      p = plan::PlanUnparsableJob(*job, Observe(key), error, std::chrono::system_clock::now());
+      p = plan::PlanUnparsableJob(*job, Observe(key), error, std::chrono::system_clock::now(),
+                                  options_.plan.gang);
     }
     if (p.empty()) return Status::OK();
     DDP_LOG(DEBUG) << key << ": plan " << p.ToString();

@@ -1,9 +1,10 @@
 // The DDPJob controller: observe (informer caches) -> plan::PlanReconcile -> apply. No policy
 // lives here; every decision is the planner's. Apply order: one status write first, so the
 // decision is durable before acting (on Conflict the job is re-read and re-planned, no pod having
-// been touched); then deletes (one batch); then creates (the Service first, then the pods as one
-// batch in flight together; AlreadyExists / NotFound are success); then the plan's events (one
-// batch); then requeue_after as a delayed add.
+// been touched); then deletes (one batch); then patches (the PodGroup); then creates (the
+// PodGroup and the Service first, then the pods as one batch in flight together; AlreadyExists /
+// NotFound are success; no pod is created when a patch or a first create failed); then the
+// plan's events (one batch); then requeue_after as a delayed add.
 #ifndef DDP_OPERATOR_CONTROLLER_CONTROLLER_H_
 #define DDP_OPERATOR_CONTROLLER_CONTROLLER_H_
 
@@ -44,8 +45,12 @@ struct ControllerOptions {
   std::optional<ProgressScraperOptions> progress;
   // Stragglers, from rank 0's per-rank busy series on the progress reads (needs `progress`).
   plan::StragglerOptions stragglers;
-  // The planner's settings (the lost-pod margins).
+  // The planner's settings: the lost-pod margins and gang scheduling (--gang-scheduler-name:
+  // the PodGroup kind is watched, by an informer that tolerates the CRD being absent, and every
+  // job gets a PodGroup).
   plan::PlanOptions plan;
+  // How often a PodGroup kind the server does not serve is looked for again.
+  std::chrono::milliseconds pod_group_absent_retry{std::chrono::seconds(30)};
 };
 
 // Thread-safe. Lifecycle: Start() once, Stop() once (the destructor stops too).
@@ -86,6 +91,8 @@ class Controller {
                       std::vector<nlohmann::json> creates);
   Status ApplyDeletes(const std::string& key, const api::DDPJob& job,
                       const std::vector<plan::Delete>& deletes);
+  Status ApplyPatches(const std::string& key, const api::DDPJob& job,
+                      const std::vector<plan::Patch>& patches);
   void EmitEvents(const api::DDPJob& job, const std::vector<plan::Event>& events);
   void CountRestarts(const api::DDPJob& job, const api::DDPJobStatus& next);
   // Points the scraper at the job's rank 0 pod while the job runs (else stops reading it) and
@@ -114,7 +121,11 @@ class Controller {
   IndexedCache<plan::ObservedPod> pods_;
   IndexedCache<std::string> services_;
   IndexedCache<plan::NodeHealth> nodes_;  // by node name; optional (see ObserveNodes)
-  std::unique_ptr<Informer> job_informer_, pod_informer_, service_informer_, node_informer_;
+  IndexedCache<plan::ObservedPodGroup> pod_groups_;
+  // The gang scheduler's PodGroups; both null without one.
+  const Resource* pod_group_resource_ = nullptr;
+  std::unique_ptr<Informer> job_informer_, pod_informer_, service_informer_, node_informer_,
+      pod_group_informer_;
   std::vector<std::thread> workers_;
   std::unique_ptr<ProgressScraper> scraper_;  // null when options_.progress is unset
   struct JobStragglers {

@@ -11,10 +11,12 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-const Resource* ResourceForKind(const std::string& kind) {
+// `pod_groups`: the gang scheduler's PodGroup resource, or nullptr without one.
+const Resource* ResourceForKind(const std::string& kind, const Resource* pod_groups) {
   if (kind == "Pod") return &kPods;
   if (kind == "Service") return &kServices;
   if (kind == "DDPJob") return &kDDPJobs;
+  if (kind == plan::kPodGroupKind) return pod_groups;
   return nullptr;
 }
 
@@ -31,7 +33,7 @@ Status Controller::ApplyDeletes(const std::string& key, const api::DDPJob& job,
   std::vector<DeleteCall> calls;
   for (const auto& d : deletes) {
     if (d.kind == "DDPJob") continue;  // the job itself goes last (Plan::delete_job)
-    const Resource* r = ResourceForKind(d.kind);
+    const Resource* r = ResourceForKind(d.kind, pod_group_resource_);
     if (!r) return Status::Internal(key + ": plan deletes unknown kind " + d.kind);
     DeleteOptions opts;
     opts.propagation_policy = "Background";
@@ -65,15 +67,34 @@ Status Controller::ApplyDeletes(const std::string& key, const api::DDPJob& job,
   return first;
 }
 
+Status Controller::ApplyPatches(const std::string& key, const api::DDPJob& job,
+                                const std::vector<plan::Patch>& patches) {
+  for (const plan::Patch& p : patches) {
+    // Only the PodGroup is patched; a plan that patches anything else is a bug.
+    if (p.kind != plan::kPodGroupKind || !pod_group_resource_ ||
+        p.api_version != pod_group_resource_->ApiVersion()) {
+      return Status::Internal(key + ": plan patches " + p.api_version + " " + p.kind);
+    }
+    auto patched =
+        client_->MergePatch(*pod_group_resource_, job.namespace_name, p.name, p.merge_patch);
+    if (!patched.ok()) {
+      return patched.status().WithContext(key + ": patch " + p.kind + " " + p.name);
+    }
+    DDP_LOG(INFO) << key << ": patched " << p.kind << " " << p.name << " " << p.merge_patch.dump();
+  }
+  return Status::OK();
+}
+
 Status Controller::ApplyCreates(const std::string& key, const api::DDPJob& job,
                                 std::vector<nlohmann::json> creates) {
-  // The Service first (pods resolve rank 0 through it), then every pod at once.
+  // The PodGroup (pods join it) and the Service (pods resolve rank 0 through it) first, then
+  // every pod at once.
   std::vector<CreateCall> first, rest;
   for (auto& obj : creates) {
     std::string kind = obj.value("kind", "");
-    const Resource* r = ResourceForKind(kind);
+    const Resource* r = ResourceForKind(kind, pod_group_resource_);
     if (!r) return Status::Internal(key + ": plan creates unknown kind " + kind);
-    (r == &kServices ? first : rest).push_back({r, job.namespace_name, std::move(obj)});
+    (r == &kPods ? rest : first).push_back({r, job.namespace_name, std::move(obj)});
   }
   auto send = [&](const std::vector<CreateCall>& calls) {
     for (const auto& c : calls) {
@@ -166,16 +187,19 @@ Status Controller::Apply(const std::string& key, const api::DDPJob& job,
       return cur == nullptr || CachedIsNewer(*cur->raw, *written);
     });
   }
-  // 2. Deletes, then 3. creates (the Service first). Both are attempted even if the other
-  // failed: they touch disjoint names. A crash or an error from here on converges on a later pass:
-  // the planner deletes pods of rounds other than status.round and recreates every name of that
-  // round that no pod holds.
+  // 2. Deletes, then 3. patches and creates (the PodGroup and the Service first). Deletes and
+  // creates are attempted even if the other failed: they touch disjoint names. No pod is created
+  // when a PodGroup patch failed: a round's pods must meet its PodGroup. A crash or an error from
+  // here on converges on a later pass: the planner deletes pods of rounds other than
+  // status.round and recreates every name of that round that no pod holds.
   Status deletes = ApplyDeletes(key, job, p.deletes);
-  Status creates = ApplyCreates(key, job, std::move(p.creates));
+  Status patches = ApplyPatches(key, job, p.patches);
+  Status creates = patches.ok() ? ApplyCreates(key, job, std::move(p.creates)) : Status::OK();
   // 4. Events describe the transition the status now records; a later pass would not repeat
   // them, so they go out even when some pod writes are left for that pass.
   EmitEvents(job, p.events);
   DDP_RETURN_IF_ERROR(deletes);
+  DDP_RETURN_IF_ERROR(patches);
   DDP_RETURN_IF_ERROR(creates);
   if (p.delete_job) {
     DeleteOptions opts;

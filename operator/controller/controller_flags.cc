@@ -75,6 +75,8 @@ Status ParseRunFlags(int argc, char** argv, RunFlags* f) {
        [f](const std::string& v) { return ParseInt(v, &f->straggler_reads) && f->straggler_reads >= 1; }},
       {"lost-pod-margin", dur(&f->lost_pod_margin)},
       {"unfenced-lost-pod-margin", dur(&f->unfenced_lost_pod_margin)},
+      {"gang-scheduler-name",
+       [f](const std::string& v) { return plan::ParseGangSchedulerName(v, &f->gang); }},
   };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -143,7 +145,11 @@ const char* RunUsage() {
          "                                    unreachable node D after its grace (default 30s)\n"
          "  --unfenced-lost-pod-margin D      ... D when it may still rejoin its group: InPlace,\n"
          "                                    current round, not fenced (default 5m)\n"
-         "  --cache-sync-timeout D            (default 2m)\n";
+         "  --cache-sync-timeout D            (default 2m)\n"
+         "  --gang-scheduler-name NAME        gang-schedule every job: \"volcano\" (a Volcano\n"
+         "                                    PodGroup), or the name of the scheduler profile\n"
+         "                                    that runs the coscheduling plugin (a\n"
+         "                                    scheduling.x-k8s.io PodGroup); default: none\n";
 }
 
 }  // namespace ddp::controller

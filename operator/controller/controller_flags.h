@@ -8,6 +8,7 @@
 
 #include "common/logging.h"
 #include "common/status.h"
+#include "operator/plan/gang.h"
 
 namespace ddp::controller {
 
@@ -42,6 +43,9 @@ struct RunFlags {
   // operator/plan/lost_nodes.h.
   std::chrono::milliseconds lost_pod_margin{std::chrono::seconds(30)};
   std::chrono::milliseconds unfenced_lost_pod_margin{std::chrono::minutes(5)};
+  // --gang-scheduler-name: "" none, "volcano", or the scheduler profile running the
+  // coscheduling plugin (Kubeflow's convention).
+  plan::GangConfig gang;
   bool help = false;
 };
 

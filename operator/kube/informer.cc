@@ -120,7 +120,20 @@ void Informer::Run() {
     }
     std::string rv;
     Status s = ListIntoSink(&rv);
+    if (s.code() == StatusCode::kNotFound && options_.optional_resource) {
+      // Not served: nothing exists, which is a complete (empty) view. Look again later.
+      sink_->Prune({});
+      if (!absent_.exchange(true)) {
+        DDP_LOG(WARNING) << "informer " << what_ << ": the server does not serve it ("
+                         << s.message() << "); looking again every "
+                         << options_.absent_retry.count() << " ms";
+      }
+      if (!synced_.exchange(true)) cv_.notify_all();
+      if (!SleepFor(options_.absent_retry)) return;
+      continue;
+    }
     if (s.ok()) {
+      if (absent_.exchange(false)) DDP_LOG(INFO) << "informer " << what_ << ": now served";
       if (!synced_.exchange(true)) {
         DDP_LOG(INFO) << "informer " << what_ << ": synced";
         cv_.notify_all();

@@ -35,6 +35,12 @@ struct InformerOptions {
   // once as a WARNING with this hint ("grant ... or ..."), later ones at DEBUG, and the informer
   // keeps retrying every backoff_max, so granting the permission later takes effect.
   std::string forbidden_hint;
+  // A resource the server may not serve (a CRD that is not installed). When a list answers
+  // NotFound the informer counts as synced with nothing in it (the sink is pruned empty),
+  // Absent() turns true, and it lists again every absent_retry until the resource appears.
+  // Otherwise a NotFound is an error like any other (retried with backoff, never synced).
+  bool optional_resource = false;
+  std::chrono::milliseconds absent_retry{std::chrono::seconds(30)};
 };
 
 // Owns one thread between Start() and Stop(). Thread-safe.
@@ -57,6 +63,8 @@ class Informer {
   int ListCount() const { return lists_.load(); }
   // How many periodic resyncs from the cache were done.
   int ResyncCount() const { return resyncs_.load(); }
+  // optional_resource only: the last list answered NotFound (the server does not serve it).
+  bool Absent() const { return absent_.load(); }
 
  private:
   void Run();
@@ -76,6 +84,7 @@ class Informer {
   bool stopped_ = false;
   std::shared_ptr<Cancellation> cancel_ = std::make_shared<Cancellation>();
   std::atomic<bool> synced_{false};
+  std::atomic<bool> absent_{false};
   std::atomic<int> lists_{0};
   std::atomic<int> resyncs_{0};
   bool forbidden_logged_ = false;  // the informer thread's only

@@ -25,6 +25,16 @@
 namespace ddp::controller::local {
 namespace {
 
+// Local mode has no scheduler and no Kueue: a schedulingPolicy is validated, reported once (the
+// planner's GangSchedulingIgnored event) and creates nothing.
+plan::GangConfig LocalGang() {
+  plan::GangConfig g;
+  g.kueue = false;
+  g.none_reason = "local mode has no scheduler; in a cluster the operator's "
+                  "--gang-scheduler-name and Kueue apply them";
+  return g;
+}
+
 namespace fs = std::filesystem;
 using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
@@ -211,7 +221,9 @@ void LocalRun::Reconcile() {
   plan::Observed seen = executor_->Observe();
   if (tracker_.snapshot()) seen.progress = plan::ObservedProgress{tracked_round_, *tracker_.snapshot()};
   if (group_.report.present) seen.group = group_;
-  plan::Plan plan = plan::PlanReconcile(job_, seen, std::chrono::system_clock::now());
+  plan::PlanOptions options;
+  options.gang = LocalGang();
+  plan::Plan plan = plan::PlanReconcile(job_, seen, std::chrono::system_clock::now(), options);
   if (plan.status) {
     job_.status = *plan.status;
     WriteStatusFile(run_dir_, job_, stragglers_.reported());

@@ -107,6 +107,11 @@ ObservedPod ObservePod(const json& pod) {
     if (out.message.empty()) out.message = Str(terminated, "message");
   }
 
+  const json& gates = Get(Get(pod, "spec"), "schedulingGates");
+  if (gates.is_array()) {
+    for (const auto& g : gates) out.scheduling_gates.push_back(Str(g, "name"));
+  }
+
   const json& conditions = Get(status, "conditions");
   if (conditions.is_array()) {
     for (const auto& c : conditions) {
@@ -123,6 +128,19 @@ ObservedPod ObservePod(const json& pod) {
       }
     }
   }
+  return out;
+}
+
+ObservedPodGroup ObservePodGroup(const json& group) {
+  ObservedPodGroup out;
+  const json& meta = Get(group, "metadata");
+  out.name = Str(meta, "name");
+  out.uid = Str(meta, "uid");
+  out.api_version = Str(group, "apiVersion");
+  out.owner_uid = ControllerUid(group);
+  const json& spec = Get(group, "spec");
+  if (spec.is_object()) out.spec = spec;
+  out.phase = Str(Get(group, "status"), "phase");
   return out;
 }
 

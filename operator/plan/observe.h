@@ -22,7 +22,11 @@ namespace ddp::plan {
 //    from it and metadata.deletionGracePeriodSeconds;
 //  - node_name: spec.nodeName (node_lost and fenced are not in the pod: the caller fills them);
 //  - owner_uid: the uid of the ownerReference with controller: true.
+//  - scheduling_gates: the names in spec.schedulingGates (Kueue's admission gate, ...).
 ObservedPod ObservePod(const nlohmann::json& pod);
+
+// Converts a PodGroup (either scheduler's). Never fails: missing fields read as empty.
+ObservedPodGroup ObservePodGroup(const nlohmann::json& group);
 
 // The uid of `obj`'s controller ownerReference, or "" when it has none.
 std::string ControllerUid(const nlohmann::json& obj);

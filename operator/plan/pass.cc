@@ -8,6 +8,7 @@
 #include "operator/api/validate.h"
 #include "operator/plan/builders.h"
 #include "operator/plan/conditions.h"
+#include "operator/plan/gang_pass.h"
 #include "operator/plan/names.h"
 #include "operator/plan/progress.h"
 #include "operator/plan/replace.h"
@@ -33,9 +34,11 @@ int DesiredSize(const api::DDPJob& job) {
   return std::max(n, 1);
 }
 
-Pass BeginPass(const api::DDPJob& job, const Observed& seen, TimePoint now) {
+Pass BeginPass(const api::DDPJob& job, const Observed& seen, TimePoint now,
+               const GangConfig& gang) {
   Pass p;
   p.job = job;
+  p.gang = gang;
   api::ApplyDefaults(&p.job);
   p.seen = &seen;
   p.now = api::TruncateToSeconds(now);
@@ -160,18 +163,24 @@ void CreateMissing(Pass* p, bool hold_pods) {
     }
     return true;
   };
+  // Every pod of the round carries the gang's keys (gang.h counts the rendezvous pod and the
+  // spares in the gang: a round is all of them or none).
+  auto create = [&](nlohmann::json pod) {
+    AddGangKeys(at_creation, p->gang, p->round, p->size, &pod);
+    p->plan.creates.push_back(std::move(pod));
+  };
   if (!hold_pods && InPlace(*p) && free_name(RendezvousPodName(p->job))) {
-    p->plan.creates.push_back(BuildRendezvousPod(at_creation, p->round, p->size));
+    create(BuildRendezvousPod(at_creation, p->round, p->size));
     rendezvous = true;
   }
   for (int i = 0; !hold_pods && i < p->size; ++i) {
     if (!free_name(PodName(p->job, i))) continue;
-    p->plan.creates.push_back(BuildWorkerPod(at_creation, i, p->round, p->size));
+    create(BuildWorkerPod(at_creation, i, p->round, p->size));
     ++created;
   }
   for (int k = 0; !hold_pods && k < SpareCount(*p); ++k) {
     if (!free_name(SparePodName(p->job, k))) continue;
-    p->plan.creates.push_back(BuildSparePod(at_creation, k, p->round, p->size));
+    create(BuildSparePod(at_creation, k, p->round, p->size));
     ++spares;
   }
   if (!service && created == 0 && spares == 0 && !rendezvous) return;
@@ -257,6 +266,8 @@ void CleanUpFinished(Pass* p) {
                    api::CleanPodPolicyName(run.clean_pod_policy) + ")");
     }
   }
+  // The gang is over whatever the policy keeps: a PodGroup left behind would hold its queue.
+  DeletePodGroup(p);
   if (!run.ttl_seconds_after_finished || !p->st.completion_time) return;
   const TimePoint expires =
       *p->st.completion_time + std::chrono::seconds(*run.ttl_seconds_after_finished);

@@ -3,6 +3,7 @@
 #ifndef DDP_OPERATOR_PLAN_PASS_H_
 #define DDP_OPERATOR_PLAN_PASS_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,13 @@
 #include "operator/plan/plan.h"
 
 namespace ddp::plan::internal {
+
+// Why the current round's pods wait for their gang (gang_pass.h).
+struct GangWait {
+  std::string reason;  // the Queued condition's reason and its Event's
+  std::string message;
+  bool hold_pods = false;  // no PodGroup for them to join: pods are not created
+};
 
 // Not thread-safe; lives for one PlanReconcile call. `seen` must outlive it.
 struct Pass {
@@ -22,9 +30,12 @@ struct Pass {
   int round = 0;  // the current rendezvous round
   int size = 0;   // pods in the current round
   std::vector<std::string> replaced;  // pod names replaced alone in this pass (recovery InPlace)
+  GangConfig gang;            // the operator's gang scheduler (gang.h)
+  std::optional<GangWait> gang_wait;  // set once per pass by RecordGangWait
 };
 
-Pass BeginPass(const api::DDPJob& job, const Observed& seen, TimePoint now);
+Pass BeginPass(const api::DDPJob& job, const Observed& seen, TimePoint now,
+               const GangConfig& gang = {});
 // Sets plan.status when it differs from what the job had, and returns the plan.
 Plan FinishPass(Pass* p);
 

@@ -9,9 +9,11 @@
 //   6. one decision for the current round: disruption, failure (restart or fail), success,
 //      resize, or shrink on pending timeout; with recovery InPlace a failed or lost pod other
 //      than pod 0 is replaced alone in the same round instead (replace.h);
-//   7. always: delete pods of other rounds, create missing names (after the restart backoff),
-//      force-delete pods lost with their node or fenced by the group (lost_nodes.h), summarize
-//      the status.
+//   7. always: delete pods of other rounds, create or patch the PodGroup (gang scheduling),
+//      create missing names (after the restart backoff), force-delete pods lost with their node
+//      or fenced by the group (lost_nodes.h), summarize the status.
+// Before 5, the gang: a round waiting for admission or for its PodGroup is Pending with
+// condition Queued, and the deadline and the pending timeout do not run (gang_pass.h).
 #include "operator/plan/plan.h"
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 #include "operator/plan/inplace.h"
 #include "operator/plan/conditions.h"
 #include "operator/plan/lost_nodes.h"
+#include "operator/plan/gang_pass.h"
 #include "operator/plan/names.h"
 #include "operator/plan/pass.h"
 #include "operator/plan/replace.h"
@@ -52,6 +55,7 @@ void StartJob(Pass* p) {
                           std::to_string(p->size * p->job.spec.nproc_per_node) + ")";
   SetCondition(&p->st, api::kCondCreated, "True", internal::kReasonJobCreated, msg, p->now,
                p->job.generation);
+  internal::WarnGangIgnored(p);
   internal::AddEvent(p, "Normal", internal::kReasonJobCreated, msg);
 }
 
@@ -70,8 +74,10 @@ Plan Suspend(Pass* p) {
     SetCondition(&p->st, api::kCondSuspended, "True", "Suspended", msg, p->now, p->job.generation);
     ClearCondition(&p->st, api::kCondRunning, "Suspended", msg, p->now, p->job.generation);
     ClearCondition(&p->st, api::kCondRestarting, "Suspended", msg, p->now, p->job.generation);
+    ClearCondition(&p->st, api::kCondQueued, "Suspended", msg, p->now, p->job.generation);
     internal::AddEvent(p, "Normal", "Suspended", msg);
   }
+  internal::DeletePodGroup(p);  // a suspended job holds no place in a queue
   p->st.ready_replicas = 0;
   return internal::FinishPass(p);
 }
@@ -190,7 +196,8 @@ bool ResizeRequested(const Pass& p) {
 // Rule 4, elastic: a pod unschedulable for pendingTimeoutSeconds shrinks the round to the pods
 // that can run, never below minReplicas. Arms the timer for pods still inside their timeout.
 std::optional<int> ShrinkTarget(Pass* p) {
-  if (!p->job.spec.elastic) return std::nullopt;
+  // A gang not placed yet is not a pod that cannot run: its pods wait for one another.
+  if (!p->job.spec.elastic || p->gang_wait) return std::nullopt;
   const auto timeout = std::chrono::seconds(p->job.spec.elastic->pending_timeout_seconds);
   int can_run = 0;
   bool expired = false;
@@ -308,14 +315,15 @@ std::optional<Plan> DecideForRound(Pass* p) {
 }  // namespace
 
 Plan PlanUnparsableJob(const api::DDPJob& identity, const Observed& seen,
-                       const std::string& parse_error, TimePoint now) {
+                       const std::string& parse_error, TimePoint now, const GangConfig& gang) {
   if (identity.deletion_timestamp) return Plan{};
   Observed own;
   own.service_exists = seen.service_exists;
+  own.pod_group = seen.pod_group;
   for (const ObservedPod& pod : seen.pods) {
     if (identity.uid.empty() || pod.owner_uid == identity.uid) own.pods.push_back(pod);
   }
-  Pass p = internal::BeginPass(identity, own, now);
+  Pass p = internal::BeginPass(identity, own, now, gang);
   if (IsFinished(p)) {
     internal::CleanUpFinished(&p);
     return internal::FinishPass(&p);
@@ -325,12 +333,15 @@ Plan PlanUnparsableJob(const api::DDPJob& identity, const Observed& seen,
 
 Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
                    const PlanOptions& options) {
-  // The garbage collector removes the pods and the Service through their owner references.
+  // The garbage collector removes the pods, the Service and the PodGroup through their owner
+  // references.
   if (job.deletion_timestamp) return Plan{};
   Observed own;
   own.service_exists = seen.service_exists;
   own.progress = seen.progress;
   own.group = seen.group;
+  own.pod_group = seen.pod_group;
+  own.pod_group_api_missing = seen.pod_group_api_missing;
   std::vector<std::string> foreign;
   for (const ObservedPod& pod : seen.pods) {
     if (job.uid.empty() || pod.owner_uid == job.uid) {
@@ -345,7 +356,7 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
       foreign.push_back(pod.name);
     }
   }
-  Pass p = internal::BeginPass(job, own, now);
+  Pass p = internal::BeginPass(job, own, now, options.gang);
   p.foreign_names = std::move(foreign);
   if (IsFinished(p)) {
     internal::CleanUpFinished(&p);
@@ -364,7 +375,9 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
   if (p.st.phase == api::kPhaseSuspended) Resume(&p);
   if (p.st.phase.empty()) StartJob(&p);
 
-  if (auto deadline = Deadline(p)) {
+  // A round waiting for its gang holds no resources yet: its deadline does not run.
+  internal::RecordGangWait(&p, internal::FindGangWait(p));
+  if (auto deadline = Deadline(p); deadline && !p.gang_wait) {
     if (p.now >= *deadline) {
       return EndJob(&p, false, "DeadlineExceeded",
                     "active for more than spec.runPolicy.activeDeadlineSeconds (" +
@@ -384,9 +397,10 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
   }
   internal::DeleteStalePods(&p);
   const std::optional<TimePoint> backoff = BackoffUntil(p);
-  const bool hold_pods = backoff && p.now < *backoff;
-  if (hold_pods) internal::Requeue(&p, *backoff);
-  internal::CreateMissing(&p, hold_pods);
+  const bool backing_off = backoff && p.now < *backoff;
+  if (backing_off) internal::Requeue(&p, *backoff);
+  internal::PlanPodGroup(&p);
+  internal::CreateMissing(&p, backing_off || (p.gang_wait && p.gang_wait->hold_pods));
   internal::ForceDeleteLostPods(&p, options);
   internal::Summarize(&p);
   internal::UpdateProgress(&p);

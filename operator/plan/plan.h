@@ -15,6 +15,7 @@
 
 #include "common/worker_progress.h"
 #include "operator/api/types.h"
+#include "operator/plan/gang.h"
 
 namespace ddp::plan {
 
@@ -51,12 +52,23 @@ struct ObservedPod {
   // never rejoin its old generation, so it is replaced at once. Filled by PlanReconcile from
   // Observed::group, for this pod object (its uid), not a successor under its name.
   bool fenced = false;
+  std::vector<std::string> scheduling_gates;  // spec.schedulingGates[].name (Kueue's, ...)
 };
 
 // The group of an InPlace job as its rendezvous pod last reported it, tagged with the round.
 struct ObservedGroup {
   int round = -1;
   metrics::GroupScrape report;
+};
+
+// The job's PodGroup (gang.h) as the API server has it.
+struct ObservedPodGroup {
+  std::string name;
+  std::string api_version;
+  std::string uid;
+  std::string owner_uid;  // uid of the controller ownerReference; "" when none
+  nlohmann::json spec = nlohmann::json::object();
+  std::string phase;  // status.phase, as the scheduler writes it; "" until it does
 };
 
 // Rank 0's progress as last read from its /metrics (the operator's scraper, or the local
@@ -71,10 +83,15 @@ struct Observed {
   bool service_exists = false;
   std::optional<ObservedProgress> progress;  // absent: no page with a step yet (or no metrics)
   std::optional<ObservedGroup> group;        // absent: no rendezvous page read (or not InPlace)
+  std::optional<ObservedPodGroup> pod_group;  // the PodGroup named PodGroupName(job), if any
+  // The API server does not serve the configured gang scheduler's PodGroup kind (its CRD is
+  // not installed): the job waits, with a Warning, instead of creating pods no one schedules.
+  bool pod_group_api_missing = false;
 };
 
 struct Delete {
-  std::string kind;  // "Pod" | "Service" | "DDPJob"
+  // "Pod" | "Service" | "DDPJob" | "PodGroup" (of the operator's gang scheduler, GangConfig)
+  std::string kind;
   std::string name;
   std::string uid;   // a precondition for the delete; may be empty
   // DeleteOptions.gracePeriodSeconds; unset: the pod's own. 0 on a pod is a force delete: the
@@ -83,6 +100,18 @@ struct Delete {
   bool operator==(const Delete& o) const {
     return kind == o.kind && name == o.name && uid == o.uid &&
            grace_period_seconds == o.grace_period_seconds;
+  }
+};
+
+// An RFC 7386 merge patch of an object the job owns (today: its PodGroup's spec).
+struct Patch {
+  std::string api_version;
+  std::string kind;
+  std::string name;
+  nlohmann::json merge_patch;
+  bool operator==(const Patch& o) const {
+    return api_version == o.api_version && kind == o.kind && name == o.name &&
+           merge_patch == o.merge_patch;
   }
 };
 
@@ -104,11 +133,14 @@ struct PlanOptions {
   // The same for a current-round pod under recovery InPlace that its group has not fenced: the
   // operator cannot tell whether its process still trains, so it waits much longer.
   std::chrono::seconds unfenced_lost_pod_margin{300};
+  // The operator's gang scheduler (--gang-scheduler-name; gang.h).
+  GangConfig gang;
 };
 
 struct Plan {
-  std::vector<nlohmann::json> creates;  // full objects (Service, Pods), in creation order
+  std::vector<nlohmann::json> creates;  // full objects (PodGroup, Service, Pods), in order
   std::vector<Delete> deletes;
+  std::vector<Patch> patches;  // applied before the creates: a round's pods meet its PodGroup
   std::optional<api::DDPJobStatus> status;  // set only when it differs from job.status
   std::vector<Event> events;                // emit after the status write succeeds
   std::optional<std::chrono::milliseconds> requeue_after;  // earliest timer, if any
@@ -136,8 +168,13 @@ struct Plan {
 // status before the deletes is the more robust order: if that write fails, nothing was deleted
 // and the next pass makes the same decision again.
 // Times written into the status are truncated to whole seconds. Thread-safe (pure).
+// Gang scheduling (gang.h, docs/gang-scheduling.md) follows `gang`: the job's PodGroup is
+// created before its pods and patched when a round changes its size; pods carry the gang keys;
+// a round waiting for its gang (a Kueue admission gate, a PodGroup not placed yet, a PodGroup
+// kind not served) is Pending with condition Queued=True, and neither activeDeadlineSeconds nor
+// the elastic pending timeout runs while it waits. The default config has no gang scheduler.
 // REQUIRES: nothing; an invalid spec yields a Failed status (reason InvalidSpec) and an event.
-// `options`: the operator's settings (PlanOptions).
+// `options`: the operator's settings (PlanOptions: lost-pod margins, gang scheduler).
 Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
                    const PlanOptions& options = {});
 
@@ -146,7 +183,8 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
 // field), as a validation failure does; once Failed, only cleanPodPolicy applies.
 // `identity` is the object parsed without its spec (metadata and status).
 Plan PlanUnparsableJob(const api::DDPJob& identity, const Observed& seen,
-                       const std::string& parse_error, TimePoint now);
+                       const std::string& parse_error, TimePoint now,
+                       const GangConfig& gang = {});
 
 }  // namespace ddp::plan
 

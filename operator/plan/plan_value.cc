@@ -7,13 +7,14 @@
 namespace ddp::plan {
 
 bool Plan::operator==(const Plan& o) const {
-  return creates == o.creates && deletes == o.deletes && status == o.status &&
-         events == o.events && requeue_after == o.requeue_after && delete_job == o.delete_job;
+  return creates == o.creates && deletes == o.deletes && patches == o.patches &&
+         status == o.status && events == o.events && requeue_after == o.requeue_after &&
+         delete_job == o.delete_job;
 }
 
 bool Plan::empty() const {
-  return creates.empty() && deletes.empty() && !status && events.empty() && !requeue_after &&
-         !delete_job;
+  return creates.empty() && deletes.empty() && patches.empty() && !status && events.empty() &&
+         !requeue_after && !delete_job;
 }
 
 std::string Plan::ToString() const {
@@ -29,6 +30,9 @@ std::string Plan::ToString() const {
   for (const auto& d : deletes) {
     out << "\n  delete " << d.kind << " " << d.name;
     if (d.grace_period_seconds) out << " (grace " << *d.grace_period_seconds << "s)";
+  }
+  for (const auto& p : patches) {
+    out << "\n  patch " << p.kind << " " << p.name << " " << p.merge_patch.dump();
   }
   if (status) out << "\n  status " << api::StatusToJson(*status).dump();
   for (const auto& e : events) out << "\n  event " << e.type << " " << e.reason << ": " << e.message;

@@ -20,7 +20,11 @@ bool ReplacementUnderWay(const Pass& p) {
 }  // namespace
 
 bool CanReplaceAlone(const Pass& p, const ObservedPod& pod) {
-  return InPlace(p) && pod.index >= 0 && pod.role != group::kRoleRendezvous;
+  // Under Kueue a round is one pod group that never gets replacement pods: Kueue keeps a failed
+  // member (its finalizer) until the group has a replacement, and a name is recreated only once
+  // its old pod is gone. A new round (a new group) is the replacement (docs/kueue.md).
+  return InPlace(p) && pod.index >= 0 && pod.role != group::kRoleRendezvous &&
+         KueueQueue(p.job, p.gang).empty();
 }
 
 bool ReplacedInThisPass(const Pass& p, const std::string& name) {

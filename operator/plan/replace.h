@@ -16,7 +16,8 @@ namespace ddp::plan::internal {
 inline constexpr char kReasonPodReplaced[] = "PodReplaced";
 
 // Whether a failure of `pod` is healed by replacing it alone: recovery InPlace (any worker or
-// spare: the rendezvous pod outlives them all).
+// spare: the rendezvous pod outlives them all), and the job is not queued by Kueue (a Kueue pod
+// group is one round).
 bool CanReplaceAlone(const Pass& p, const ObservedPod& pod);
 
 // Whether `pod` is a failure already counted, so it must not be counted again: it was replaced

@@ -18,6 +18,7 @@ Plan EndJob(Pass* p, bool succeeded, const std::string& reason, const std::strin
                p->now, gen);
   ClearCondition(&p->st, api::kCondRunning, reason, message, p->now, gen);
   ClearCondition(&p->st, api::kCondRestarting, reason, message, p->now, gen);
+  ClearCondition(&p->st, api::kCondQueued, reason, message, p->now, gen);
   AddEvent(p, succeeded ? "Normal" : "Warning", reason, message);
   CleanUpFinished(p);
   UpdateProgress(p);  // the last progress read rides along with the final status

@@ -91,6 +91,7 @@ TEST(ParseRunFlagsTest, ErrorsNameTheFlag) {
       {{"--straggler-factor", "1"}, "--straggler-factor: invalid value \"1\""},
       {{"--straggler-factor", "fast"}, "--straggler-factor: invalid value \"fast\""},
       {{"--straggler-reads", "0"}, "--straggler-reads: invalid value \"0\""},
+      {{"--gang-scheduler-name", "Volcano"}, "--gang-scheduler-name: invalid value \"Volcano\""},
   };
   for (const auto& r : rows) {
     RunFlags f;
@@ -118,6 +119,19 @@ TEST(ParseRunFlagsTest, StragglerOptions) {
   ASSERT_TRUE(Parse({"--straggler-factor=2.5", "--straggler-reads", "5"}, &f).ok());
   EXPECT_EQ(f.straggler_factor, 2.5);
   EXPECT_EQ(f.straggler_reads, 5);
+}
+
+TEST(ParseRunFlagsTest, GangSchedulerName) {
+  RunFlags f;
+  EXPECT_EQ(f.gang.scheduler, plan::GangScheduler::kNone);  // off unless asked for
+  ASSERT_TRUE(Parse({"--gang-scheduler-name=volcano"}, &f).ok());
+  EXPECT_EQ(f.gang.scheduler, plan::GangScheduler::kVolcano);
+  EXPECT_EQ(f.gang.scheduler_name, "volcano");
+  ASSERT_TRUE(Parse({"--gang-scheduler-name", "scheduler-plugins-scheduler"}, &f).ok());
+  EXPECT_EQ(f.gang.scheduler, plan::GangScheduler::kCoscheduling);
+  EXPECT_EQ(f.gang.scheduler_name, "scheduler-plugins-scheduler");
+  ASSERT_TRUE(Parse({"--gang-scheduler-name="}, &f).ok());
+  EXPECT_EQ(f.gang.scheduler, plan::GangScheduler::kNone);
 }
 
 }  // namespace

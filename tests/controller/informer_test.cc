@@ -193,5 +193,36 @@ TEST_F(InformerTest, ForbiddenOptionalResourceRetriesSlowlyAndSyncsOnceGranted) 
   EXPECT_EQ(cache_.Size(), 1u);
 }
 
+// A resource whose CRD is not installed: an optional informer counts as synced and empty and
+// says Absent(); once the CRD and an object appear, its next look lists them. A required
+// informer never syncs on a resource the server does not serve.
+TEST_F(InformerTest, OptionalResourceSyncsEmptyWhileAbsentAndListsOnceServed) {
+  InformerOptions o;
+  o.resource = kVolcanoPodGroups;
+  o.ns = "ml";
+  o.label_selector = kJobLabel;
+  o.backoff_initial = milliseconds(20);
+  Informer required(client_.get(), o, &cache_);
+  required.Start();
+  o.optional_resource = true;
+  o.absent_retry = milliseconds(100);
+  informer_ = std::make_unique<Informer>(client_.get(), o, &cache_);
+  informer_->Start();
+  ASSERT_TRUE(informer_->WaitForSync(milliseconds(10000)));
+  EXPECT_TRUE(informer_->Absent());
+  EXPECT_EQ(cache_.Size(), 0u);
+  EXPECT_FALSE(required.WaitForSync(milliseconds(300))) << "NotFound is an error when required";
+  required.Stop();
+
+  server_.RegisterCrd({"scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", true, {}});
+  std::string err;
+  ASSERT_TRUE(server_.CreateObject("/apis/scheduling.volcano.sh/v1beta1/namespaces/ml/podgroups",
+                                   {{"metadata", {{"name", "a"}, {"labels", {{kJobLabel, "a"}}}}},
+                                    {"spec", {{"minMember", 1}}}},
+                                   &err))
+      << err;
+  ASSERT_TRUE(WaitFor([&] { return !informer_->Absent() && cache_.ByIndex("ml/a").size() == 1; }));
+}
+
 }  // namespace
 }  // namespace ddp::controller

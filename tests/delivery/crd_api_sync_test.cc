@@ -36,19 +36,27 @@ bool IsOpaque(const json& node) {
   return node.value("x-kubernetes-preserve-unknown-fields", false);
 }
 
+// A map (additionalProperties, e.g. a ResourceList): its keys are the user's, not fields.
+bool IsMap(const json& node) { return node.contains("additionalProperties"); }
+
 // Field paths of a schema ("spec.elastic.minReplicas", "status.conditions[].type"). Below an
-// object that preserves unknown fields nothing is listed: that subtree is the user's.
-void SchemaPaths(const json& node, const std::string& prefix, std::set<std::string>* out) {
+// object that preserves unknown fields, or a map, nothing is listed: that subtree is the user's.
+void SchemaPaths(const json& node, const std::string& prefix, std::set<std::string>* out,
+                 std::set<std::string>* maps = nullptr) {
   if (IsOpaque(node)) return;
+  if (IsMap(node)) {
+    if (maps) maps->insert(prefix);
+    return;
+  }
   if (node.contains("properties")) {
     for (const auto& [key, child] : node["properties"].items()) {
       const std::string path = prefix.empty() ? key : prefix + "." + key;
       out->insert(path);
-      SchemaPaths(child, path, out);
+      SchemaPaths(child, path, out, maps);
     }
   }
   if (node.value("type", "") == "array" && node.contains("items")) {
-    SchemaPaths(node["items"], prefix + "[]", out);
+    SchemaPaths(node["items"], prefix + "[]", out, maps);
   }
 }
 
@@ -76,12 +84,21 @@ std::set<std::string> CrdPaths() {
   return paths;
 }
 
+// Paths below which a value's keys are not fields: the template and the schema's maps.
+std::set<std::string> OpaquePaths() {
+  std::set<std::string> ignored, maps = {"spec.template"};
+  for (const char* top : {"spec", "status"}) {
+    SchemaPaths(Schema()["properties"][top], top, &ignored, &maps);
+  }
+  return maps;
+}
+
 std::set<std::string> ApiPaths(const api::DDPJob& job) {
   json obj = api::ToJson(job);
   std::set<std::string> paths;
   for (const char* top : {"spec", "status"}) {
     paths.insert(top);
-    ValuePaths(obj[top], top, {"spec.template"}, &paths);
+    ValuePaths(obj[top], top, OpaquePaths(), &paths);
   }
   return paths;
 }
@@ -106,7 +123,9 @@ api::DDPJob FullyPopulatedJob() {
   s.rendezvous = {29501, 300};
   s.failure_policy = {api::RestartPolicy::kExitCode, 5, {75, 76}, api::Recovery::kInPlace};
   s.failure_policy.hang_timeout_seconds = 1800;
-  s.run_policy = {3600, 600, true, api::CleanPodPolicy::kAll};
+  s.run_policy = {3600, 600, true, api::CleanPodPolicy::kAll, api::SchedulingPolicy{}};
+  s.run_policy.scheduling_policy =
+      api::SchedulingPolicy{4, "research", "high", {{"cpu", "32"}}, 120};
   s.checkpoint.path = "/checkpoints";
   s.metrics.port = 9401;
   s.pod_template = {{"spec", {{"containers", {{{"name", "worker"}, {"image", "w"}}}}}}};
@@ -137,6 +156,8 @@ json ExampleFromSchema(const json& node) {
     return {{"spec", {{"containers", {{{"name", "worker"}, {"image", "w"}}}}}}};
   }
   if (node.contains("enum")) return node["enum"][0];
+  if (node.value("x-kubernetes-int-or-string", false)) return "8";
+  if (IsMap(node)) return {{"example", ExampleFromSchema(node["additionalProperties"])}};
   const std::string type = node.value("type", "");
   if (type == "object") {
     json out = json::object();

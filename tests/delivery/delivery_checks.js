@@ -235,11 +235,26 @@ function deriveRbacNeeds() {
     if (!r) return fail(`unknown resource constant ${k}`);
     needs.add(`${r.group}|${r.plural}${sub ? '/' + sub : ''}|${verb}`);
   };
-  // Kinds the planner builds objects of: a ResourceForKind(kind) call can only see these.
+  // Kinds the planner builds objects of: a ResourceForKind(kind) call can only see these. A kind
+  // may be written as a constant of the plan's headers (kPodGroupKind).
+  const kindConstants = {};
+  for (const f of listDir('operator/plan', /\.h$/)) {
+    for (const m of read('operator/plan/' + f).matchAll(/constexpr char (k\w+Kind)\[\]\s*=\s*"(\w+)"/g)) {
+      kindConstants[m[1]] = m[2];
+    }
+  }
   const plannedKinds = new Set();
   for (const f of listDir('operator/plan', /\.cc$/)) {
-    for (const m of read('operator/plan/' + f).matchAll(/"kind"\s*(?:,|\]\s*=)\s*"(\w+)"/g)) plannedKinds.add(m[1]);
+    const text = read('operator/plan/' + f);
+    for (const m of text.matchAll(/"kind"\s*(?:,|\]\s*=)\s*"(\w+)"/g)) plannedKinds.add(m[1]);
+    for (const m of text.matchAll(/"kind"\s*,\s*(k\w+Kind)\b/g)) {
+      if (kindConstants[m[1]]) plannedKinds.add(kindConstants[m[1]]);
+    }
   }
+  // The gang scheduler's PodGroups: the controller holds the configured one as
+  // pod_group_resource_ (ResourceForKind gets it as pod_groups); it may be either.
+  const podGroups = Object.keys(table).filter((k) => table[k].kind === 'PodGroup');
+  const isPodGroupVar = (arg) => /^\*?(pod_group_resource_|pod_groups)$/.test(arg);
   let informerVerbs = new Set();
   const informerResources = new Set();
   const verbRe = new RegExp(`(?:->|\\.)\\s*(${Object.keys(kVerbOf).join('|')})\\(\\s*([^,)]*)|\\bListAll\\(\\s*[^,]+,\\s*([^,)]*)`, 'g');
@@ -252,8 +267,10 @@ function deriveRbacNeeds() {
       for (const m of fk[1].matchAll(/&(k\w+)/g)) {
         if (table[m[1]] && (plannedKinds.size === 0 || plannedKinds.has(table[m[1]].kind))) forKind.push(m[1]);
       }
+      if (/return pod_groups;/.test(fk[1]) && plannedKinds.has('PodGroup')) forKind.push(...podGroups);
     }
     for (const m of text.matchAll(/InformerFor\(\s*(k\w+)/g)) informerResources.add(m[1]);
+    if (/InformerFor\(\s*\*pod_group_resource_/.test(text)) podGroups.forEach((k) => informerResources.add(k));
     for (const m of text.matchAll(verbRe)) {
       const method = m[1] || 'ListAll';
       const arg = (m[2] !== undefined ? m[2] : m[3]).trim();
@@ -275,6 +292,7 @@ function deriveRbacNeeds() {
           else fail(`${file}:${line}: cannot tell which resource ${e} in ${method} is; extend deriveRbacNeeds`);
         }
       } else if (/^k\w+$/.test(arg)) add(arg, verb, sub);
+      else if (isPodGroupVar(arg)) podGroups.forEach((k) => add(k, verb, sub));
       else if (/^\*?r$/.test(arg) && forKind.length) forKind.forEach((k) => add(k, verb, sub));
       else if (/options_\.resource|resource_/.test(arg) && /informer/.test(file)) informerVerbs.add(verb);
       else fail(`${file}:${line}: cannot tell which resource ${method}(${arg}, ...) uses; extend deriveRbacNeeds`);
@@ -295,10 +313,23 @@ function rulesToSet(rules, where) {
   return set;
 }
 
+// The gang schedulers' API groups: granted only by their own rule file, only when enabled.
+const kGangRules = { 'scheduling.volcano.sh': 'files/rbac-rules-volcano.yaml',
+  'scheduling.x-k8s.io': 'files/rbac-rules-coscheduling.yaml' };
+
 function checkRbac() {
   const dir = 'charts/ddp-operator/';
-  const needs = deriveRbacNeeds();
-  if (needs.size < 5) fail(`derived only ${needs.size} permissions from the operator source`);
+  const all = deriveRbacNeeds();
+  if (all.size < 5) fail(`derived only ${all.size} permissions from the operator source`);
+  const groupOf = (n) => n.split('|')[0];
+  const needs = new Set([...all].filter((n) => !kGangRules[groupOf(n)]));
+  for (const [group, file] of Object.entries(kGangRules)) {
+    const want = new Set([...all].filter((n) => groupOf(n) === group));
+    if (want.size === 0) fail(`the operator never calls ${group}: drop ${file}`);
+    const got = rulesToSet(yaml.load(read(dir + file)), file);
+    for (const n of want) if (!got.has(n)) fail(`${file} does not grant ${n} (the operator calls it)`);
+    for (const g of got) if (!want.has(g)) fail(`${file} grants ${g}, which is not the operator's call on ${group}`);
+  }
   const main = rulesToSet(yaml.load(read(dir + 'files/rbac-rules.yaml')), 'files/rbac-rules.yaml');
   const lease = rulesToSet(yaml.load(read(dir + 'files/leader-election-rules.yaml')), 'files/leader-election-rules.yaml');
   const nodes = rulesToSet(yaml.load(read(dir + 'files/node-rules.yaml')), 'files/node-rules.yaml');
@@ -315,7 +346,12 @@ function checkRbac() {
   for (const f of ruleFiles) {
     if (!rbac.includes(`.Files.Get "${f}"`)) fail(`templates/rbac.yaml does not use ${f}`);
   }
-  if (process.env.DDP_DELIVERY_VERBOSE) console.log([...needs].sort().join('\n'));
+  // The gang rules ride on gangScheduler.name: volcano's for "volcano", coscheduling's otherwise.
+  if (!/with \.Values\.gangScheduler\.name/.test(rbac)) fail('templates/rbac.yaml does not key the PodGroup rules on gangScheduler.name');
+  for (const f of Object.values(kGangRules)) {
+    if (!rbac.includes(`"${f}"`)) fail(`templates/rbac.yaml does not use ${f}`);
+  }
+  if (process.env.DDP_DELIVERY_VERBOSE) console.log([...all].sort().join('\n'));
 }
 
 // ---- Dashboard: structure, metric names that exist in the code, PromQL that promtool accepts.

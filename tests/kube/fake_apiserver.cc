@@ -226,6 +226,29 @@ bool FakeApiServer::ParsePath(const std::string& path, Target* t) const {
   t->type.collection += "/" + t->type.plural;
   t->type.kind = KindOf(t->type.plural);
   t->type.status_subresource = options_.status_subresources.count(t->type.plural) > 0;
+  std::lock_guard<std::mutex> lock(crd_mu_);
+  auto crd = crds_.find(t->type.api_version + "/" + t->type.plural);
+  if (crd != crds_.end()) {
+    t->type.kind = crd->second.kind;
+    t->type.status_subresource = crd->second.status_subresource;
+  }
+  return true;
+}
+
+void FakeApiServer::RegisterCrd(const CrdInfo& crd) {
+  std::lock_guard<std::mutex> lock(crd_mu_);
+  crds_[crd.group + "/" + crd.version + "/" + crd.plural] = crd;
+}
+
+bool FakeApiServer::Serves(const Target& t, std::optional<CrdInfo>* crd) const {
+  const std::string& gv = t.type.api_version;
+  const size_t slash = gv.find('/');
+  const std::string group = slash == std::string::npos ? "" : gv.substr(0, slash);
+  if (options_.builtin_groups.count(group)) return true;
+  std::lock_guard<std::mutex> lock(crd_mu_);
+  auto it = crds_.find(gv + "/" + t.type.plural);
+  if (it == crds_.end()) return false;
+  *crd = it->second;
   return true;
 }
 

@@ -28,6 +28,15 @@ namespace ddp::fake {
 class HttpConn;
 struct HttpRequest;
 
+// A CustomResourceDefinition: its resource is served only once registered (RegisterCrd).
+struct CrdInfo {
+  std::string group, version, plural, kind;
+  bool status_subresource = true;
+  // The top-level spec fields its structural schema declares. Like the API server, the fake
+  // prunes (drops) spec fields the schema does not know on every write. Empty: keeps them all.
+  std::set<std::string> spec_fields;
+};
+
 struct FakeApiServerOptions {
   std::string tls_cert_pem;    // non-empty (with the key): serve HTTPS
   std::string tls_key_pem;
@@ -40,6 +49,11 @@ struct FakeApiServerOptions {
   std::set<std::string> status_subresources = {"pods", "ddpjobs"};
   // Resources with a scale subresource over spec.replicas / status.replicas / status.selector.
   std::set<std::string> scale_subresources = {"ddpjobs"};
+  // API groups served without registering a CRD: the built-in groups and ddp.dev (every test
+  // installs the DDPJob CRD). Any other group answers 404 NotFound, as the API server does for
+  // a resource it does not serve, until RegisterCrd.
+  std::set<std::string> builtin_groups = {"",     "coordination.k8s.io", "ddp.dev",
+                                          "apps", "batch",               "scheduling.k8s.io"};
 };
 
 class FakeApiServer {
@@ -52,6 +66,9 @@ class FakeApiServer {
   void Stop();
   int port() const { return port_; }
   std::string url() const;  // "http://127.0.0.1:PORT" or "https://..."
+
+  // Installs a CRD: its resource is served from now on (kind and status subresource as given).
+  void RegisterCrd(const CrdInfo& crd);
 
   // --- Fault injection. verb: get list watch create update patch delete ("" any); plural: ""
   // any. Faults apply to matching requests after authentication.
@@ -137,9 +154,13 @@ class FakeApiServer {
   bool ServeScale(HttpConn& conn, const HttpRequest& req, const std::string& verb, const Target& t);
   std::optional<Fault> TakeFault(const std::string& verb, const std::string& plural);
   std::string ForbiddenMessage(const std::string& verb, const Target& t) const;
+  // Whether `t` is a served resource; *crd: its registered CRD (nullopt for built-in groups).
+  bool Serves(const Target& t, std::optional<CrdInfo>* crd) const;
 
   const FakeApiServerOptions options_;
   FakeStore store_;
+  mutable std::mutex crd_mu_;  // guards crds_
+  std::map<std::string, CrdInfo> crds_;  // by "group/version/plural"
   SSL_CTX* ssl_ctx_ = nullptr;
   int listen_fd_ = -1;
   int port_ = 0;

@@ -1,5 +1,6 @@
 // Request handling of FakeApiServer: auth, faults, routing to the store, watch streams.
 #include <algorithm>
+#include <iterator>
 
 #include "tests/kube/fake_apiserver.h"
 #include "tests/kube/fake_http.h"
@@ -120,6 +121,11 @@ bool FakeApiServer::Handle(HttpConn& conn, const HttpRequest& req) {
     return Reply(conn, req, f->code, StatusBody(f->code, ReasonFor(f->code), msg),
                  f->retry_after_s);
   }
+  std::optional<CrdInfo> crd;
+  if (!Serves(t, &crd)) {
+    return Reply(conn, req, 404, StatusBody(404, "NotFound",
+                                            "the server could not find the requested resource"));
+  }
   if (t.sub == "scale" && options_.scale_subresources.count(t.type.plural) && !t.name.empty()) {
     return ServeScale(conn, req, verb, t);
   }
@@ -132,6 +138,13 @@ bool FakeApiServer::Handle(HttpConn& conn, const HttpRequest& req) {
     body = json::parse(req.body, nullptr, false);
     if (body.is_discarded()) {
       return Reply(conn, req, 400, StatusBody(400, "BadRequest", "the request body is not JSON"));
+    }
+    // A structural schema prunes the spec fields it does not declare.
+    if (crd && !crd->spec_fields.empty() && body.is_object() && body.contains("spec") &&
+        body["spec"].is_object()) {
+      for (auto it = body["spec"].begin(); it != body["spec"].end();) {
+        it = crd->spec_fields.count(it.key()) ? std::next(it) : body["spec"].erase(it);
+      }
     }
   }
   StoreResult r;

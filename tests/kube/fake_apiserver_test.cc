@@ -157,6 +157,30 @@ TEST_F(FakeApiServerTest, ClientRateLimiterBoundsTheRequestRate) {
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(480));
 }
 
+// A CRD that is not installed is a resource the server does not serve: 404 on every verb (the
+// operator must start anyway). Once registered it is served with its kind, and its structural
+// schema prunes spec fields it does not declare.
+TEST_F(FakeApiServerTest, CustomResourcesAreServedOnlyOnceTheirCrdIsRegistered) {
+  json group = {{"apiVersion", "scheduling.volcano.sh/v1beta1"},
+                {"kind", "PodGroup"},
+                {"metadata", {{"name", "g"}}},
+                {"spec", {{"minMember", 2}, {"notInTheSchema", true}}}};
+  EXPECT_EQ(client_->List(kVolcanoPodGroups, "ml", {}).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(client_->Create(kVolcanoPodGroups, "ml", group).status().code(), StatusCode::kNotFound);
+  server_->RegisterCrd({"scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", true,
+                        {"minMember", "queue", "priorityClassName", "minResources"}});
+  StatusOr<json> made = client_->Create(kVolcanoPodGroups, "ml", group);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  EXPECT_EQ((*made)["kind"], "PodGroup");
+  EXPECT_EQ((*made)["spec"], json({{"minMember", 2}}));
+  StatusOr<json> patched = client_->MergePatch(kVolcanoPodGroups, "ml", "g",
+                                               {{"spec", {{"queue", "q"}, {"bogus", 1}}}});
+  ASSERT_TRUE(patched.ok()) << patched.status().ToString();
+  EXPECT_EQ((*patched)["spec"], json({{"minMember", 2}, {"queue", "q"}}));
+  // The other scheduler's PodGroup is still not served.
+  EXPECT_EQ(client_->List(kCoschedulingPodGroups, "ml", {}).status().code(), StatusCode::kNotFound);
+}
+
 TEST_F(FakeApiServerTest, ConcurrentWritersGetUniqueResourceVersions) {
   std::vector<std::thread> threads;
   std::mutex mu;

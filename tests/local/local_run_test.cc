@@ -375,6 +375,33 @@ TEST_F(LocalRunTest, InvalidManifestIsAUsageError) {
   EXPECT_NE(op->Output().find("spec.replicas"), std::string::npos) << op->Output();
 }
 
+// Local mode has no scheduler: a schedulingPolicy and a Kueue queue label are validated like
+// anywhere else, reported once, and create nothing (no PodGroup, no wait for admission).
+TEST_F(LocalRunTest, GangSchedulingIsValidatedReportedAndCreatesNothing) {
+  const std::string policy = "  runPolicy:\n    schedulingPolicy: {minAvailable: 3}\n";
+  auto op = Start(ShellJob("gang", 2, "exit 0", policy));
+  ASSERT_EQ(op->Wait(seconds(20)), 2) << op->Output();
+  EXPECT_NE(op->Output().find("spec.runPolicy.schedulingPolicy.minAvailable (3) exceeds the "
+                              "job's largest round (2 pods)"),
+            std::string::npos)
+      << op->Output();
+
+  std::string yaml = ShellJob("gang", 2, "exit 0",
+                              "  runPolicy:\n    schedulingPolicy: {minAvailable: 2, queue: q}\n");
+  yaml.replace(yaml.find("  name: gang\n"), 12,
+               "  name: gang\n  labels: {kueue.x-k8s.io/queue-name: team-a}\n");
+  op = Start(yaml);
+  ASSERT_EQ(op->Wait(seconds(60)), 0) << op->Output();
+  EXPECT_NE(op->Output().find("spec.runPolicy.schedulingPolicy and the label "
+                              "kueue.x-k8s.io/queue-name ignored: local mode has no scheduler"),
+            std::string::npos)
+      << op->Output();
+  EXPECT_EQ(op->Output().find("PodGroup"), std::string::npos) << op->Output();
+  const nlohmann::json s = Status();
+  EXPECT_EQ(s["phase"], "Succeeded");
+  for (const auto& c : s["conditions"]) EXPECT_NE(c["type"], "Queued") << s.dump();
+}
+
 TEST_F(LocalRunTest, MissingCommandIsAUsageError) {
   std::string yaml = ShellJob("nocmd", 1, "true");
   yaml.replace(yaml.find("[sh, -c,"), 8, "[no-such-command-xyz,");

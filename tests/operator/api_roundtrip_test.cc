@@ -204,6 +204,13 @@ TEST(ParseDDPJob, TypeErrorsNameTheFieldAndValue) {
       {"failurePolicy: {retryableExitCodes: [75, x]}",
        "spec.failurePolicy.retryableExitCodes[1]: expected an integer, got \"x\""},
       {"template: [1]", "spec.template: expected an object, got [1]"},
+      {"runPolicy: {schedulingPolicy: gang}",
+       "spec.runPolicy.schedulingPolicy: expected an object, got \"gang\""},
+      {"runPolicy: {schedulingPolicy: {minAvailable: two}}",
+       "spec.runPolicy.schedulingPolicy.minAvailable: expected an integer, got \"two\""},
+      {"runPolicy: {schedulingPolicy: {minResources: {cpu: [8]}}}",
+       "spec.runPolicy.schedulingPolicy.minResources.cpu: expected a quantity (\"8\", \"64Gi\"), "
+       "got [8]"},
   };
   for (const auto& c : cases) {
     auto jobs = ParseDDPJobYaml(std::string("apiVersion: ddp.dev/v1alpha1\nkind: DDPJob\n"
@@ -211,6 +218,39 @@ TEST(ParseDDPJob, TypeErrorsNameTheFieldAndValue) {
     ASSERT_FALSE(jobs.ok()) << c.spec;
     EXPECT_EQ(jobs.status().message(), std::string("document 1: ") + c.want);
   }
+}
+
+TEST(ParseDDPJob, SchedulingPolicyRoundTripsAndAbsentStaysAbsent) {
+  DDPJob job = ParseOne(R"(
+apiVersion: ddp.dev/v1alpha1
+kind: DDPJob
+metadata: {name: a}
+spec:
+  runPolicy:
+    schedulingPolicy:
+      minAvailable: 3
+      queue: research
+      priorityClass: high
+      minResources: {cpu: 32, nvidia.com/gpu: "8"}
+      scheduleTimeoutSeconds: 60
+      futureKnob: keep-me
+)");
+  ASSERT_TRUE(job.spec.run_policy.scheduling_policy.has_value());
+  const SchedulingPolicy& g = *job.spec.run_policy.scheduling_policy;
+  EXPECT_EQ(g.min_available, 3);
+  EXPECT_EQ(g.queue, "research");
+  EXPECT_EQ(g.priority_class, "high");
+  EXPECT_EQ(g.min_resources, (std::map<std::string, std::string>{{"cpu", "32"},
+                                                                  {"nvidia.com/gpu", "8"}}));
+  EXPECT_EQ(g.schedule_timeout_seconds, 60);
+  const json back = ToJson(job)["spec"]["runPolicy"]["schedulingPolicy"];
+  EXPECT_EQ(back, json::parse(R"({"minAvailable": 3, "queue": "research", "priorityClass": "high",
+      "minResources": {"cpu": "32", "nvidia.com/gpu": "8"}, "scheduleTimeoutSeconds": 60,
+      "futureKnob": "keep-me"})"));
+  EXPECT_FALSE(ParseOne("apiVersion: ddp.dev/v1alpha1\nkind: DDPJob\nmetadata: {name: a}\n")
+                   .spec.run_policy.scheduling_policy.has_value());
+  EXPECT_FALSE(ToJson(ParseOne("apiVersion: ddp.dev/v1alpha1\nkind: DDPJob\nmetadata: {name: a}\n"))
+                   ["spec"]["runPolicy"].contains("schedulingPolicy"));
 }
 
 TEST(ParseDDPJobYaml, ReadsSeveralDocumentsAndRejectsOtherKinds) {

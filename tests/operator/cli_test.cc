@@ -181,6 +181,42 @@ TEST(RenderCommand, EveryExampleRendersPodsWithTheDesignEnv) {
   EXPECT_GT(rendered, 0);
 }
 
+// What a gang-scheduled example becomes: the PodGroup first, then pods carrying its keys; a job
+// labelled for Kueue renders with Kueue's pod-group keys. The values are those the examples and
+// docs/volcano.md, docs/kueue.md state.
+TEST(RenderCommand, GangExamplesRenderTheirPodGroupAndKeys) {
+  const std::string dir = DDP_EXAMPLES_DIR;
+  Result r = RunOperator("render -o json --gang-scheduler-name volcano -f " +
+                         Quote(dir + "/gang-volcano.yaml"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  nlohmann::json items = nlohmann::json::parse(r.out)["items"];
+  ASSERT_EQ(items.size(), 1u + 1u + 3u);
+  EXPECT_EQ(items[0]["apiVersion"], "scheduling.volcano.sh/v1beta1");
+  EXPECT_EQ(items[0]["kind"], "PodGroup");
+  EXPECT_EQ(items[0]["spec"], nlohmann::json::parse(
+                                  R"({"minMember": 3, "queue": "default",
+                                      "minResources": {"cpu": "6", "memory": "6Gi"}})"));
+  for (size_t i = 2; i < items.size(); ++i) {
+    EXPECT_EQ(items[i]["spec"]["schedulerName"], "volcano");
+    EXPECT_EQ(items[i]["metadata"]["annotations"]["scheduling.k8s.io/group-name"], "mlp-volcano");
+  }
+  r = RunOperator("render -o json --round 2 -f " + Quote(dir + "/gang-kueue.yaml"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  items = nlohmann::json::parse(r.out)["items"];
+  ASSERT_EQ(items.size(), 1u + 3u);
+  for (size_t i = 1; i < items.size(); ++i) {
+    const auto& meta = items[i]["metadata"];
+    EXPECT_EQ(meta["labels"]["kueue.x-k8s.io/queue-name"], "user-queue");
+    EXPECT_EQ(meta["labels"]["kueue.x-k8s.io/pod-group-name"], "mlp-kueue-r2");
+    EXPECT_EQ(meta["annotations"]["kueue.x-k8s.io/pod-group-total-count"], "3");
+    EXPECT_EQ(meta["annotations"]["kueue.x-k8s.io/retriable-in-group"], "false");
+  }
+  r = RunOperator("render --gang-scheduler-name Volcano -f " + Quote(dir + "/gang-volcano.yaml"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--gang-scheduler-name (\"Volcano\") must be a scheduler name"),
+            std::string::npos) << r.out;
+}
+
 TEST(RenderCommand, InvalidManifestAndBadFlags) {
   Result r = RunOperator("render -f -", "apiVersion: ddp.dev/v1alpha1\nkind: DDPJob\nmetadata: {name: a}\n"
                                 "spec: {replicas: 1}\n");

@@ -104,5 +104,31 @@ TEST(ObservePod, MalformedLabelsReadAsMinusOne) {
   EXPECT_EQ(ObservePod(json::array()).phase, "Pending");
 }
 
+TEST(ObservePod, SchedulingGatesAreRead) {
+  json pod = BasePod();
+  pod["status"]["phase"] = "Pending";
+  pod["spec"]["schedulingGates"] = {{{"name", "kueue.x-k8s.io/admission"}}, {{"name", "x/y"}}};
+  EXPECT_EQ(ObservePod(pod).scheduling_gates,
+            (std::vector<std::string>{"kueue.x-k8s.io/admission", "x/y"}));
+  EXPECT_TRUE(ObservePod(BasePod()).scheduling_gates.empty());
+}
+
+TEST(ObservePodGroup, ReadsIdentityOwnerSpecAndPhase) {
+  const json group = json::parse(R"({
+    "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+    "metadata": {"name": "mingpt", "uid": "g1",
+                 "ownerReferences": [{"uid": "other"}, {"uid": "job-uid", "controller": true}]},
+    "spec": {"minMember": 4, "queue": "default"},
+    "status": {"phase": "Inqueue"}})");
+  const ObservedPodGroup g = ObservePodGroup(group);
+  EXPECT_EQ(g.name, "mingpt");
+  EXPECT_EQ(g.uid, "g1");
+  EXPECT_EQ(g.api_version, "scheduling.volcano.sh/v1beta1");
+  EXPECT_EQ(g.owner_uid, "job-uid");
+  EXPECT_EQ(g.spec, json({{"minMember", 4}, {"queue", "default"}}));
+  EXPECT_EQ(g.phase, "Inqueue");
+  EXPECT_EQ(ObservePodGroup(json::array()).phase, "");  // never throws on junk
+}
+
 }  // namespace
 }  // namespace ddp::plan::testing

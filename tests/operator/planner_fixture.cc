@@ -125,6 +125,9 @@ Observed With(Observed w, ObservedPod p) {
 void Apply(const Plan& plan, api::DDPJob* job, Observed* world, TimePoint now) {
   for (const auto& d : plan.deletes) {
     if (d.kind == "Service") world->service_exists = false;
+    if (d.kind == kPodGroupKind && world->pod_group && world->pod_group->name == d.name) {
+      world->pod_group.reset();
+    }
     for (auto& p : world->pods) {
       if (d.kind == "Pod" && p.name == d.name) p.deleting = true;
     }
@@ -138,9 +141,22 @@ void Apply(const Plan& plan, api::DDPJob* job, Observed* world, TimePoint now) {
                  pods.end());
     }
   }
+  for (const auto& patch : plan.patches) {
+    if (patch.kind == kPodGroupKind && world->pod_group && world->pod_group->name == patch.name) {
+      nlohmann::json group = {{"spec", world->pod_group->spec}};
+      group.merge_patch(patch.merge_patch);
+      world->pod_group->spec = group["spec"];
+    }
+  }
   for (const auto& obj : plan.creates) {
     if (obj["kind"] == "Service") {
       world->service_exists = true;
+      continue;
+    }
+    if (obj["kind"] == kPodGroupKind) {
+      nlohmann::json group = obj;
+      group["metadata"]["uid"] = obj["metadata"]["name"].get<std::string>() + "-pg";
+      world->pod_group = ObservePodGroup(group);
       continue;
     }
     nlohmann::json pod = obj;

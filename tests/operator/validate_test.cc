@@ -135,6 +135,68 @@ TEST(Validate, OneBadManifestPerRule) {
        },
        "spec.template.spec.containers[1].env[1].name (\"MASTER_ADDR\") is reserved: the operator "
        "sets it for rendezvous"},
+      // Gang scheduling: a policy the scheduler could never satisfy, and the operator's keys.
+      {"minAvailable >= 1",
+       [](json& m) { m["spec"]["runPolicy"] = {{"schedulingPolicy", {{"minAvailable", 0}}}}; },
+       "spec.runPolicy.schedulingPolicy.minAvailable (0) must be >= 1"},
+      {"minAvailable fits the largest round",
+       [](json& m) { m["spec"]["runPolicy"] = {{"schedulingPolicy", {{"minAvailable", 5}}}}; },
+       "spec.runPolicy.schedulingPolicy.minAvailable (5) exceeds the job's largest round (4 "
+       "pods): the gang could never start"},
+      {"minAvailable counts elastic max",
+       [](json& m) {
+         m["spec"]["elastic"] = {{"minReplicas", 1}, {"maxReplicas", 8}};
+         m["spec"]["runPolicy"] = {{"schedulingPolicy", {{"minAvailable", 9}}}};
+       },
+       "spec.runPolicy.schedulingPolicy.minAvailable (9) exceeds the job's largest round (8 "
+       "pods): the gang could never start"},
+      {"queue is a name",
+       [](json& m) { m["spec"]["runPolicy"] = {{"schedulingPolicy", {{"queue", "Team A"}}}}; },
+       "spec.runPolicy.schedulingPolicy.queue (\"Team A\") must be a queue's name (DNS-1123 "
+       "subdomain)"},
+      {"priorityClass is a name",
+       [](json& m) { m["spec"]["runPolicy"] = {{"schedulingPolicy", {{"priorityClass", "_hi"}}}}; },
+       "spec.runPolicy.schedulingPolicy.priorityClass (\"_hi\") must be a PriorityClass name "
+       "(DNS-1123 subdomain)"},
+      {"minResources are quantities",
+       [](json& m) {
+         m["spec"]["runPolicy"] = {{"schedulingPolicy", {{"minResources", {{"cpu", "lots"}}}}}};
+       },
+       "spec.runPolicy.schedulingPolicy.minResources.cpu (\"lots\") must be a non-negative "
+       "quantity such as \"8\", \"500m\" or \"64Gi\""},
+      {"minResources are not negative",
+       [](json& m) {
+         m["spec"]["runPolicy"] = {{"schedulingPolicy", {{"minResources", {{"memory", "-1Gi"}}}}}};
+       },
+       "spec.runPolicy.schedulingPolicy.minResources.memory (\"-1Gi\") must be a non-negative "
+       "quantity such as \"8\", \"500m\" or \"64Gi\""},
+      {"minResources names resources",
+       [](json& m) {
+         m["spec"]["runPolicy"] = {{"schedulingPolicy", {{"minResources", {{"g p u", "1"}}}}}};
+       },
+       "spec.runPolicy.schedulingPolicy.minResources: \"g p u\" is not a resource name"},
+      {"scheduleTimeoutSeconds >= 1",
+       [](json& m) {
+         m["spec"]["runPolicy"] = {{"schedulingPolicy", {{"scheduleTimeoutSeconds", 0}}}};
+       },
+       "spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds (0) must be >= 1 (leave it out "
+       "for the scheduler's default)"},
+      {"Kueue queue label names a LocalQueue",
+       [](json& m) { m["metadata"]["labels"] = {{"kueue.x-k8s.io/queue-name", ""}}; },
+       "metadata.labels[\"kueue.x-k8s.io/queue-name\"] (\"\") must name a Kueue LocalQueue"},
+      {"Kueue queue label belongs on the job",
+       [](json& m) {
+         m["spec"]["template"]["metadata"] = {{"labels", {{"kueue.x-k8s.io/queue-name", "q"}}}};
+       },
+       "spec.template.metadata.labels[\"kueue.x-k8s.io/queue-name\"] is set by the operator: put "
+       "it on the DDPJob's metadata.labels to queue the job with Kueue"},
+      {"gang keys are the operator's",
+       [](json& m) {
+         m["spec"]["template"]["metadata"] = {
+             {"annotations", {{"scheduling.k8s.io/group-name", "mine"}}}};
+       },
+       "spec.template.metadata.annotations[\"scheduling.k8s.io/group-name\"] is set by the "
+       "operator for the job's gang (see docs/gang-scheduling.md)"},
   };
   for (const Case& c : cases) {
     json m = GoodManifest();
@@ -155,6 +217,20 @@ TEST(Validate, EveryReservedNameIsRejected) {
   }
   // DESIGN.md's table (20 names) and DDP_RECOVERY, DDP_MAX_RECOVERIES.
   EXPECT_EQ(ReservedEnvNames().size(), 22u);
+}
+
+TEST(Validate, AFullSchedulingPolicyAndAKueueLabelAreValid) {
+  json m = GoodManifest();
+  m["metadata"]["labels"] = {{"kueue.x-k8s.io/queue-name", "team-a"}};
+  m["spec"]["runPolicy"] = {{"schedulingPolicy",
+                             {{"minAvailable", 4},
+                              {"queue", "research"},
+                              {"priorityClass", "high-priority"},
+                              {"minResources", {{"cpu", 32}, {"memory", "256Gi"},
+                                                {"nvidia.com/gpu", "8"}, {"hugepages-2Mi", "1e3"},
+                                                {"ephemeral-storage", "500m"}}},
+                              {"scheduleTimeoutSeconds", 120}}}};
+  EXPECT_EQ(Problems(m), std::vector<std::string>{});
 }
 
 TEST(Validate, ReportsEveryProblemAtOnce) {
