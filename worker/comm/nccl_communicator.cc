@@ -1,78 +1,68 @@
 // NcclCommunicator: NCCL called directly (see nccl_communicator.h for the ordering rules).
 #include "worker/comm/nccl_communicator.h"
 
-#include <cuda_runtime.h>
-#include <nccl.h>
-
 #include <cstring>
 #include <thread>
 
 #include "common/logging.h"
 #include "worker/comm/work_util.h"
 
-#if NCCL_VERSION_CODE < NCCL_VERSION(2, 14, 0)
-#error "NCCL >= 2.14 is required (non-blocking communicators for deadlines)"
-#endif
-
-// Returns an Unavailable Status naming the call site when an NCCL call fails. ncclInProgress is
-// not a failure: non-blocking communicators report completion through PollReady.
-#define DDP_CHECK_NCCL(expr, what)                                                          \
-  do {                                                                                      \
-    ncclResult_t ddp_nccl_result_ = (expr);                                                 \
-    if (ddp_nccl_result_ != ncclSuccess && ddp_nccl_result_ != ncclInProgress) {            \
-      return ::ddp::worker::NcclError(ddp_nccl_result_, what, __FILE__, __LINE__);         \
-    }                                                                                       \
-  } while (0)
-
-#define DDP_CHECK_CUDA(expr, what)                                                          \
-  do {                                                                                      \
-    cudaError_t ddp_cuda_error_ = (expr);                                                   \
-    if (ddp_cuda_error_ != cudaSuccess) {                                                   \
-      return ::ddp::worker::CudaError(ddp_cuda_error_, what, __FILE__, __LINE__);           \
-    }                                                                                       \
-  } while (0)
-
 namespace ddp::worker {
 
-Status NcclError(ncclResult_t r, const std::string& what, const char* file, int line) {
-  return Status::Unavailable(what + ": NCCL error " + std::to_string(static_cast<int>(r)) + " (" +
-                             ncclGetErrorString(r) + ") at " + file + ":" + std::to_string(line) +
+Status NcclError(NcclApi& api, int r, const std::string& what, const char* file, int line) {
+  return Status::Unavailable(what + ": NCCL error " + std::to_string(r) + " (" +
+                             api.NcclErrorString(r) + ") at " + file + ":" + std::to_string(line) +
                              ". HINT: NCCL_DEBUG=INFO shows which peer or link failed");
 }
 
-Status CudaError(cudaError_t e, const std::string& what, const char* file, int line) {
-  return Status::Unavailable(what + ": CUDA error " + cudaGetErrorString(e) + " at " + file + ":" +
+Status CudaError(NcclApi& api, int e, const std::string& what, const char* file, int line) {
+  return Status::Unavailable(what + ": CUDA error " + api.CudaErrorString(e) + " at " + file + ":" +
                              std::to_string(line));
 }
+
+#define DDP_CHECK_NCCL(api, expr, what)                                                     \
+  do {                                                                                      \
+    int ddp_nccl_result_ = (expr);                                                          \
+    if (ddp_nccl_result_ != kNcclSuccess && ddp_nccl_result_ != kNcclInProgress) {          \
+      return ::ddp::worker::NcclError(api, ddp_nccl_result_, what, __FILE__, __LINE__);     \
+    }                                                                                       \
+  } while (0)
+
+#define DDP_CHECK_CUDA(api, expr, what)                                                     \
+  do {                                                                                      \
+    int ddp_cuda_error_ = (expr);                                                           \
+    if (ddp_cuda_error_ != kCudaSuccess) {                                                  \
+      return ::ddp::worker::CudaError(api, ddp_cuda_error_, what, __FILE__, __LINE__);      \
+    }                                                                                       \
+  } while (0)
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kPollSleep = std::chrono::microseconds(50);
 
-StatusOr<ncclDataType_t> NcclType(at::ScalarType t) {
+StatusOr<NcclDtype> NcclType(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: return ncclFloat32;
-    case at::kDouble: return ncclFloat64;
-    case at::kHalf: return ncclFloat16;
-    case at::kBFloat16: return ncclBfloat16;
-    case at::kInt: return ncclInt32;
-    case at::kLong: return ncclInt64;
-    case at::kChar: return ncclInt8;
-    case at::kByte: return ncclUint8;
+    case at::kFloat: return NcclDtype::kFloat32;
+    case at::kDouble: return NcclDtype::kFloat64;
+    case at::kHalf: return NcclDtype::kFloat16;
+    case at::kBFloat16: return NcclDtype::kBfloat16;
+    case at::kInt: return NcclDtype::kInt32;
+    case at::kLong: return NcclDtype::kInt64;
+    case at::kChar: return NcclDtype::kInt8;
+    case at::kByte: return NcclDtype::kUint8;
     default: return Status::InvalidArgument(std::string("nccl: unsupported dtype ") + c10::toString(t));
   }
 }
 
-// One enqueued collective: events on the communicator stream, tensors kept alive until done.
 class NcclWork : public Work {
  public:
   NcclWork(NcclCommunicator* comm, std::string what, std::vector<at::Tensor> keep,
-           cudaEvent_t start, cudaEvent_t end)
-      : comm_(comm), what_(std::move(what)), keep_(std::move(keep)), start_(start), end_(end) {}
+           CudaEventHandle start, CudaEventHandle end)
+      : comm_(comm), api_(comm->api_), what_(std::move(what)), keep_(std::move(keep)), start_(start), end_(end) {}
   ~NcclWork() override {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(end_);
+    api_->EventDestroy(start_);
+    api_->EventDestroy(end_);
   }
 
   Status Wait() override {
@@ -80,10 +70,9 @@ class NcclWork : public Work {
     waited_ = true;
     status_ = Poll();
     if (status_.ok()) {
-      // Later work on the default stream (the optimizer) reads the result after the collective.
-      cudaStreamWaitEvent(cudaStreamLegacy, end_, 0);
+      api_->StreamWaitEvent(nullptr, end_);
       float ms = 0;
-      if (cudaEventElapsedTime(&ms, start_, end_) == cudaSuccess) seconds_ = ms / 1e3;
+      if (api_->EventElapsedMs(start_, end_, &ms) == kCudaSuccess) seconds_ = ms / 1e3;
     } else {
       comm_->Abort();
     }
@@ -91,16 +80,16 @@ class NcclWork : public Work {
     return status_;
   }
 
-  bool IsCompleted() override { return waited_ || cudaEventQuery(end_) != cudaErrorNotReady; }
+  bool IsCompleted() override { return waited_ || api_->EventQuery(end_) != kCudaErrorNotReady; }
   double seconds() const override { return seconds_; }
 
  private:
   Status Poll() {
     const auto deadline = Clock::now() + comm_->timeout();
     while (true) {
-      cudaError_t q = cudaEventQuery(end_);
-      if (q == cudaSuccess) return Status::OK();
-      if (q != cudaErrorNotReady) return CudaError(q, what_, __FILE__, __LINE__);
+      int q = api_->EventQuery(end_);
+      if (q == kCudaSuccess) return Status::OK();
+      if (q != kCudaErrorNotReady) return CudaError(*api_, q, what_, __FILE__, __LINE__);
       DDP_RETURN_IF_ERROR(comm_->AsyncError(what_));
       if (Clock::now() >= deadline) {
         return Status::DeadlineExceeded(what_ + ": not finished within " +
@@ -112,10 +101,11 @@ class NcclWork : public Work {
   }
 
   NcclCommunicator* comm_;
+  NcclApi* api_;
   std::string what_;
   std::vector<at::Tensor> keep_;
-  cudaEvent_t start_;
-  cudaEvent_t end_;
+  CudaEventHandle start_;
+  CudaEventHandle end_;
   bool waited_ = false;
   Status status_;
   double seconds_ = 0;
@@ -125,85 +115,84 @@ class NcclWork : public Work {
 
 StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Create(
     c10::intrusive_ptr<c10d::Store> store, int rank, int size, int device_index,
-    std::chrono::milliseconds timeout) {
+    std::chrono::milliseconds timeout, NcclApi* api) {
   if (size < 1 || rank < 0 || rank >= size) {
     return Status::InvalidArgument("nccl: rank " + std::to_string(rank) + " outside [0, " +
                                    std::to_string(size) + ")");
   }
   const std::string what = "nccl init (rank " + std::to_string(rank) + " of " +
                            std::to_string(size) + ", cuda:" + std::to_string(device_index) + ")";
-  DDP_CHECK_CUDA(cudaSetDevice(device_index), what);
+  DDP_CHECK_CUDA(*api, api->SetDevice(device_index), what);
   std::string key;
   try {
     key = "nccl" + GroupSequence(*store, rank) + "/unique_id";
   } catch (const std::exception& e) {
     return StatusFromBackendError(what + ": store", BackendErrorText(e));
   }
-  ncclUniqueId id;
+  std::string id;
   try {
     if (rank == 0) {
-      DDP_CHECK_NCCL(ncclGetUniqueId(&id), what);
-      const auto* p = reinterpret_cast<const uint8_t*>(&id);
-      store->set(key, std::vector<uint8_t>(p, p + sizeof(id)));
+      DDP_CHECK_NCCL(*api, api->GetUniqueId(&id), what);
+      store->set(key, std::vector<uint8_t>(id.begin(), id.end()));
     } else {
       store->wait({key}, timeout);
       std::vector<uint8_t> bytes = store->get(key);
-      if (bytes.size() != sizeof(id)) return Status::Internal(what + ": bad unique id in the store");
-      std::memcpy(&id, bytes.data(), sizeof(id));
+      if (bytes.size() != kNcclUniqueIdBytes) return Status::Internal(what + ": bad unique id in the store");
+      id.assign(bytes.begin(), bytes.end());
     }
   } catch (const std::exception& e) {
     return StatusFromBackendError(what + ": sharing the unique id", BackendErrorText(e));
   }
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;  // so that a peer that never joins cannot block us past the deadline
-  ncclComm_t comm = nullptr;
-  DDP_CHECK_NCCL(ncclCommInitRankConfig(&comm, size, id, rank, &config), what);
-  cudaStream_t stream = nullptr;
-  if (cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); e != cudaSuccess) {
-    ncclCommAbort(comm);
-    return CudaError(e, what, __FILE__, __LINE__);
+  NcclCommHandle comm = nullptr;
+  DDP_CHECK_NCCL(*api, api->CommInitRank(&comm, size, id, rank), what);
+  CudaStreamHandle stream = nullptr;
+  if (int e = api->StreamCreate(&stream); e != kCudaSuccess) {
+    api->CommAbort(comm);
+    return CudaError(*api, e, what, __FILE__, __LINE__);
   }
   std::unique_ptr<NcclCommunicator> c(
-      new NcclCommunicator(comm, stream, rank, size, device_index, timeout));
+      new NcclCommunicator(api, comm, stream, rank, size, device_index, timeout));
   DDP_RETURN_IF_ERROR(c->PollReady(what, Clock::now() + timeout));
-  DDP_CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&c->barrier_buffer_), sizeof(float)), what);
+  DDP_CHECK_CUDA(*api, api->Malloc(reinterpret_cast<void**>(&c->barrier_buffer_), sizeof(float)), what);
   DDP_LOG(INFO) << what << ": ready";
   return std::unique_ptr<Communicator>(std::move(c));
 }
 
-NcclCommunicator::NcclCommunicator(ncclComm* comm, CUstream_st* stream, int rank, int size,
-                                   int device, std::chrono::milliseconds timeout)
-    : comm_(comm), stream_(stream), rank_(rank), size_(size), device_(device), timeout_(timeout) {}
+NcclCommunicator::NcclCommunicator(NcclApi* api, NcclCommHandle comm, CudaStreamHandle stream,
+                                   int rank, int size, int device,
+                                   std::chrono::milliseconds timeout)
+    : api_(api), comm_(comm), stream_(stream), rank_(rank), size_(size), device_(device),
+      timeout_(timeout) {}
 
 NcclCommunicator::~NcclCommunicator() {
   if (!aborted_) {
-    cudaStreamSynchronize(stream_);
-    ncclCommDestroy(comm_);
+    while (api_->StreamQuery(stream_) == kCudaErrorNotReady) std::this_thread::sleep_for(kPollSleep);
+    api_->CommDestroy(comm_);
   }
-  if (barrier_buffer_ != nullptr) cudaFree(barrier_buffer_);
-  cudaStreamDestroy(stream_);
+  if (barrier_buffer_ != nullptr) api_->Free(barrier_buffer_);
+  api_->StreamDestroy(stream_);
 }
 
 Status NcclCommunicator::AsyncError(const std::string& what) {
   if (aborted_) return Status::Unavailable(what + ": communicator was aborted");
-  ncclResult_t state = ncclSuccess;
-  DDP_CHECK_NCCL(ncclCommGetAsyncError(comm_, &state), what);
-  if (state != ncclSuccess && state != ncclInProgress) {
-    return NcclError(state, what, __FILE__, __LINE__);
+  int state = kNcclSuccess;
+  DDP_CHECK_NCCL(*api_, api_->CommGetAsyncError(comm_, &state), what);
+  if (state != kNcclSuccess && state != kNcclInProgress) {
+    return NcclError(*api_, state, what, __FILE__, __LINE__);
   }
   return Status::OK();
 }
 
 Status NcclCommunicator::PollReady(const std::string& what, Clock::time_point deadline) {
   while (true) {
-    ncclResult_t state = ncclSuccess;
-    ncclResult_t r = aborted_ ? ncclInvalidUsage : ncclCommGetAsyncError(comm_, &state);
-    if (r == ncclSuccess && state == ncclSuccess) return Status::OK();
+    int state = kNcclSuccess;
+    int r = aborted_ ? 5 : api_->CommGetAsyncError(comm_, &state);
+    if (r == kNcclSuccess && state == kNcclSuccess) return Status::OK();
     Status s;
     if (aborted_) {
       s = Status::Unavailable(what + ": communicator was aborted");
-    } else if (r != ncclSuccess || state != ncclInProgress) {
-      s = NcclError(r != ncclSuccess ? r : state, what, __FILE__, __LINE__);
+    } else if (r != kNcclSuccess || state != kNcclInProgress) {
+      s = NcclError(*api_, r != kNcclSuccess ? r : state, what, __FILE__, __LINE__);
     } else if (Clock::now() >= deadline) {
       s = Status::DeadlineExceeded(what + ": peers did not respond within " +
                                    std::to_string(timeout_.count()) + "ms");
@@ -222,36 +211,40 @@ std::shared_ptr<Work> NcclCommunicator::Launch(const std::string& what,
   std::lock_guard<std::mutex> lock(mu_);
   auto fail = [&](Status s) { return MakeFinishedWork(std::move(s)); };
   if (aborted_) return fail(Status::Unavailable(what + ": communicator was aborted"));
-  if (cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) {
-    return fail(CudaError(e, what, __FILE__, __LINE__));
+  if (int e = api_->SetDevice(device_); e != kCudaSuccess) {
+    return fail(CudaError(*api_, e, what, __FILE__, __LINE__));
   }
-  cudaEvent_t ready = nullptr, start = nullptr, end = nullptr;
-  cudaEventCreateWithFlags(&ready, cudaEventDisableTiming);
-  cudaEventCreate(&start);
-  cudaEventCreate(&end);
+  CudaEventHandle ready = nullptr, start = nullptr, end = nullptr;
+  api_->EventCreate(&ready, false);
+  api_->EventCreate(&start, true);
+  api_->EventCreate(&end, true);
   auto work = std::make_shared<NcclWork>(this, what, std::move(keep_alive), start, end);
-  // Compute that produced the tensors was queued on the legacy default stream.
-  cudaEventRecord(ready, cudaStreamLegacy);
-  cudaStreamWaitEvent(stream_, ready, 0);
-  cudaEventDestroy(ready);  // safe: destruction is deferred until the event completes
-  cudaEventRecord(start, stream_);
-  auto r = static_cast<ncclResult_t>(enqueue());
-  if (r != ncclSuccess && r != ncclInProgress) {
+  api_->EventRecord(ready, nullptr);
+  api_->StreamWaitEvent(stream_, ready);
+  api_->EventDestroy(ready);
+  api_->EventRecord(start, stream_);
+  int r = enqueue();
+  if (r != kNcclSuccess && r != kNcclInProgress) {
     Abort();
-    return fail(NcclError(r, what, __FILE__, __LINE__));
+    return fail(NcclError(*api_, r, what, __FILE__, __LINE__));
   }
-  if (r == ncclInProgress) {
+  if (r == kNcclInProgress) {
     if (Status s = PollReady(what, Clock::now() + timeout_); !s.ok()) return fail(s);
   }
-  if (cudaError_t e = cudaEventRecord(end, stream_); e != cudaSuccess) {
-    return fail(CudaError(e, what, __FILE__, __LINE__));
+  if (int e = api_->EventRecord(end, stream_); e != kCudaSuccess) {
+    return fail(CudaError(*api_, e, what, __FILE__, __LINE__));
   }
   return work;
 }
 
+bool NcclCommunicator::OnDevice(const at::Tensor& t) const {
+  return t.device().type() == api_->device_type() &&
+         (!t.device().has_index() || t.device().index() == device_);
+}
+
 std::shared_ptr<Work> NcclCommunicator::AllReduceSumAsync(at::Tensor& t) {
   const std::string what = "nccl all-reduce (rank " + std::to_string(rank_) + ")";
-  if (!t.is_cuda() || t.device().index() != device_ || !t.is_contiguous()) {
+  if (!OnDevice(t) || !t.is_contiguous()) {
     return MakeFinishedWork(Status::InvalidArgument(
         what + ": tensor must be contiguous on cuda:" + std::to_string(device_)));
   }
@@ -259,18 +252,16 @@ std::shared_ptr<Work> NcclCommunicator::AllReduceSumAsync(at::Tensor& t) {
   if (!type.ok()) return MakeFinishedWork(type.status());
   void* ptr = t.data_ptr();
   const size_t count = static_cast<size_t>(t.numel());
-  const ncclDataType_t dt = *type;
-  return Launch(what, {t}, [&] {
-    return static_cast<int>(ncclAllReduce(ptr, ptr, count, dt, ncclSum, comm_, stream_));
-  });
+  const NcclDtype dt = *type;
+  return Launch(what, {t}, [&] { return api_->AllReduceSum(ptr, count, dt, comm_, stream_); });
 }
 
 Status NcclCommunicator::Broadcast(std::vector<at::Tensor>& ts, int root) {
   const std::string what = "nccl broadcast from rank " + std::to_string(root);
   if (root < 0 || root >= size_) return Status::InvalidArgument(what + ": root out of range");
-  std::vector<std::pair<void*, std::pair<size_t, ncclDataType_t>>> args;
+  std::vector<std::pair<void*, std::pair<size_t, NcclDtype>>> args;
   for (auto& t : ts) {
-    if (!t.is_cuda() || t.device().index() != device_ || !t.is_contiguous()) {
+    if (!OnDevice(t) || !t.is_contiguous()) {
       return Status::InvalidArgument(what + ": tensors must be contiguous on cuda:" +
                                      std::to_string(device_));
     }
@@ -279,13 +270,13 @@ Status NcclCommunicator::Broadcast(std::vector<at::Tensor>& ts, int root) {
     args.push_back({t.data_ptr(), {static_cast<size_t>(t.numel()), *type}});
   }
   auto work = Launch(what, ts, [&] {
-    ncclResult_t r = ncclGroupStart();
+    int r = api_->GroupStart();
     for (auto& a : args) {
-      if (r != ncclSuccess) break;
-      r = ncclBroadcast(a.first, a.first, a.second.first, a.second.second, root, comm_, stream_);
+      if (r != kNcclSuccess) break;
+      r = api_->Broadcast(a.first, a.second.first, a.second.second, root, comm_, stream_);
     }
-    ncclResult_t end = ncclGroupEnd();
-    return static_cast<int>(r != ncclSuccess ? r : end);
+    int end = api_->GroupEnd();
+    return r != kNcclSuccess ? r : end;
   });
   return work->Wait();
 }
@@ -293,27 +284,14 @@ Status NcclCommunicator::Broadcast(std::vector<at::Tensor>& ts, int root) {
 Status NcclCommunicator::Barrier() {
   const std::string what = "nccl barrier (rank " + std::to_string(rank_) + ")";
   float* p = barrier_buffer_;
-  auto work = Launch(what, {}, [&] {
-    return static_cast<int>(ncclAllReduce(p, p, 1, ncclFloat32, ncclSum, comm_, stream_));
-  });
+  auto work = Launch(what, {}, [&] { return api_->AllReduceSum(p, 1, NcclDtype::kFloat32, comm_, stream_); });
   return work->Wait();
 }
 
 void NcclCommunicator::Abort() {
   if (aborted_.exchange(true)) return;
   DDP_LOG(WARNING) << "nccl: rank " << rank_ << " aborting the communicator";
-  ncclCommAbort(comm_);
-}
-
-std::optional<int64_t> CudaMemoryInUse(int device_index) {
-  int previous = 0;
-  if (cudaGetDevice(&previous) != cudaSuccess) return std::nullopt;
-  if (cudaSetDevice(device_index) != cudaSuccess) return std::nullopt;
-  size_t free_bytes = 0, total_bytes = 0;
-  const cudaError_t e = cudaMemGetInfo(&free_bytes, &total_bytes);
-  cudaSetDevice(previous);
-  if (e != cudaSuccess) return std::nullopt;
-  return static_cast<int64_t>(total_bytes - free_bytes);
+  api_->CommAbort(comm_);
 }
 
 }  // namespace ddp::worker

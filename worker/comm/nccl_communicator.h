@@ -1,5 +1,6 @@
-// Communicator calling NCCL directly: CUDA tensors, one device per process. Compiled only when
-// NCCL is found (file name starts with nccl); created through factory.h.
+// Communicator calling NCCL directly: CUDA tensors, one device per process. Its NCCL and CUDA
+// calls go through NcclApi (nccl_api.h), so this file compiles without CUDA; created through
+// factory.h.
 #ifndef DDP_WORKER_COMM_NCCL_COMMUNICATOR_H_
 #define DDP_WORKER_COMM_NCCL_COMMUNICATOR_H_
 
@@ -14,9 +15,7 @@
 #include <string>
 
 #include "worker/comm/communicator.h"
-
-struct ncclComm;
-struct CUstream_st;
+#include "worker/comm/nccl_api.h"
 
 namespace ddp::worker {
 
@@ -33,7 +32,8 @@ class NcclCommunicator : public Communicator {
   // when a peer does not join in time; Unavailable for CUDA/NCCL failures (with a HINT).
   static StatusOr<std::unique_ptr<Communicator>> Create(c10::intrusive_ptr<c10d::Store> store,
                                                         int rank, int size, int device_index,
-                                                        std::chrono::milliseconds timeout);
+                                                        std::chrono::milliseconds timeout,
+                                                        NcclApi* api);
   ~NcclCommunicator() override;
 
   int rank() const override { return rank_; }
@@ -52,14 +52,18 @@ class NcclCommunicator : public Communicator {
   std::chrono::milliseconds timeout() const { return timeout_; }
 
  private:
-  NcclCommunicator(ncclComm* comm, CUstream_st* stream, int rank, int size, int device,
-                   std::chrono::milliseconds timeout);
+  NcclCommunicator(NcclApi* api, NcclCommHandle comm, CudaStreamHandle stream, int rank, int size,
+                   int device, std::chrono::milliseconds timeout);
+  bool OnDevice(const at::Tensor& t) const;
   // Enqueues `enqueue` on the communicator stream after the default stream's work.
   std::shared_ptr<Work> Launch(const std::string& what, std::vector<at::Tensor> keep_alive,
                                const std::function<int()>& enqueue);
 
-  ncclComm* comm_;
-  CUstream_st* stream_;
+ public:
+  NcclApi* api_;
+ private:
+  NcclCommHandle comm_;
+  CudaStreamHandle stream_;
   int rank_;
   int size_;
   int device_;
@@ -68,10 +72,6 @@ class NcclCommunicator : public Communicator {
   std::mutex mu_;
   std::atomic<bool> aborted_{false};
 };
-
-// total - free bytes of CUDA device `device_index` (cudaMemGetInfo); nullopt when the runtime
-// call fails. Leaves the calling thread's current device unchanged.
-std::optional<int64_t> CudaMemoryInUse(int device_index);
 
 }  // namespace ddp::worker
 
