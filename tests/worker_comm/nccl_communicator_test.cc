@@ -159,6 +159,36 @@ TEST(NcclCommunicatorTest, TensorsStayAliveUntilTheAbortedCollectiveDrains) {
   }
 }
 
+// Broadcast writes into the caller's tensors (a heal into live parameters): after a failure it
+// returns only once the aborted kernel stopped, so nothing changes them afterwards.
+TEST(NcclCommunicatorTest, AFailedBroadcastReturnsOnlyOnceItsKernelStopped) {
+  FakeNcclApi api;
+  api.auto_complete = false;
+  api.abort_drains = false;
+  auto comm = Make(&api, 30s);
+  ASSERT_TRUE(comm.ok()) << comm.status().ToString();
+  Communicator* c = comm->get();
+  std::atomic<bool> returned{false}, stopped{false}, stopped_before_return{false};
+  Status s;
+  std::thread heal([&] {
+    std::vector<at::Tensor> params = {at::ones({8}), at::ones({2}, at::kLong)};
+    s = c->Broadcast(params, 0);
+    stopped_before_return = stopped.load();
+    returned = true;
+  });
+  ASSERT_TRUE(PollUntil([&] { return api.async_error_calls() > 5; }));
+  c->Abort();
+  EXPECT_FALSE(PollUntil([&] { return returned.load(); }, 200ms)) << "returned before the kernel stopped";
+  stopped = true;
+  api.CompleteAll();
+  heal.join();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_TRUE(stopped_before_return.load());
+  comm->reset();
+  EXPECT_EQ(api.Violations(), "");
+  EXPECT_EQ(api.Leaks(), "");
+}
+
 // A communicator destroyed with a collective that never completes is aborted after the
 // timeout, not waited for forever (ncclCommDestroy would wait for the stream).
 TEST(NcclCommunicatorTest, DestroyingWithAStuckCollectiveAborts) {

@@ -418,7 +418,18 @@ Status NcclCommunicator::Broadcast(std::vector<at::Tensor>& ts, int root) {
     const int end = api->GroupEnd();
     return r != kNcclSuccess ? r : end;
   });
-  return work->Wait();
+  Status s = work->Wait();
+  if (!s.ok()) {
+    // The kernel writes straight into the caller's tensors (the heal's parameters): after a
+    // failure, return only once it stopped, so that nothing changes them afterwards.
+    const auto deadline = Clock::now() + shared_->timeout;
+    while (!work->IsCompleted() && Clock::now() < deadline) std::this_thread::sleep_for(kPollSleep);
+    if (!work->IsCompleted()) {
+      DDP_LOG(WARNING) << what << ": the aborted broadcast still runs after "
+                       << shared_->timeout.count() << "ms; its tensors may still change";
+    }
+  }
+  return s;
 }
 
 Status NcclCommunicator::Barrier() {

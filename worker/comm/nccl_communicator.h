@@ -42,6 +42,8 @@ namespace ddp::worker {
 // communicator, which frees it once the event completed; one still pending when the communicator
 // is destroyed is never freed). The caller must not reuse the tensor's memory for anything else
 // until Work::IsCompleted() (Reducer::Abandon in reducer.h does this for the gradient buckets).
+// Broadcast, synchronous and writing into the caller's tensors, returns after a failure only
+// once its kernel stopped (at most the timeout later).
 //
 // Tested without a GPU (nccl_communicator_test.cc, a fake NcclApi): the locking, Abort racing
 // with Wait and launches, the ncclInProgress rule, and clean-up of every failed creation. Only a
