@@ -1,9 +1,15 @@
 #include "worker/train/checkpoint_store.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
+#include <thread>
 
 namespace ddp::worker {
 namespace {
@@ -32,8 +38,11 @@ class CrashingFs : public FileSystem {
     if (it == files.end()) return Status::NotFound(path);
     return it->second;
   }
+  // As rename(2): onto a non-empty directory fails (AlreadyExists), onto an empty one replaces it.
   Status Rename(const std::string& from, const std::string& to) override {
     if (Tick()) return Status::Unavailable("crash");
+    if (!dirs.count(from)) return Status::Unavailable("rename: no " + from);
+    if (HasEntries(to)) return Status::AlreadyExists("rename: " + to + " is not empty");
     std::map<std::string, std::string> moved;
     for (auto it = files.begin(); it != files.end();) {
       if (it->first.rfind(from + "/", 0) == 0) {
@@ -75,6 +84,10 @@ class CrashingFs : public FileSystem {
     return Status::OK();
   }
   bool Exists(const std::string& path) override { return files.count(path) || dirs.count(path); }
+  bool HasEntries(const std::string& dir) {
+    auto names = ListDir(dir);
+    return names.ok() && !names->empty();
+  }
 
  private:
   bool Tick() {
@@ -85,6 +98,66 @@ class CrashingFs : public FileSystem {
 };
 
 std::string PayloadFor(int64_t step) { return "payload-of-step-" + std::to_string(step) + std::string(100, 'x'); }
+
+// One writer's view of a shared CrashingFs (several writers, one directory): counts this writer's
+// mutations, runs `before_op` (another writer's whole save) just before mutation number
+// `interleave_at`, and "kills" this writer at mutation `crash_at`: that one takes half effect (a
+// write keeps half its bytes) and fails, and so does every later one. Reads pass through.
+class WriterFs : public FileSystem {
+ public:
+  explicit WriterFs(CrashingFs* base) : base_(base) {}
+  int ops = 0;
+  int interleave_at = 0;  // 0 = never
+  std::function<void()> before_op;
+  int crash_at = 0;  // 0 = never
+  std::vector<std::string> log;  // the mutations, in order
+
+  Status WriteFile(const std::string& path, const std::string& data) override {
+    switch (Next("WriteFile")) {
+      case kRun: return base_->WriteFile(path, data);
+      case kCrash: (void)base_->WriteFile(path, data.substr(0, data.size() / 2)); break;
+      case kDead: break;
+    }
+    return Status::Unavailable("killed");
+  }
+  StatusOr<std::string> ReadFile(const std::string& path) override { return base_->ReadFile(path); }
+  Status Rename(const std::string& from, const std::string& to) override {
+    return Next("Rename") == kRun ? base_->Rename(from, to) : Status::Unavailable("killed");
+  }
+  Status SyncDir(const std::string& dir) override {
+    return Next("SyncDir") == kRun ? base_->SyncDir(dir) : Status::Unavailable("killed");
+  }
+  Status MakeDirs(const std::string& dir) override {
+    return Next("MakeDirs") == kRun ? base_->MakeDirs(dir) : Status::Unavailable("killed");
+  }
+  StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override { return base_->ListDir(dir); }
+  Status RemoveAll(const std::string& path) override {
+    return Next("RemoveAll") == kRun ? base_->RemoveAll(path) : Status::Unavailable("killed");
+  }
+  bool Exists(const std::string& path) override { return base_->Exists(path); }
+
+ private:
+  enum Outcome { kRun, kCrash, kDead };
+  Outcome Next(const char* what) {
+    ++ops;
+    log.push_back(what);
+    if (ops == interleave_at && before_op) before_op();
+    if (crash_at > 0 && ops > crash_at) return kDead;
+    return crash_at > 0 && ops == crash_at ? kCrash : kRun;
+  }
+  CrashingFs* base_;
+};
+
+// Entries of `dir` in `fs` whose name starts with `prefix`.
+std::vector<std::string> Entries(FileSystem& fs, const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> out;
+  auto names = fs.ListDir(dir);
+  if (!names.ok()) return out;
+  for (const auto& n : *names) {
+    if (n.rfind(prefix, 0) == 0) out.push_back(n);
+  }
+  return out;
+}
 
 TEST(CheckpointStoreTest, SaveLoadAndKeepLastK) {
   CrashingFs fs;
@@ -175,6 +248,140 @@ TEST(CheckpointStoreTest, NamesAndPruning) {
   EXPECT_EQ(StepsToPrune({30, 10, 20}, 2), (std::vector<int64_t>{10}));
   EXPECT_EQ(StepsToPrune({30, 10, 20}, 3), (std::vector<int64_t>{}));
   EXPECT_EQ(StepsToPrune({5, 1, 4, 2}, 1), (std::vector<int64_t>{1, 2, 4}));
+}
+
+std::string WriterPayload(char who) { return std::string("state saved by ") + who + std::string(150, who); }
+
+// Two survivors save the just-in-time checkpoint of the same step (different bytes here, to
+// tell who won). Writer A's whole save runs just before B's k-th file operation (after B found
+// no complete copy: the race), and B is killed at its j-th operation, for every k and j, or
+// never. Expected from the protocol alone: the first rename wins, so the step holds A's copy
+// unless B renamed before A ran; nothing B does, dying or not, removes or replaces a complete
+// copy; and there is always exactly one copy.
+TEST(CheckpointStoreTest, ConcurrentSavesOfOneStepKeepTheFirstCompleteCopy) {
+  int b_ops = 0, b_rename = 0;
+  {
+    CrashingFs fs;
+    ASSERT_TRUE(CheckpointStore(&fs, "/ck", 3).Save(10, PayloadFor(10)).ok());
+    WriterFs b(&fs);
+    ASSERT_TRUE(CheckpointStore(&b, "/ck", 3).Save(30, WriterPayload('B'), "r1").ok());
+    b_ops = b.ops;
+    b_rename = static_cast<int>(std::find(b.log.begin(), b.log.end(), "Rename") - b.log.begin()) + 1;
+  }
+  ASSERT_GE(b_ops, 8);
+  ASSERT_LE(b_rename, b_ops);
+  int a_won = 0, b_won = 0;
+  for (int k = 1; k <= b_ops + 1; ++k) {    // k = b_ops + 1: A after B's save
+    for (int j = 1; j <= b_ops + 1; ++j) {  // j = b_ops + 1: B is never killed
+      const std::string row = "A before B's op " + std::to_string(k) + ", B killed at op " + std::to_string(j);
+      CrashingFs fs;
+      ASSERT_TRUE(CheckpointStore(&fs, "/ck", 3).Save(10, PayloadFor(10)).ok());
+      CheckpointStore a(&fs, "/ck", 3);
+      WriterFs b_fs(&fs);
+      CheckpointStore b(&b_fs, "/ck", 3);
+      bool a_ran = false;
+      Status a_saved;
+      b_fs.interleave_at = k;
+      b_fs.before_op = [&] { a_ran = true, a_saved = a.Save(30, WriterPayload('A'), "r0"); };
+      b_fs.crash_at = j <= b_ops ? j : 0;
+      const Status b_saved = b.Save(30, WriterPayload('B'), "r1");
+      if (!a_ran) a_saved = a.Save(30, WriterPayload('A'), "r0");
+      ASSERT_TRUE(a_saved.ok()) << row << ": " << a_saved.ToString();
+      if (j > b_ops) {
+        ASSERT_TRUE(b_saved.ok()) << row << ": " << b_saved.ToString();
+      }
+      // The next process: one complete copy, the first renamed.
+      CheckpointStore reader(&fs, "/ck", 3);
+      auto latest = reader.LoadLatest();
+      ASSERT_TRUE(latest.has_value()) << row;
+      ASSERT_EQ(latest->step, 30) << row;
+      const bool b_renamed_first = k > b_rename && j > b_rename;
+      EXPECT_EQ(latest->payload, WriterPayload(b_renamed_first ? 'B' : 'A')) << row;
+      (b_renamed_first ? b_won : a_won) += 1;
+      EXPECT_EQ(Entries(fs, "/ck", "step-00000030"), std::vector<std::string>{"step-00000030"}) << row;
+      EXPECT_EQ(reader.ListSteps(), (std::vector<int64_t>{10, 30})) << row;
+    }
+  }
+  EXPECT_GT(a_won, 0);
+  EXPECT_GT(b_won, 0);
+}
+
+// A complete copy exists and a second writer of that step is killed at each of its operations
+// (it raced past the check): the step still loads the first copy, and the dead writer's
+// temporary is gone once the step is old enough to prune.
+TEST(CheckpointStoreTest, AWriterKilledAnywhereNeverCostsTheStepItsCompleteCopy) {
+  for (int j = 1; j <= 12; ++j) {
+    CrashingFs fs;
+    CheckpointStore a(&fs, "/ck", 1);
+    WriterFs b_fs(&fs);
+    CheckpointStore b(&b_fs, "/ck", 1);
+    b_fs.interleave_at = 1;  // A completes right after B's check
+    b_fs.before_op = [&] { ASSERT_TRUE(a.Save(30, WriterPayload('A'), "r0").ok()); };
+    b_fs.crash_at = j;
+    (void)b.Save(30, WriterPayload('B'), "r1");
+    auto loaded = CheckpointStore(&fs, "/ck", 1).Load(30);
+    ASSERT_TRUE(loaded.ok()) << "B killed at op " << j << ": " << loaded.status().ToString();
+    EXPECT_EQ(loaded->payload, WriterPayload('A')) << "B killed at op " << j;
+    ASSERT_TRUE(a.Save(40, PayloadFor(40), "r0").ok());
+    EXPECT_EQ(Entries(fs, "/ck", ""), std::vector<std::string>{"step-00000040"}) << "B killed at op " << j;
+  }
+}
+
+// A torn step directory left by the previous protocol (DONE written after the rename) is never
+// written into or removed by a save of its step: the new copy goes to step-<n>.1, readers take
+// it, and pruning the step later removes both.
+TEST(CheckpointStoreTest, ATornCopyOfTheOlderProtocolIsSteppedAround) {
+  CrashingFs fs;
+  fs.dirs.insert("/ck");
+  fs.dirs.insert("/ck/step-00000030");
+  fs.files["/ck/step-00000030/state.pt"] = "half a payload";
+  CheckpointStore store(&fs, "/ck", 2);
+  EXPECT_FALSE(store.NewestComplete().has_value());
+  ASSERT_TRUE(store.Save(30, PayloadFor(30), "r2").ok());
+  EXPECT_EQ(fs.files["/ck/step-00000030/state.pt"], "half a payload");
+  EXPECT_TRUE(fs.Exists("/ck/step-00000030.1/DONE"));
+  EXPECT_EQ(store.NewestComplete(), 30);
+  EXPECT_EQ(store.ListSteps(), (std::vector<int64_t>{30}));
+  auto loaded = store.Load(30);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->payload, PayloadFor(30));
+  ASSERT_TRUE(store.Save(30, "another state", "r3").ok());  // the complete copy wins
+  EXPECT_EQ(store.Load(30)->payload, PayloadFor(30));
+  for (int64_t s : {40, 50}) ASSERT_TRUE(store.Save(s, PayloadFor(s)).ok());
+  EXPECT_EQ(Entries(fs, "/ck", ""), (std::vector<std::string>{"step-00000040", "step-00000050"}));
+}
+
+// Two threads on the real filesystem save the same step at the same moment, many times: both
+// succeed, one complete copy remains (either one's), and no temporary is left behind.
+TEST(CheckpointStoreTest, TwoThreadsSavingOneStepOnDiskLeaveOneCompleteCopy) {
+  const std::string root = std::filesystem::temp_directory_path() /
+                           ("ddp-ckpt-race-" + std::to_string(getpid()));
+  std::filesystem::remove_all(root);
+  int first = 0, second = 0;
+  for (int round = 0; round < 50; ++round) {
+    const std::string dir = root + "/" + std::to_string(round);
+    std::atomic<int> ready{0};
+    Status saved[2];
+    auto writer = [&](int w) {
+      CheckpointStore store(PosixFileSystem(), dir, 2);
+      ++ready;
+      while (ready.load() < 2) {
+      }
+      saved[w] = store.Save(7, WriterPayload(static_cast<char>('A' + w)), "r" + std::to_string(w));
+    };
+    std::thread t0(writer, 0), t1(writer, 1);
+    t0.join();
+    t1.join();
+    ASSERT_TRUE(saved[0].ok()) << saved[0].ToString();
+    ASSERT_TRUE(saved[1].ok()) << saved[1].ToString();
+    auto loaded = CheckpointStore(PosixFileSystem(), dir, 2).Load(7);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    ASSERT_TRUE(loaded->payload == WriterPayload('A') || loaded->payload == WriterPayload('B'));
+    (loaded->payload == WriterPayload('A') ? first : second) += 1;
+    EXPECT_EQ(Entries(*PosixFileSystem(), dir, ""), std::vector<std::string>{"step-00000007"});
+  }
+  std::fprintf(stderr, "writer A's copy won %d rounds, B's %d\n", first, second);
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

@@ -4,7 +4,10 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+
 #include <csignal>
+#include <string>
 #include <thread>
 
 #include "tests/worker_comm/group.h"
@@ -21,6 +24,16 @@ using ddp::testing::RunRanks;
 using Clock = std::chrono::steady_clock;
 
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Entries of a /proc directory: /proc/self/task (threads) or /proc/self/fd (open descriptors).
+int CountEntries(const char* dir) {
+  DIR* d = opendir(dir);
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d)) n += e->d_name[0] == '.' ? 0 : 1;
+  closedir(d);
+  return n;
+}
 
 TEST(GlooTest, AllReduceSumMatchesClosedForm) {
   const int world = 3, port = FreePort();
@@ -226,6 +239,64 @@ TEST(GlooTest, AbortFailsTheWorkInFlightAndThePeersConnections) {
     g->rendezvous.store->wait({"done"}, std::chrono::seconds(30));  // keeps the store up for rank 1
     return 0;
   }, {std::chrono::seconds(60)});
+  EXPECT_EQ(codes, (std::vector<int>{0, 0})) << CodesToString(codes);
+}
+
+// Every abort used to leak its c10d group (worker threads, a listening socket): a job with a
+// failure every few seconds ran out of threads. 30 aborted groups, each with a collective in
+// flight on rank 0 when it aborts and the peer's collective failing on the reset connections:
+// once the background destruction caught up (polled with a deadline), both processes hold no
+// more threads and descriptors than while the first group was alive.
+TEST(GlooTest, RepeatedAbortsDoNotAccumulateThreadsOrSockets) {
+  constexpr int kAborts = 30;
+  const int port = FreePort();
+  auto codes = RunRanks(2, [&](int rank) {
+    at::set_num_threads(1);
+    auto g = JoinGroup(port, 2, rank, std::chrono::seconds(30));
+    CHILD_CHECK_OK(g.status());
+    c10::intrusive_ptr<c10d::Store> store = g->rendezvous.store;
+    std::unique_ptr<Communicator> comm = std::move(g->comm);
+    int base_threads = 0, base_fds = 0;
+    for (int i = 0; i < kAborts; ++i) {
+      if (comm == nullptr) {
+        auto c = MakeCommunicator(store, rank, 2, c10::Device(c10::kCPU), std::chrono::seconds(30));
+        CHILD_CHECK_OK(c.status());
+        comm = std::move(c).value();
+      }
+      CHILD_CHECK_OK(comm->Barrier());
+      if (i == 0) {
+        base_threads = CountEntries("/proc/self/task");
+        base_fds = CountEntries("/proc/self/fd");
+      }
+      at::Tensor t = at::ones({1000});
+      const std::string aborted = "aborted/" + std::to_string(i);
+      if (rank == 0) {
+        auto work = comm->AllReduceSumAsync(t);  // rank 1 never joins this one
+        comm->Abort();
+        CHILD_CHECK(work->Wait().code() == StatusCode::kUnavailable);
+        store->set(aborted, {1});
+      } else {
+        store->wait({aborted}, std::chrono::seconds(30));
+        CHILD_CHECK(!comm->AllReduceSumAsync(t)->Wait().ok());  // its Wait aborts it too
+      }
+      comm.reset();
+    }
+    int threads = 0, fds = 0;
+    const auto start = Clock::now();
+    do {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      threads = CountEntries("/proc/self/task");
+      fds = CountEntries("/proc/self/fd");
+    } while ((threads > base_threads || fds > base_fds) && Since(start) < 20.0);
+    std::fprintf(stderr, "rank %d: after %d aborts: threads %d (baseline %d), fds %d (baseline %d)\n",
+                 rank, kAborts, threads, base_threads, fds, base_fds);
+    CHILD_CHECK(threads <= base_threads);
+    CHILD_CHECK(fds <= base_fds);
+    // Rank 0 hosts the store: it leaves last.
+    if (rank == 1) store->set("done", {1});
+    if (rank == 0) store->wait({"done"}, std::chrono::seconds(30));
+    return 0;
+  }, {std::chrono::seconds(90)});
   EXPECT_EQ(codes, (std::vector<int>{0, 0})) << CodesToString(codes);
 }
 

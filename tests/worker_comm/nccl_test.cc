@@ -5,6 +5,8 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/torch.h>
 
+#include <thread>
+
 #include "tests/worker_comm/group.h"
 #include "tests/worker_comm/multiprocess.h"
 #include "worker/ddp/reducer.h"
@@ -79,6 +81,56 @@ TEST(NcclTest, TwoRanksAllReduceMatchesClosedForm) {
     return 0;
   }, {std::chrono::seconds(120)});
   EXPECT_EQ(codes, (std::vector<int>{0, 0})) << CodesToString(codes);
+}
+
+// What the unit tests' fake NcclApi (nccl_communicator_test.cc) assumes of NCCL and CUDA: an
+// all-reduce whose peer never joins is released by Abort from another thread, Wait returns
+// Unavailable long before the collective timeout, and the kernel then stops (IsCompleted), so
+// its tensor could be reused. Rank 1 joins the communicator and then stays silent.
+TEST(NcclTest, AbortReleasesACollectiveStuckOnASilentPeer) {
+  if (!HaveNccl()) GTEST_SKIP() << "built without NCCL";
+  if (CudaDevices() < 2) GTEST_SKIP() << "needs 2 CUDA devices";
+  const int port = FreePort();
+  ddp::testing::RunOptions options;
+  options.timeout = std::chrono::seconds(120);
+  options.stop_when_rank0_exits = true;
+  auto codes = RunRanks(2, [&](int rank) {
+    RendezvousConfig c;
+    c.master_port = port;
+    c.world_size = 2;
+    c.rank = rank;
+    c.local_world_size = 2;
+    c.local_rank = rank;
+    auto rv = JoinRendezvous(c);
+    CHILD_CHECK_OK(rv.status());
+    auto comm = MakeCommunicator(rv->store, rank, 2, c10::Device(c10::kCUDA, rank),
+                                 std::chrono::seconds(60));
+    CHILD_CHECK_OK(comm.status());
+    CHILD_CHECK_OK((*comm)->Barrier());
+    if (rank == 1) {
+      while (true) std::this_thread::sleep_for(std::chrono::seconds(1));  // silent peer
+    }
+    auto opts = torch::TensorOptions().device(torch::kCUDA, 0);
+    torch::Tensor t = torch::ones({1 << 20}, opts);
+    auto work = (*comm)->AllReduceSumAsync(t);
+    const auto start = std::chrono::steady_clock::now();
+    std::thread aborter([&] { (*comm)->Abort(); });  // as the membership watcher would
+    Status s = work->Wait();
+    aborter.join();
+    auto since = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    std::fprintf(stderr, "rank 0: aborted -> %s after %.2fs\n", s.ToString().c_str(), since());
+    CHILD_CHECK(s.code() == StatusCode::kUnavailable);
+    CHILD_CHECK(since() < 30.0);  // far below the 60 s collective timeout
+    while (!work->IsCompleted() && since() < 30.0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::fprintf(stderr, "rank 0: the aborted kernel stopped after %.2fs\n", since());
+    CHILD_CHECK(work->IsCompleted());
+    return 0;
+  }, options);
+  EXPECT_EQ(codes[0], 0) << CodesToString(codes);
 }
 
 }  // namespace

@@ -27,7 +27,9 @@ class Work {
   // worker exits 75. Never blocks forever. Calling Wait again returns the same Status.
   virtual Status Wait() = 0;
 
-  // True once the collective finished (successfully or not). Never blocks.
+  // True once the collective no longer reads or writes its tensors: it finished, failed, or was
+  // aborted and has stopped. Until then the tensors' memory must not be reused, even after Wait
+  // returned an error (an aborted collective may still be draining). Never blocks.
   virtual bool IsCompleted() = 0;
 
   // Seconds from launch to completion as the backend measured it; 0 until completed.
@@ -46,7 +48,8 @@ class Communicator {
   virtual int size() const = 0;
 
   // Sums `t` over all ranks, in place, asynchronously. `t` must stay alive and untouched until
-  // Wait() returns. REQUIRES: t is dense and contiguous, on this communicator's device.
+  // Wait() returns OK or, after an error, until the Work IsCompleted(). REQUIRES: t is dense and
+  // contiguous, on this communicator's device.
   // Launch failures are reported by the returned Work's Wait(), never by a null pointer.
   virtual std::shared_ptr<Work> AllReduceSumAsync(at::Tensor& t) = 0;
 

@@ -4,9 +4,8 @@
 #include <cstdlib>
 
 #include "worker/comm/gloo_communicator.h"
-#if DDP_HAVE_NCCL
+#include "worker/comm/nccl_api.h"
 #include "worker/comm/nccl_communicator.h"
-#endif
 
 namespace ddp::worker {
 
@@ -34,8 +33,8 @@ StatusOr<std::unique_ptr<Communicator>> MakeCommunicator(c10::intrusive_ptr<c10d
   }
   if (device.is_cuda()) {
 #if DDP_HAVE_NCCL
-    return NcclCommunicator::Create(std::move(store), rank, size, device.has_index() ? device.index() : 0,
-                                    timeout);
+    return NcclCommunicator::Create(std::move(store), rank, size,
+                                    device.has_index() ? device.index() : 0, timeout, RealNcclApi());
 #else
     return Status::FailedPrecondition(
         "device " + device.str() + " needs NCCL, but this ddp-worker was built without it. HINT: "

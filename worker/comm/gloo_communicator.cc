@@ -14,6 +14,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include "common/logging.h"
+#include "worker/comm/reaper.h"
 #include "worker/comm/work_util.h"
 
 namespace ddp::worker {
@@ -239,8 +240,19 @@ GlooCommunicator::GlooCommunicator(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg
 GlooCommunicator::~GlooCommunicator() {
   // Destroying the group joins its worker threads. After an abort they are released (Abort), but
   // one may still sit in a send the kernel had not flushed when the peer stopped reading, until
-  // Gloo's own timeout: let the aborted group go rather than wait (it holds no connection).
-  if (aborted_) (void)pg_.release();
+  // Gloo's own timeout: an aborted group is destroyed on a thread of its own (reaper.h), so that
+  // this thread never waits and its threads and listening socket are still freed.
+  if (!aborted_) return;
+  // Shared, so that the group is neither destroyed here when the reaper refuses it nor on this
+  // thread when the reaper's thread lets go first.
+  auto group = std::make_shared<c10::intrusive_ptr<c10d::ProcessGroupGloo>>(std::move(pg_));
+  if (!GroupReaper().Adopt([group] { group->reset(); })) {
+    DDP_LOG(WARNING) << "gloo: rank " << rank_ << ": " << kMaxGroupsBeingDestroyed
+                     << " aborted groups are still being destroyed (a Gloo thread waits for its "
+                        "timeout); this one is left as it is: its threads and listening socket "
+                        "stay until the process exits";
+    (void)group->release();
+  }
 }
 
 Status GlooCommunicator::Check(const std::string& what) const {

@@ -28,7 +28,10 @@ struct GlooOptions {
 
 // Thread-safety: as Communicator. A collective that fails or times out aborts the communicator.
 // Abort() fails every operation pending on the group's connections and closes them (c10d has
-// no abort of its own; see the .cc), so the peers' collectives fail at once as well.
+// no abort of its own; see the .cc), so the peers' collectives fail at once as well. The
+// destructor of an aborted communicator never blocks: its c10d group (Gloo threads, a listening
+// socket) is destroyed on a background thread (reaper.h), at most kMaxGroupsBeingDestroyed at a
+// time; past that bound a group is left allocated, with a WARNING.
 class GlooCommunicator : public Communicator {
  public:
   // Connects to all peers through `store` (a full mesh of TCP pairs). Errors: Unavailable or

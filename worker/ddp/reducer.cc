@@ -24,7 +24,36 @@ std::string GroupOf(const at::Tensor& p) {
   return std::string(c10::toString(p.scalar_type())) + "@" + p.device().str();
 }
 
+// Bucket buffers of abandoned reducers with the collectives launched on them (Reducer::Abandon).
+struct Grave {
+  std::vector<at::Tensor> buffers;
+  std::vector<std::shared_ptr<Work>> works;
+};
+
+std::mutex graveyard_mu;
+std::vector<Grave>& Graveyard() {  // guarded by graveyard_mu; leaked: no destructor at exit
+  static auto* graves = new std::vector<Grave>();
+  return *graves;
+}
+
 }  // namespace
+
+size_t SweepAbandonedBuckets() {
+  std::lock_guard<std::mutex> lock(graveyard_mu);
+  std::vector<Grave>& graves = Graveyard();
+  size_t held = 0;
+  for (auto it = graves.begin(); it != graves.end();) {
+    const bool stopped = std::all_of(it->works.begin(), it->works.end(),
+                                     [](const std::shared_ptr<Work>& w) { return w->IsCompleted(); });
+    if (stopped) {
+      it = graves.erase(it);
+    } else {
+      held += it->buffers.size();
+      ++it;
+    }
+  }
+  return held;
+}
 
 struct Reducer::State {
   // Fixed at construction.
@@ -52,6 +81,7 @@ struct Reducer::State {
   double last_ready_seconds = 0;
   Status duplicate;                    // the first gradient that arrived twice this step
   Stats stats;
+  bool abandoned = false;              // Abandon() was called: inert from then on
   bool rebuild_pending = false;        // until the first synchronised FinalizeBackward
   std::vector<size_t> arrival;         // parameters in the order their gradients arrived
 
@@ -140,11 +170,17 @@ struct Reducer::State {
     ++stats.buckets;
   }
 
+  void RemoveHooks() {
+    for (size_t i = 0; i < accumulators.size(); ++i) accumulators[i]->del_post_hook(hook_keys[i]);
+    accumulators.clear();
+    hook_keys.clear();
+  }
+
   // Called by the hook after autograd accumulated parameter i's gradient.
   void MarkReady(size_t i) {
     at::NoGradGuard no_grad;
     std::lock_guard<std::mutex> lock(mu);
-    if (!sync) return;  // no_sync: the gradient simply accumulates in the bucket view
+    if (!sync || abandoned) return;  // no_sync: the gradient simply accumulates in the bucket view
     if (ready[i]) {
       // Its bucket may already be in flight: the second contribution cannot be reduced.
       if (duplicate.ok()) {
@@ -189,6 +225,10 @@ class ReadyHook : public torch::autograd::FunctionPostHook {
 
 Reducer::Reducer(std::vector<at::Tensor> params, Communicator* comm, ReducerOptions options)
     : state_(std::make_unique<State>()) {
+  if (const size_t held = SweepAbandonedBuckets(); held > 0) {
+    DDP_LOG(INFO) << "reducer: " << held << " bucket(s) of an abandoned reducer still wait for "
+                  << "their collectives to stop";
+  }
   State& s = *state_;
   // Tied weights appear twice in Module::parameters(); one bucket slot per tensor.
   std::unordered_set<const c10::TensorImpl*> seen;
@@ -217,11 +257,7 @@ Reducer::Reducer(std::vector<at::Tensor> params, Communicator* comm, ReducerOpti
                 << " buckets over " << comm->name() << " (" << comm->size() << " ranks)";
 }
 
-Reducer::~Reducer() {
-  for (size_t i = 0; i < state_->accumulators.size(); ++i) {
-    state_->accumulators[i]->del_post_hook(state_->hook_keys[i]);
-  }
-}
+Reducer::~Reducer() { state_->RemoveHooks(); }
 
 void Reducer::set_sync(bool sync) {
   std::lock_guard<std::mutex> lock(state_->mu);
@@ -237,6 +273,7 @@ void Reducer::PrepareForBackward() {
   State& s = *state_;
   at::NoGradGuard no_grad;
   std::lock_guard<std::mutex> lock(s.mu);
+  if (s.abandoned) return;
   for (size_t i = 0; i < s.params.size(); ++i) s.PointGradAtView(i);
   s.ready.assign(s.params.size(), false);
   for (size_t b = 0; b < s.specs.size(); ++b) {
@@ -258,6 +295,9 @@ Status Reducer::FinalizeBackward() {
   std::vector<std::shared_ptr<Work>> works;
   {
     std::lock_guard<std::mutex> lock(s.mu);
+    if (s.abandoned) {
+      return Status::FailedPrecondition("reducer: abandoned after a failure; build a new one");
+    }
     if (!s.sync) return Status::OK();
     s.stats.backward_seconds = s.last_ready_seconds;
     // Buckets with parameters that got no gradient: reduce their current .grad (zeros after
@@ -297,6 +337,31 @@ Status Reducer::FinalizeBackward() {
   }
   if (!s.duplicate.ok()) return s.duplicate;
   return first_error;
+}
+
+void Reducer::Abandon() {
+  State& s = *state_;
+  Grave grave;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.abandoned) return;
+    s.abandoned = true;
+    s.RemoveHooks();
+    for (at::Tensor& p : s.params) p.mutable_grad() = at::Tensor();
+    grave.buffers = std::move(s.buffers);
+    for (std::shared_ptr<Work>& w : s.works) {
+      if (w) grave.works.push_back(std::move(w));
+    }
+    s.buffers.clear();
+    s.views.clear();
+    s.works.clear();
+  }
+  {
+    std::lock_guard<std::mutex> lock(graveyard_mu);
+    Graveyard().push_back(std::move(grave));
+  }
+  const size_t held = SweepAbandonedBuckets();
+  DDP_LOG(INFO) << "reducer: abandoned; " << held << " bucket(s) wait for their collectives to stop";
 }
 
 Reducer::Stats Reducer::last_stats() const {

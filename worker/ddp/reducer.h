@@ -39,6 +39,7 @@ struct ReducerOptions {
 //   reducer.PrepareForBackward();  loss.backward();
 //   if (sync) DDP_RETURN_IF_ERROR(reducer.FinalizeBackward());   // grads now averaged
 //   optimizer.step();  optimizer.zero_grad();
+// and after any communication failure of the step: reducer.Abandon(), then a new Reducer.
 // Zeroing grads in place or setting them to undefined are both fine: PrepareForBackward
 // restores the bucket views. A parameter that got no gradient in a step is reduced as its current
 // .grad (zeros after zero_grad), so every rank issues the same collectives in the same order.
@@ -85,6 +86,22 @@ class Reducer {
   // gradients, carried over, are unchanged); errors of that broadcast as Communicator::Broadcast.
   Status FinalizeBackward();
 
+  // The failure path: call once a collective of the step failed or the communicator was
+  // aborted (instead of zeroing the gradients), before dropping the reducer. Abandoned
+  // collectives may still write into the bucket buffers that every .grad is a view of (a Gloo
+  // thread finishing its transfer, an NCCL kernel still draining after ncclCommAbort), so:
+  //  - every parameter's .grad becomes undefined (as zero_grad(set_to_none)): the failed step's
+  //    gradients are gone, and what the trainer sees, zeroes or copies (the next Reducer) is
+  //    memory no collective references;
+  //  - the bucket buffers and the Works launched on them move to a process-wide graveyard and are
+  //    freed once every one of those collectives stopped (Work::IsCompleted). The graveyard is
+  //    swept by every Abandon() and every new Reducer, on the caller's thread: nothing blocks and
+  //    no thread is started. Buffers of a collective that never stops stay allocated;
+  //  - the reducer is inert: its hooks are removed, PrepareForBackward does nothing and
+  //    FinalizeBackward returns FailedPrecondition. Build a new one on the next communicator.
+  // Never blocks; idempotent. REQUIRES: no backward running (no hook may fire concurrently).
+  void Abandon();
+
   Stats last_stats() const;
   const std::vector<BucketSpec>& buckets() const;
 
@@ -92,6 +109,10 @@ class Reducer {
   struct State;
   std::unique_ptr<State> state_;
 };
+
+// Frees the buffers of abandoned reducers whose collectives have all stopped, and returns how
+// many are still held (see Reducer::Abandon). Thread-safe.
+size_t SweepAbandonedBuckets();
 
 // Copies parameters AND buffers of rank 0 into `m` on every rank (at start and after resume), so
 // replicas begin identical. Errors as Communicator::Broadcast.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "common/logging.h"
@@ -31,14 +32,40 @@ std::string CheckpointName(int64_t step) {
   return buf;
 }
 
-std::optional<int64_t> ParseCheckpointName(const std::string& name) {
-  if (name.rfind("step-", 0) != 0 || name.size() <= 5) return std::nullopt;
+namespace {
+
+// "step-<digits>" at the start of `name`, then either the end or "." and a non-empty suffix
+// that `suffix_ok` accepts.
+std::optional<int64_t> ParseStep(const std::string& name, bool (*suffix_ok)(char)) {
+  if (name.rfind("step-", 0) != 0) return std::nullopt;
+  size_t i = 5;
   int64_t step = 0;
-  for (size_t i = 5; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return std::nullopt;
-    step = step * 10 + (name[i] - '0');
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) step = step * 10 + (name[i] - '0');
+  if (i == 5) return std::nullopt;
+  if (i == name.size()) return step;
+  if (name[i] != '.' || i + 1 == name.size()) return std::nullopt;
+  for (size_t j = i + 1; j < name.size(); ++j) {
+    if (!suffix_ok(name[j])) return std::nullopt;
   }
   return step;
+}
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsAnyChar(char) { return true; }
+
+// The step of a temporary ".tmp-step-00000120[.writer]"; nullopt for other names.
+std::optional<int64_t> ParseTmpName(const std::string& name) {
+  if (name.rfind(kTmpPrefix, 0) != 0) return std::nullopt;
+  return ParseStep(name.substr(sizeof(kTmpPrefix) - 1), IsAnyChar);
+}
+
+// Names of the directory a save publishes to, in order: the plain name, then copies.
+constexpr int kCopyNames = 4;
+
+}  // namespace
+
+std::optional<int64_t> ParseCheckpointName(const std::string& name) {
+  return ParseStep(name, IsDigit);
 }
 
 std::vector<int64_t> StepsToPrune(std::vector<int64_t> steps, int keep) {
@@ -69,71 +96,117 @@ CheckpointStore::CheckpointStore(FileSystem* fs, std::string dir, int keep)
 Status CheckpointStore::Save(int64_t step, const std::string& payload, const std::string& writer) {
   const std::string name = CheckpointName(step);
   const std::string tmp = Path(kTmpPrefix + name + (writer.empty() ? "" : "." + writer));
-  const std::string final_dir = Path(name);
-  // A just-in-time save by several survivors: the same step with the same state; one is enough.
-  if (!writer.empty() && fs_->Exists(final_dir + "/" + kDone)) return Status::OK();
+  // 1. The first complete copy wins: survivors save the same state of the same step.
+  if (HasCompleteCopy(step)) return Status::OK();
+  // 2. A temporary of our own (a crashed attempt of this writer may have left it), DONE included:
+  //    it becomes a checkpoint only by the rename below, complete or not at all.
   DDP_RETURN_IF_ERROR(fs_->MakeDirs(dir_));
   DDP_RETURN_IF_ERROR(fs_->RemoveAll(tmp));
   DDP_RETURN_IF_ERROR(fs_->MakeDirs(tmp));
   DDP_RETURN_IF_ERROR(fs_->WriteFile(tmp + "/" + kPayload, payload));
   DDP_RETURN_IF_ERROR(fs_->WriteFile(tmp + "/" + kManifest, MakeManifest(step, payload)));
+  DDP_RETURN_IF_ERROR(fs_->WriteFile(tmp + "/" + kDone, "ok\n"));
   DDP_RETURN_IF_ERROR(fs_->SyncDir(tmp));
-  // A previous round may have left the same step (torn or complete); ours replaces it.
-  DDP_RETURN_IF_ERROR(fs_->RemoveAll(final_dir));
-  DDP_RETURN_IF_ERROR(fs_->Rename(tmp, final_dir));
-  DDP_RETURN_IF_ERROR(fs_->SyncDir(dir_));
-  DDP_RETURN_IF_ERROR(fs_->WriteFile(final_dir + "/" + kDone, "ok\n"));
-  DDP_RETURN_IF_ERROR(fs_->SyncDir(final_dir));
-  // Prune: old complete ones beyond keep_, and leftovers of crashed writes.
+  // 3. Published onto a name nobody holds; never into, onto or over another copy.
+  for (int k = 0; k < kCopyNames; ++k) {
+    const std::string target = Path(k == 0 ? name : name + "." + std::to_string(k));
+    Status renamed = fs_->Rename(tmp, target);
+    if (renamed.ok()) {
+      DDP_RETURN_IF_ERROR(fs_->SyncDir(dir_));
+      Prune();
+      return Status::OK();
+    }
+    if (renamed.code() != StatusCode::kAlreadyExists) return renamed;
+    if (fs_->Exists(target + "/" + kDone)) {  // another writer's complete copy came first
+      (void)fs_->RemoveAll(tmp);
+      return Status::OK();
+    }
+    // A torn copy, left by a writer of an older protocol that wrote DONE after its rename.
+  }
+  (void)fs_->RemoveAll(tmp);
+  return Status::Unavailable(Path(name) + ": torn copies hold all " + std::to_string(kCopyNames) +
+                             " names of this step. HINT: remove its directories without a DONE "
+                             "file");
+}
+
+void CheckpointStore::Prune() {
+  std::map<int64_t, std::vector<std::string>> copies = Copies();
   std::vector<int64_t> complete;
-  auto names = fs_->ListDir(dir_);
-  if (names.ok()) {
-    for (const auto& n : *names) {
-      if (n.rfind(kTmpPrefix, 0) == 0) {
-        (void)fs_->RemoveAll(Path(n));
-      } else if (auto s = ParseCheckpointName(n); s && fs_->Exists(Path(n) + "/" + kDone)) {
-        complete.push_back(*s);
+  for (const auto& [step, dirs] : copies) {
+    for (const std::string& d : dirs) {
+      if (fs_->Exists(Path(d) + "/" + kDone)) {
+        complete.push_back(step);
+        break;
       }
     }
   }
-  for (int64_t s : StepsToPrune(complete, keep_)) {
-    if (Status st = fs_->RemoveAll(Path(CheckpointName(s))); !st.ok()) {
+  if (complete.empty()) return;
+  // Everything of a step older than the oldest one kept goes: its copies, torn or complete, and
+  // its temporaries (no writer is still saving a step that old).
+  const size_t pruned = StepsToPrune(complete, keep_).size();
+  const int64_t oldest_kept = complete[pruned];
+  auto names = fs_->ListDir(dir_);
+  if (!names.ok()) return;
+  for (const std::string& n : *names) {
+    std::optional<int64_t> s = ParseCheckpointName(n);
+    if (!s) s = ParseTmpName(n);
+    if (!s || *s >= oldest_kept) continue;
+    if (Status st = fs_->RemoveAll(Path(n)); !st.ok()) {
       DDP_LOG(WARNING) << "prune checkpoint: " << st.ToString();
     }
   }
-  return Status::OK();
+}
+
+std::map<int64_t, std::vector<std::string>> CheckpointStore::Copies() {
+  std::map<int64_t, std::vector<std::string>> copies;
+  auto names = fs_->ListDir(dir_);
+  if (!names.ok()) return copies;
+  for (const auto& n : *names) {
+    if (auto s = ParseCheckpointName(n)) copies[*s].push_back(n);
+  }
+  for (auto& [step, dirs] : copies) std::sort(dirs.begin(), dirs.end());  // the plain name first
+  return copies;
+}
+
+bool CheckpointStore::HasCompleteCopy(int64_t step) {
+  std::map<int64_t, std::vector<std::string>> copies = Copies();
+  for (const std::string& d : copies[step]) {
+    if (fs_->Exists(Path(d) + "/" + kDone)) return true;
+  }
+  return false;
 }
 
 std::vector<int64_t> CheckpointStore::ListSteps() {
   std::vector<int64_t> steps;
-  auto names = fs_->ListDir(dir_);
-  if (!names.ok()) return steps;
-  for (const auto& n : *names) {
-    if (auto s = ParseCheckpointName(n)) steps.push_back(*s);
-  }
-  std::sort(steps.begin(), steps.end());
+  for (const auto& [step, dirs] : Copies()) steps.push_back(step);
   return steps;
 }
 
 std::optional<int64_t> CheckpointStore::NewestComplete() {
-  std::vector<int64_t> steps = ListSteps();
-  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
-    if (fs_->Exists(Path(CheckpointName(*it)) + "/" + kDone)) return *it;
+  std::map<int64_t, std::vector<std::string>> copies = Copies();
+  for (auto it = copies.rbegin(); it != copies.rend(); ++it) {
+    for (const std::string& d : it->second) {
+      if (fs_->Exists(Path(d) + "/" + kDone)) return it->first;
+    }
   }
   return std::nullopt;
 }
 
 StatusOr<CheckpointStore::Loaded> CheckpointStore::Load(int64_t step) {
-  const std::string d = Path(CheckpointName(step));
-  if (!fs_->Exists(d + "/" + kDone)) {
-    return Status::NotFound(d + " has no DONE marker (torn write)");
+  Status corrupt;
+  std::map<int64_t, std::vector<std::string>> copies = Copies();
+  for (const std::string& name : copies[step]) {
+    const std::string d = Path(name);
+    if (!fs_->Exists(d + "/" + kDone)) continue;
+    auto manifest = fs_->ReadFile(d + "/" + kManifest);
+    auto payload = manifest.ok() ? fs_->ReadFile(d + "/" + kPayload) : manifest.status();
+    Status s = payload.ok() ? VerifyManifest(*manifest, step, *payload).WithContext(d)
+                            : Status::DataLoss(d + ": " + payload.status().message());
+    if (s.ok()) return Loaded{step, std::move(*payload)};
+    if (corrupt.ok()) corrupt = s;
   }
-  auto manifest = fs_->ReadFile(d + "/" + kManifest);
-  if (!manifest.ok()) return Status::DataLoss(d + ": " + manifest.status().message());
-  auto payload = fs_->ReadFile(d + "/" + kPayload);
-  if (!payload.ok()) return Status::DataLoss(d + ": " + payload.status().message());
-  if (Status s = VerifyManifest(*manifest, step, *payload); !s.ok()) return s.WithContext(d);
-  return Loaded{step, std::move(*payload)};
+  if (!corrupt.ok()) return corrupt;
+  return Status::NotFound(Path(CheckpointName(step)) + " has no DONE marker (torn write)");
 }
 
 std::optional<CheckpointStore::Loaded> CheckpointStore::LoadLatest(

@@ -86,7 +86,7 @@ void MaybeInjectFault(const std::optional<Fault>& fault, int rank, int64_t step)
 namespace {
 
 // Kills the process when the manifest of checkpoint `name` is about to be written (see
-// CheckpointStore::Save: payload, then manifest, then the rename and DONE).
+// CheckpointStore::Save: payload, then manifest, then DONE, then the rename).
 class CheckpointFaultFs : public FileSystem {
  public:
   CheckpointFaultFs(FileSystem* base, std::string name, int rank, int64_t step)

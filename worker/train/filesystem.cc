@@ -66,7 +66,12 @@ class PosixFs : public FileSystem {
   }
 
   Status Rename(const std::string& from, const std::string& to) override {
-    if (::rename(from.c_str(), to.c_str()) != 0) return Errno("rename " + from + " ->", to);
+    if (::rename(from.c_str(), to.c_str()) != 0) {
+      if (errno == ENOTEMPTY || errno == EEXIST) {
+        return Status::AlreadyExists("rename " + from + ": " + to + " exists and is not empty");
+      }
+      return Errno("rename " + from + " ->", to);
+    }
     return Status::OK();
   }
 

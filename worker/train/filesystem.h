@@ -18,7 +18,8 @@ class FileSystem {
   virtual Status WriteFile(const std::string& path, const std::string& data) = 0;
   // NotFound when absent; Unavailable on I/O errors.
   virtual StatusOr<std::string> ReadFile(const std::string& path) = 0;
-  // Atomic rename(2). Unavailable on errors.
+  // Atomic rename(2). AlreadyExists when `to` is a non-empty directory (nothing moved);
+  // Unavailable on other errors.
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
   // fsync of a directory, so a rename or a new entry in it is durable.
   virtual Status SyncDir(const std::string& dir) = 0;

@@ -268,8 +268,8 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   at::Tensor loss_sum = at::zeros({}, on_device.dtype(at::kFloat));
   at::Tensor agree = at::zeros({world + 3}, on_device.dtype(at::kFloat));
 
-  // One optimizer step. Sets *applied once the optimizer step ran (the step is committed).
-  auto run_step = [&](int64_t step, bool* applied, bool* stop) -> Status {
+  // One optimizer step; committed once its optimizer step ran.
+  auto run_step = [&](int64_t step, bool* stop) -> Status {
     MaybeInjectFault(ctx.fault, rank, step);
     const auto t_step = Clock::now();
     StepBreakdown t;
@@ -338,7 +338,6 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     mo.optimizer->step();
     ZeroGrads(*mo.model);
     // Committed: every gradient of this step was the full all-reduced sum.
-    *applied = true;
     committed.step = step + 1;
     committed.sampler = pos;
     result.step = committed.step;
@@ -410,15 +409,17 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
 
   // 3. The loop.
   while (committed.step < cfg.steps) {
-    bool applied = false, stop = false;
-    Status s = run_step(committed.step, &applied, &stop);
+    bool stop = false;
+    Status s = run_step(committed.step, &stop);
     if (s.ok() && stop) {
       result.preempted = true;
       break;
     }
     if (s.ok()) continue;
     // A failed step. Nothing of it was applied unless the optimizer step ran (then it counts).
-    if (!applied) ZeroGrads(*mo.model);
+    // Its gradients are dropped with the buckets an abandoned collective may still write into:
+    // the reducer sets them aside until those stop (reducer.h), never into memory reused here.
+    reducer->Abandon();
     if (group == nullptr || !IsCommFailure(s)) {
       if (IsCommFailure(s)) just_in_time_checkpoint();
       return s;
@@ -427,7 +428,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
                      << committed.step;
     if (!failed_at) failed_at = Clock::now();
     if (m) m->recoveries.Inc();
-    reducer.reset();  // its buckets may still be referenced by the abandoned collectives
+    reducer.reset();  // abandoned above: its buckets live on until their collectives stop
     if (Status f = form(); !f.ok()) {
       // Declared lost: the group went on without this trainer; it holds nothing it needs.
       if (group_end == group::GroupEnd::kFenced) return f;
