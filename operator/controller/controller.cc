@@ -120,7 +120,7 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
   if (options_.progress) {
     scraper_ = std::make_unique<ProgressScraper>(
         *options_.progress, [this](const std::string& key) { queue_.Add(key); },
-        [this](bool ok) { metrics_->progress_scrapes_total.Labels({ok ? "ok" : "error"}).Inc(); });
+        [this](bool ok) { metrics_->progress_scrapes_total.Labels({ok ? kScrapeOk : kScrapeError}).Inc(); });
   }
 }
 

@@ -125,10 +125,10 @@ Status Controller::ApplyCreates(const std::string& key, const api::DDPJob& job,
 void Controller::CountRestarts(const api::DDPJob& job, const api::DDPJobStatus& next) {
   int failures = next.restarts - job.status.restarts;
   int disruptions = next.disruptions - job.status.disruptions;
-  if (failures > 0) metrics_->job_restarts_total.Labels({"failure"}).Inc(failures);
-  if (disruptions > 0) metrics_->job_restarts_total.Labels({"disruption"}).Inc(disruptions);
+  if (failures > 0) metrics_->job_restarts_total.Labels({kRestartKindFailure}).Inc(failures);
+  if (disruptions > 0) metrics_->job_restarts_total.Labels({kRestartKindDisruption}).Inc(disruptions);
   int recoveries = next.recoveries - job.status.recoveries;
-  if (recoveries > 0) metrics_->job_restarts_total.Labels({"recovery"}).Inc(recoveries);
+  if (recoveries > 0) metrics_->job_restarts_total.Labels({kRestartKindRecovery}).Inc(recoveries);
   const auto& was = job.status.last_failure;
   const auto& now = next.last_failure;
   if (now && now->recovery_seconds && !(was && was->recovery_seconds)) {

@@ -1,6 +1,10 @@
 #include "operator/kube/operator_metrics.h"
 
+#include "operator/api/types.h"
+
 namespace ddp::controller {
+
+using metrics::CounterFamily;
 
 std::vector<double> OperatorMetrics::ReconcileBuckets() {
   return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
@@ -46,6 +50,25 @@ OperatorMetrics::OperatorMetrics()
       straggler_events_total(registry.AddCounter(
           "ddp_operator_straggler_events_total",
           "Straggler Events recorded (one per rank each time it becomes a straggler).")),
-      process(&registry) {}
+      process(&registry) {
+  for (CounterFamily* f : {&reconcile_total, &reconcile_errors_total, &pods_created_total,
+                           &pods_deleted_total, &straggler_events_total}) {
+    f->Get();
+  }
+  for (const char* kind : {kRestartKindFailure, kRestartKindDisruption, kRestartKindRecovery}) {
+    job_restarts_total.Labels({kind});
+  }
+  for (const char* result : {kScrapeOk, kScrapeError}) progress_scrapes_total.Labels({result});
+  for (const char* phase : {api::kPhasePending, api::kPhaseRunning, api::kPhaseRestarting,
+                            api::kPhaseScaling, api::kPhaseSucceeded, api::kPhaseFailed,
+                            api::kPhaseSuspended}) {
+    jobs.Labels({phase});
+  }
+  reconcile_duration_seconds.Get();
+  recovery_seconds.Get();
+  queue_depth.Get();
+  leader.Get();
+  stragglers.Get();
+}
 
 }  // namespace ddp::controller

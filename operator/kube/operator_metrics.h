@@ -11,6 +11,19 @@
 
 namespace ddp::controller {
 
+// Label values, written by the controller and read by the dashboard and docs/metrics.md.
+// ddp_operator_job_restarts_total{kind}: group restarts caused by failures, by disruptions, and
+// failures healed in place.
+inline constexpr char kRestartKindFailure[] = "failure";
+inline constexpr char kRestartKindDisruption[] = "disruption";
+inline constexpr char kRestartKindRecovery[] = "recovery";
+// ddp_operator_progress_scrapes_total{result}.
+inline constexpr char kScrapeOk[] = "ok";
+inline constexpr char kScrapeError[] = "error";
+
+// Every series whose labels are known in advance exists from construction, at 0 (Prometheus'
+// instrumentation guidelines): a rate, an increase or an absence alert has a series before the
+// first event. Only api_requests_total{verb,code} appears with its first request.
 struct OperatorMetrics {
   OperatorMetrics();
   // Reconcile latency buckets (seconds): fine below 100 ms, where a healthy pass lands.

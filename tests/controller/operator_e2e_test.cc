@@ -98,6 +98,32 @@ TEST_F(OperatorE2eTest, NewJobGetsServicePodsWithRendezvousEnvThenRuns) {
   EXPECT_EQ(op->Signal(SIGTERM, kWait), 0) << op->Log();
 }
 
+// A fresh operator with no job has counted nothing, so each series whose labels are known
+// reads 0 (not absent): the dashboard's error, event and restart panels show 0, not "no data".
+TEST_F(OperatorE2eTest, FreshOperatorExportsKnownSeriesAtZero) {
+  auto op = w_.StartOperator("op-fresh");
+  ASSERT_TRUE(WaitFor([&] { return op->MetricsPort() > 0; }, kWait)) << op->Log();
+  std::string text;
+  ASSERT_TRUE(WaitFor([&] {
+    auto page = HttpGet("127.0.0.1", op->MetricsPort(), "/metrics");
+    if (page.ok()) text = *page;
+    return text.find("ddp_operator_leader 1\n") != std::string::npos;
+  }, kWait)) << text << op->Log();
+  for (const char* line : {"ddp_operator_reconcile_errors_total 0\n",
+                           "ddp_operator_straggler_events_total 0\n",
+                           "ddp_operator_stragglers 0\n",
+                           "ddp_operator_job_restarts_total{kind=\"failure\"} 0\n",
+                           "ddp_operator_job_restarts_total{kind=\"disruption\"} 0\n",
+                           "ddp_operator_job_restarts_total{kind=\"recovery\"} 0\n",
+                           "ddp_operator_recovery_seconds_count 0\n",
+                           "ddp_operator_progress_scrapes_total{result=\"error\"} 0\n",
+                           "ddp_operator_pods_deleted_total 0\n",
+                           "ddp_operator_jobs{phase=\"Failed\"} 0\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << text;
+  }
+  EXPECT_EQ(op->Signal(SIGTERM, kWait), 0) << op->Log();
+}
+
 // A real API server speaks HTTPS: the binary trusts the kubeconfig's CA, creates the round and
 // stops cleanly, with no TLS error in its log.
 TEST(OperatorTlsE2eTest, NewJobOverHttpsWithTheKubeconfigCa) {

@@ -397,8 +397,20 @@ function checkDashboard() {
   for (const want of ['ddp_operator_jobs', 'ddp_operator_job_restarts_total', 'histogram_quantile',
     'ddp_operator_reconcile_duration_seconds_bucket', 'ddp_worker_tokens', 'ddp_worker_loss',
     'ddp_worker_step_seconds_bucket', 'ddp_worker_exposed_allreduce_seconds_total',
-    'time() - max by (ddp_job) (ddp_worker_checkpoint_timestamp_seconds', 'ddp_worker_gpu_memory_bytes']) {
+    'time() - max by (ddp_job) (ddp_worker_checkpoint_timestamp_seconds', 'ddp_worker_gpu_memory_bytes',
+    'ddp_worker_round', 'ddp_worker_steps_per_second']) {
     if (!all.includes(want)) fail(`dashboard: no panel uses ${want}`);
+  }
+  for (const [title, e] of exprs) {
+    // An info gauge is always 1: it can be counted, its value means nothing.
+    if (/ddp_worker_info/.test(e) && !/^\s*count\b/.test(e)) fail(`dashboard: "${title}" plots the value of ddp_worker_info (always 1)`);
+    // A fixed window over minutes reads far too low in a job's first minutes (rate divides by
+    // the whole window): $__rate_interval, or a day's total in a stat.
+    for (const m of e.matchAll(/\b(\w+)\([^()]*\[(\w+)\]\)/g)) {
+      if (!m[2].startsWith('$') && !(m[1] === 'increase' && m[2] === '24h')) {
+        fail(`dashboard: "${title}" uses ${m[1]}(...[${m[2]}]): use [$__rate_interval] (or increase over [24h] for a day's total)`);
+      }
+    }
   }
   // promtool parses every query as a recording rule (Grafana variables substituted).
   const rules = { groups: [{ name: 'dashboard', rules: exprs.map(([title, e], i) => ({

@@ -130,6 +130,7 @@ TEST(ReducerTest, GradientsAreTheAverageAndBucketsOverlapBackward) {
       CHILD_CHECK(st.bucket_launch_seconds.size() == 3);
       CHILD_CHECK(st.bucket_launch_seconds[0] < st.backward_seconds);
       CHILD_CHECK(st.allreduce_seconds > 0 && st.exposed_allreduce_seconds >= 0);
+      CHILD_CHECK(st.exposed_allreduce_seconds <= st.allreduce_seconds);  // a part of it
 
       sgd.step();
       sgd.zero_grad();  // zeroes in place (1.13) or drops the grads (2.x): both must work

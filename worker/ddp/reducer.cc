@@ -14,6 +14,7 @@
 
 #include "common/logging.h"
 #include "worker/comm/deadline.h"
+#include "worker/ddp/allreduce_time.h"
 
 namespace ddp::worker {
 namespace {
@@ -291,14 +292,15 @@ void Reducer::PrepareForBackward() {
 Status Reducer::FinalizeBackward() {
   State& s = *state_;
   at::NoGradGuard no_grad;
-  const auto t0 = Clock::now();
   std::vector<std::shared_ptr<Work>> works;
+  double backward_end = 0;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.abandoned) {
       return Status::FailedPrecondition("reducer: abandoned after a failure; build a new one");
     }
     if (!s.sync) return Status::OK();
+    backward_end = Since(s.step_start);
     s.stats.backward_seconds = s.last_ready_seconds;
     // Buckets with parameters that got no gradient: reduce their current .grad (zeros after
     // zero_grad) so that every rank issues the same collectives in the same order.
@@ -311,23 +313,16 @@ Status Reducer::FinalizeBackward() {
     if (!st.ok() && first_error.ok()) first_error = st.WithContext("reducer bucket " + std::to_string(b));
   }
   std::lock_guard<std::mutex> lock(s.mu);
-  s.stats.exposed_allreduce_seconds = Since(t0);
-  // Union of the [launch, completion] intervals: the time some bucket was in flight, without
-  // counting twice two buckets in flight at once, nor the gaps between them.
-  double busy = 0, open_start = 0, open_end = -1;
+  // Both from the buckets' in-flight intervals: the whole union, and its part after backward
+  // ended (this call began). Time in this call outside any bucket's flight (launching leftover
+  // buckets, the one-off bucket rebuild below) is neither.
+  std::vector<BucketInterval> flights;
   for (size_t b = 0; b < works.size() && b < s.stats.bucket_launch_seconds.size(); ++b) {
-    const double start = s.stats.bucket_launch_seconds[b];
-    const double end = start + works[b]->seconds();
-    if (start > open_end) {
-      if (open_end > open_start) busy += open_end - open_start;
-      open_start = start;
-      open_end = end;
-    } else {
-      open_end = std::max(open_end, end);
-    }
+    flights.push_back({s.stats.bucket_launch_seconds[b], works[b]->seconds()});
   }
-  if (open_end > open_start) busy += open_end - open_start;
-  s.stats.allreduce_seconds = busy;
+  const AllReduceTime times = MeasureAllReduce(flights, backward_end);
+  s.stats.allreduce_seconds = times.total;
+  s.stats.exposed_allreduce_seconds = times.exposed;
   for (size_t i = 0; i < s.params.size(); ++i) s.ready[i] = true;  // late hooks: no-op
   // Every rank reaches this with its collectives done (or the communicator aborted, then no
   // rebuild): the broadcast happens on all ranks at the same step.

@@ -49,9 +49,11 @@ class Reducer {
  public:
   struct Stats {
     // Time some bucket's all-reduce was in flight (queued or running): the union of the
-    // launch -> completion intervals. Hidden fraction = 1 - exposed / allreduce.
+    // launch -> completion intervals (MeasureAllReduce). Exposed: the part of that union after
+    // backward ended (FinalizeBackward began), i.e. not overlapped with backward; always
+    // <= allreduce_seconds. Hidden fraction = 1 - exposed / allreduce.
     double allreduce_seconds = 0;
-    double exposed_allreduce_seconds = 0;  // time blocked in FinalizeBackward (not overlapped)
+    double exposed_allreduce_seconds = 0;
     int64_t allreduce_bytes = 0;           // bytes all-reduced this step (per rank)
     int buckets = 0;                       // buckets all-reduced this step
     int buckets_launched_in_backward = 0;  // launched by hooks, i.e. overlapped with backward

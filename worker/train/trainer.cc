@@ -299,8 +299,9 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     }
     auto t0 = Clock::now();
     DDP_RETURN_IF_ERROR(reducer->FinalizeBackward().WithContext("step " + std::to_string(step)));
-    t.exposed_allreduce = Since(t0);
     const Reducer::Stats stats = reducer->last_stats();
+    // Both from the buckets' in-flight intervals (reducer.h), so exposed <= total always.
+    t.exposed_allreduce = stats.exposed_allreduce_seconds;
     t.allreduce = stats.allreduce_seconds;
     // Agree on the mean loss and on stopping: SIGTERM may reach ranks at different steps, but
     // all of them must checkpoint and leave at the same one. Only at the agreement steps (see
@@ -355,6 +356,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
         m->loss.Set(result.last_loss);
         m->tokens_per_second.Set(tokens_per_step * static_cast<double>(busy.steps) /
                                  Since(busy.since));
+        m->steps_per_second.Set(static_cast<double>(busy.steps) / Since(busy.since));
       }
       next_agreement = NextAgreementStep(committed.step, cfg.log_every, interval, cfg.steps);
       busy = BusyWindow{};

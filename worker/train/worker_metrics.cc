@@ -26,22 +26,25 @@ WorkerMetrics::WorkerMetrics(const WorkerIdentity& id)
       loss(registry_.AddGauge("ddp_worker_loss", "Training loss of the last step, averaged over ranks.").Get()),
       learning_rate(registry_.AddGauge("ddp_worker_learning_rate", "Learning rate of the last step.").Get()),
       total_steps(registry_.AddGauge("ddp_worker_total_steps", "Configured total optimizer steps.").Get()),
-      tokens_per_second(registry_.AddGauge("ddp_worker_tokens_per_second", "Tokens per second of this rank over the last step.").Get()),
+      tokens_per_second(registry_.AddGauge("ddp_worker_tokens_per_second", "Tokens per second of this rank between the last two step agreements.").Get()),
+      steps_per_second(registry_.AddGauge("ddp_worker_steps_per_second", "Optimizer steps per second between the last two step agreements (0 before the first).").Get()),
       step_seconds(registry_.AddHistogram("ddp_worker_step_seconds", "Wall time of one optimizer step.", StepBuckets()).Get()),
       allreduce_bytes(registry_.AddCounter("ddp_worker_allreduce_bytes_total", "Gradient bytes all-reduced by this rank.").Get()),
-      allreduce_seconds(registry_.AddCounter("ddp_worker_allreduce_seconds_total", "Seconds from first bucket launch to last bucket done.").Get()),
-      exposed_allreduce_seconds(registry_.AddCounter("ddp_worker_exposed_allreduce_seconds_total", "All-reduce seconds not hidden behind backward.").Get()),
+      allreduce_seconds(registry_.AddCounter("ddp_worker_allreduce_seconds_total", "Seconds some gradient bucket's all-reduce was in flight (the union of launch-to-completion intervals).").Get()),
+      exposed_allreduce_seconds(registry_.AddCounter("ddp_worker_exposed_allreduce_seconds_total", "The part of ddp_worker_allreduce_seconds_total after backward ended: not hidden behind it, never more than it.").Get()),
       checkpoint_seconds(registry_.AddHistogram("ddp_worker_checkpoint_seconds", "Wall time of writing one checkpoint.", StepBuckets()).Get()),
       checkpoint_last_step(registry_.AddGauge("ddp_worker_checkpoint_last_step", "Step of the last complete checkpoint.").Get()),
       checkpoint_timestamp_seconds(registry_.AddGauge("ddp_worker_checkpoint_timestamp_seconds", "Unix time of the last complete checkpoint.").Get()),
       checkpoint_failures(registry_.AddCounter("ddp_worker_checkpoint_failures_total", "Checkpoint saves that failed (counted on every rank of a group save, on the writer of a just-in-time save).").Get()),
       generation(registry_.AddGauge("ddp_worker_generation", "In-place recovery generation of the group in this round (+1 per re-formation; 0 without failures).").Get()),
+      round(registry_.AddGauge("ddp_worker_round", "Rendezvous round of this process (DDP_ROUND): +1 on every restart or resize of the group.").Get()),
       recoveries(registry_.AddCounter("ddp_worker_recoveries_total", "In-place recoveries this trainer process survived (the group re-formed without it restarting).").Get()),
       recovery_seconds(registry_.AddHistogram("ddp_worker_recovery_seconds", "Seconds from a failure seen by this rank to the group's next committed step (in-place recovery).", RecoveryBuckets()).Get()),
       gpu_memory_bytes(registry_.AddGauge("ddp_worker_gpu_memory_bytes", "GPU memory in use on this rank's device (total - free, from the CUDA runtime).")),
       val_loss(registry_.AddGauge("ddp_worker_val_loss", "Loss on the held-out shards at the last eval, averaged over ranks.")),
       rank_busy_seconds(registry_.AddCounter("ddp_worker_rank_busy_seconds_total", "Rank 0 only: each rank's busy seconds (data, forward, backward; not the all-reduce wait) over the steps counted by ddp_worker_rank_busy_steps_total.", {"peer_rank"})),
       rank_busy_steps(registry_.AddCounter("ddp_worker_rank_busy_steps_total", "Rank 0 only: steps of this process covered by ddp_worker_rank_busy_seconds_total.")) {
+  round.Set(id.round);
   if (id.launched) {
     registry_.AddGauge("ddp_worker_info", "Identity of this worker process.", {"job", "world_size", "round"})
         .Labels({id.job, std::to_string(id.world_size), std::to_string(id.round)})

@@ -41,6 +41,9 @@ class WorkerMetrics {
   metrics::Gauge& learning_rate;
   metrics::Gauge& total_steps;
   metrics::Gauge& tokens_per_second;
+  // Steps per second over the same window as tokens_per_second: the step rate of the job's
+  // last second or so, right from its first agreement (for the ETA, docs/metrics.md).
+  metrics::Gauge& steps_per_second;
   metrics::Histogram& step_seconds;
   metrics::Counter& allreduce_bytes;
   metrics::Counter& allreduce_seconds;
@@ -50,6 +53,8 @@ class WorkerMetrics {
   metrics::Gauge& checkpoint_timestamp_seconds;
   metrics::Counter& checkpoint_failures;
   metrics::Gauge& generation;
+  // The rendezvous round (DDP_ROUND) as a value, for graphs; ddp_worker_info has it as a label.
+  metrics::Gauge& round;
   metrics::Counter& recoveries;
   metrics::Histogram& recovery_seconds;
   // ddp_worker_gpu_memory_bytes: a family with no series until a GPU reading exists, so a

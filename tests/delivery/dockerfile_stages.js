@@ -1,0 +1,112 @@
+// Reads a Dockerfile into its build stages: the base image, the packages each stage installs with
+// apt-get, its COPY instructions and its working directory. Pure (text in, objects out); it
+// knows the shell forms our Dockerfiles use and says so when it meets one it cannot read, so a
+// check built on it never passes by not understanding a file.
+'use strict';
+const path = require('path');
+
+// Logical instructions: comment lines dropped (also inside a continuation, as Docker does),
+// continuation lines joined. Returns [{ line, keyword, args }], line 1-based.
+function instructions(text) {
+  const out = [];
+  let current = null;
+  text.split('\n').forEach((raw, i) => {
+    if (/^\s*#/.test(raw) || (!current && !raw.trim())) return;
+    const continued = /\\\s*$/.test(raw);
+    const body = raw.replace(/\\\s*$/, '');
+    if (current) current.text += ' ' + body.trim();
+    else current = { line: i + 1, text: body.trim() };
+    if (!continued) {
+      const m = current.text.match(/^(\w+)\s*(.*)$/);
+      if (m) out.push({ line: current.line, keyword: m[1].toUpperCase(), args: m[2] });
+      current = null;
+    }
+  });
+  return out;
+}
+
+// `apt-get install` / `apt install` package names in one shell command line: the words after
+// `install` up to the next shell operator, options dropped, `=version` and `:arch` removed.
+// Returns { packages, problems }.
+function aptInstalls(shell) {
+  const packages = [];
+  const problems = [];
+  const re = /\bapt(?:-get)?\s+(?:-\S+\s+)*install\b([^;&|()]*)/g;
+  for (const m of shell.matchAll(re)) {
+    for (const word of m[1].trim().split(/\s+/).filter(Boolean)) {
+      if (word.startsWith('-')) continue;
+      if (/[$"'`*?[\]{}]/.test(word)) {
+        problems.push(`cannot read the package name ${word} (variables and globs are not supported)`);
+        continue;
+      }
+      packages.push(word.replace(/[=:].*$/, ''));
+    }
+  }
+  return { packages, problems };
+}
+
+// `FROM image [AS name]` with ARG defaults declared before the first FROM substituted.
+// Returns [{ index, name, from, base, line, packages, installs, copies, workdir, runs,
+//            problems }]; `base` is the image at the root of a chain of stages (FROM build).
+function parseStages(text) {
+  const globalArgs = {};
+  const stages = [];
+  const subst = (s, vars) => s.replace(/\$\{(\w+)\}|\$(\w+)/g, (all, a, b) => (vars[a || b] !== undefined ? vars[a || b] : all));
+  for (const ins of instructions(text)) {
+    if (ins.keyword === 'ARG' && stages.length === 0) {
+      const m = ins.args.match(/^(\w+)(?:=(\S*))?/);
+      if (m) globalArgs[m[1]] = m[2] === undefined ? '' : m[2].replace(/^"(.*)"$/, '$1');
+      continue;
+    }
+    if (ins.keyword === 'FROM') {
+      const words = ins.args.split(/\s+/).filter((w) => !w.startsWith('--'));
+      const from = subst(words[0] || '', globalArgs);
+      const name = words.length >= 3 && /^as$/i.test(words[1]) ? words[2] : '';
+      const parent = stages.find((s) => s.name && s.name === from);
+      stages.push({
+        index: stages.length, name, from, line: ins.line,
+        base: parent ? parent.base : from,
+        packages: parent ? [...parent.packages] : [],
+        installs: [],  // [{ line, packages }] of this stage's own RUN lines
+        copies: [], runs: [], problems: [],
+        workdir: parent ? parent.workdir : '/',
+      });
+      continue;
+    }
+    const stage = stages[stages.length - 1];
+    if (!stage) continue;
+    if (ins.keyword === 'RUN') {
+      stage.runs.push({ line: ins.line, shell: ins.args });
+      const { packages, problems } = aptInstalls(ins.args);
+      if (packages.length) stage.installs.push({ line: ins.line, packages });
+      stage.packages.push(...packages);
+      for (const p of problems) stage.problems.push(`line ${ins.line}: ${p}`);
+    } else if (ins.keyword === 'WORKDIR') {
+      stage.workdir = path.posix.resolve(stage.workdir, ins.args.trim());
+    } else if (ins.keyword === 'COPY' || ins.keyword === 'ADD') {
+      const words = ins.args.trim().split(/\s+/);
+      const fromFlag = words.find((w) => w.startsWith('--from='));
+      const rest = words.filter((w) => !w.startsWith('--'));
+      stage.copies.push({
+        line: ins.line,
+        from: fromFlag ? fromFlag.slice('--from='.length) : '',
+        sources: rest.slice(0, -1),
+        dest: rest[rest.length - 1],
+      });
+    }
+  }
+  return stages;
+}
+
+// The Debian release of an image reference, or '' when it is not a Debian image:
+// debian:bookworm-slim -> bookworm, debian:12 -> bookworm.
+function debianSuite(image) {
+  const m = image.match(/^(?:docker\.io\/)?(?:library\/)?debian:([\w.-]+)$/);
+  if (!m) return '';
+  const tag = m[1].replace(/-slim$/, '').replace(/-\d{8}(-slim)?$/, '');
+  const byNumber = { 11: 'bullseye', 12: 'bookworm', 13: 'trixie' };
+  const major = tag.match(/^(\d+)/);
+  return major ? byNumber[major[1]] || tag : tag;
+}
+
+module.exports = { instructions, aptInstalls, parseStages, debianSuite };
