@@ -1,6 +1,6 @@
-// In-place recovery end to end: each "pod" is a real ddp-worker process with DDP_RECOVERY=InPlace
-// (it supervises its own trainer; pod 0's hosts the store). Faults are scripted per incarnation,
-// and the expected parameters come from an independent, uninterrupted run of the same config.
+// In-place recovery end to end, trainer by trainer: real ddp-worker processes, a rendezvous pod
+// (the store and the group's authority) and one-trainer pods, each its own supervisor. Faults are
+// scripted per incarnation; expected parameters come from an independent, uninterrupted run.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -17,10 +17,9 @@ TEST(InPlaceE2E, KilledTrainersHealFromASurvivorAndEndBitIdentical) {
   const std::string dir = MakeTempDir("ddp-e2e-inplace");
   const auto args = TinyArgs(30);
   const std::string want = Reference(2, args, dir);
-  // Rank 1's trainer, then (separately) rank 0's: the store lives in pod 0's supervisor, so
-  // losing rank 0's trainer is healed like any other.
+  // Rank 1's trainer, then (separately) rank 0's: both are healed the same way.
   for (int victim : {1, 0}) {
-    PodsResult g = RunInPlacePods(2, args, dir, {{victim, std::to_string(victim) + ":12@0:kill"}});
+    PodsResult g = RunInPlace(2, args, dir, {{victim, std::to_string(victim) + ":12@0:kill"}});
     ExpectAllEqual(g, want);
     const std::string& victim_err = g.err[static_cast<size_t>(victim)];
     EXPECT_NE(victim_err.find("restarted rank " + std::to_string(victim) + " in place"),
@@ -32,6 +31,7 @@ TEST(InPlaceE2E, KilledTrainersHealFromASurvivorAndEndBitIdentical) {
     EXPECT_NE(g.err[0].find("healed 1 member(s) from rank " + std::to_string(1 - victim) +
                             " at step 12"), std::string::npos) << g.err[0];
     EXPECT_NE(survivor_err.find("recovered in"), std::string::npos) << survivor_err;
+    EXPECT_EQ(g.rendezvous_code, 0) << g.rendezvous_err;
   }
   std::filesystem::remove_all(dir);
 }
@@ -42,8 +42,8 @@ TEST(InPlaceE2E, AWarmStandbyTakesOverAKilledTrainerAndIsReplaced) {
   const std::string dir = MakeTempDir("ddp-e2e-standby");
   const auto args = TinyArgs(2000);  // seconds of training: time for two kills and two standbys
   const std::string want = Reference(2, args, dir);
-  std::vector<Proc> pods = StartInPlacePods(2, args, dir, {});
-  const pid_t pod1 = pods[1].pid;
+  InPlaceGroup group = StartInPlace(2, args, dir, {});
+  const pid_t pod1 = group.pods[1].pid;
   std::string failed;  // the pods are always waited for, so nothing outlives the test
   pid_t standby = -1;
   auto next_standby = [&] {
@@ -67,7 +67,7 @@ TEST(InPlaceE2E, AWarmStandbyTakesOverAKilledTrainerAndIsReplaced) {
       failed = "no new standby after kill " + std::to_string(k + 1);
     }
   }
-  PodsResult g = WaitPods(pods);
+  PodsResult g = Wait(group);
   ASSERT_EQ(failed, "") << g.err[1];
   ExpectAllEqual(g, want);
   EXPECT_EQ(Count(g.err[1], "its warm standby)"), 2u) << g.err[1];
@@ -83,31 +83,89 @@ TEST(InPlaceE2E, TwoTrainersLostTogetherAreBothHealed) {
   const std::string dir = MakeTempDir("ddp-e2e-inplace2");
   const auto args = TinyArgs(30);
   const std::string want = Reference(3, args, dir);
-  PodsResult g = RunInPlacePods(3, args, dir, {{1, "1:9@0:kill"}, {2, "2:9@0:exit:75"}});
+  PodsResult g = RunInPlace(3, args, dir, {{1, "1:9@0:kill"}, {2, "2:9@0:exit:75"}});
   ExpectAllEqual(g, want);
   EXPECT_EQ(Count(g.err[0], "healed"), 1u) << g.err[0];
   std::filesystem::remove_all(dir);
 }
 
-TEST(InPlaceE2E, DeterministicCrashSpendsTheBudgetAndFailsThePods) {
+// A second failure in the middle of a heal: rank 1 dies at step 12; while the survivors heal its
+// new incarnation, rank 0 (the heal's source) dies too. Rank 2 still holds the state: it heals
+// both newcomers and the run ends bit-identical, each failure charged once.
+TEST(InPlaceE2E, AFailureDuringAHealIsHealedToo) {
+  const std::string dir = MakeTempDir("ddp-e2e-inheal");
+  const auto args = TinyArgs(30);
+  const std::string want = Reference(3, args, dir);
+  PodsResult g = RunInPlace(3, args, dir, {{1, "1:12@0:kill"}, {0, "0:0@0:kill-in-heal"}});
+  ExpectAllEqual(g, want);
+  EXPECT_NE(g.err[0].find("while it heals"), std::string::npos) << g.err[0];
+  EXPECT_NE(g.err[0].find("restarted rank 0 in place"), std::string::npos) << g.err[0];
+  EXPECT_NE(g.err[0].find("from rank 2 at step 12"), std::string::npos) << g.err[0];
+  std::filesystem::remove_all(dir);
+}
+
+// Rank 1 crashes at step 6 in every incarnation. The budget (2) heals two, each charged once; the
+// third is refused: pod 1 ends with the trainer's own exit code and says why; nobody restarts a
+// trainer into a group that cannot form, and pod 0 leaves once the group is abandoned.
+TEST(InPlaceE2E, TheFailurePastTheBudgetEndsThePodWithItsOwnCode) {
   const std::string dir = MakeTempDir("ddp-e2e-inplace3");
-  // Rank 1 crashes at step 6 in every incarnation: two recoveries, then the supervisors stop.
-  PodsResult g = RunInPlacePods(2, TinyArgs(30), dir, {{1, "1:6:exit:75"}},
-                                {{"DDP_MAX_RECOVERIES", "2"}, {"DDP_RENDEZVOUS_TIMEOUT", "10"}});
-  EXPECT_EQ(g.codes[1], 75) << g.err[1];
+  PodsResult g = RunInPlace(2, TinyArgs(30), dir, {{1, "1:6:exit:9"}},
+                            {{"DDP_MAX_RECOVERIES", "2"}, {"DDP_RENDEZVOUS_TIMEOUT", "8"}});
+  EXPECT_EQ(g.codes[1], 9) << g.err[1];
+  EXPECT_EQ(Count(g.err[1], "restarted rank 1 in place"), 2u) << g.err[1];
+  EXPECT_EQ(g.ends[1], "ddp: BudgetSpent: rank 1 exited 9; 2 of 2 recoveries this round used");
   EXPECT_EQ(g.codes[0], 75) << g.err[0];
-  EXPECT_EQ(Count(g.err[1], "in place (recovery"), 2u) << g.err[1];
-  EXPECT_NE(g.err[1].find("recovery budget spent"), std::string::npos) << g.err[1];
+  EXPECT_EQ(g.ends[0].rfind("ddp: GroupAbandoned: ", 0), 0u) << g.ends[0];
+  EXPECT_EQ(Count(g.err[0], "restarted rank 0"), 0u) << g.err[0];
+  EXPECT_NE(g.rendezvous_err.find("abandoning the round"), std::string::npos) << g.rendezvous_err;
+  std::filesystem::remove_all(dir);
+}
+
+// restartPolicy means in a pod what it means for pods: Never restarts nothing, ExitCode only the
+// listed codes and signals. The pod exits with the trainer's own code.
+TEST(InPlaceE2E, RestartPolicyDecidesInThePodAsForPods) {
+  const std::string dir = MakeTempDir("ddp-e2e-policy");
+  struct Row {
+    std::string policy, codes, fault;
+    int want_code;       // pod 1's exit code when not healed; 0 when healed
+  };
+  for (const Row& r : std::vector<Row>{{"Never", "75", "1:6@0:kill", 128 + SIGKILL},
+                                       {"ExitCode", "75", "1:6@0:exit:1", 1},
+                                       {"ExitCode", "75", "1:6@0:exit:75", 0},
+                                       {"ExitCode", "none", "1:6@0:kill", 0}}) {
+    PodsResult g = RunInPlace(2, TinyArgs(20), dir, {{1, r.fault}},
+                              {{"DDP_RESTART_POLICY", r.policy},
+                               {"DDP_RETRYABLE_EXIT_CODES", r.codes},
+                               {"DDP_RENDEZVOUS_TIMEOUT", "6"}});
+    SCOPED_TRACE(r.policy + " " + r.codes + " " + r.fault);
+    EXPECT_EQ(g.codes[1], r.want_code) << g.err[1];
+    if (r.want_code == 0) {
+      EXPECT_EQ(Count(g.err[1], "restarted rank 1 in place"), 1u) << g.err[1];
+    } else {
+      EXPECT_EQ(Count(g.err[1], "restarted rank 1"), 0u) << g.err[1];
+      EXPECT_EQ(g.ends[1].rfind("ddp: NotRetryable: rank 1 exited " + std::to_string(r.want_code), 0),
+                0u) << g.ends[1];
+    }
+  }
   std::filesystem::remove_all(dir);
 }
 
 TEST(InPlaceE2E, BadRecoverySettingsExit2) {
   const std::string dir = MakeTempDir("ddp-e2e-inplace4");
   for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
-           {"DDP_RECOVERY", "Sometimes"}, {"DDP_MAX_RECOVERIES", "-1"},
-           {"DDP_WARM_STANDBY", "yes"}}) {
+           {"DDP_RECOVERY", "Sometimes"}, {"DDP_WARM_STANDBY", "yes"}}) {
     GroupResult g = RunGroup(1, TinyArgs(3), {{key, value}}, dir, std::chrono::seconds(60));
     EXPECT_EQ(g.codes[0], 2) << g.err[0];
+    EXPECT_NE(g.err[0].find(key), std::string::npos) << g.err[0];
+  }
+  // The group's own settings, read by the supervisor before anything starts.
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"DDP_MAX_RECOVERIES", "-1"}, {"DDP_LIVENESS_TIMEOUT", "0"},
+           {"DDP_RESTART_POLICY", "Sometimes"}, {"DDP_RETRYABLE_EXIT_CODES", "7x"},
+           {"DDP_POD_ROLE", "boss"}}) {
+    GroupResult g = RunGroup(1, TinyArgs(3), {{"DDP_RECOVERY", "InPlace"}, {key, value}}, dir,
+                             std::chrono::seconds(60));
+    EXPECT_EQ(g.codes[0], 2) << key << "\n" << g.err[0];
     EXPECT_NE(g.err[0].find(key), std::string::npos) << g.err[0];
   }
   std::filesystem::remove_all(dir);

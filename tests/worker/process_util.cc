@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <map>
 #include <thread>
 
 #include "tests/common/poll.h"
@@ -44,13 +45,17 @@ Proc StartProc(const std::string& bin, const std::vector<std::string>& args,
 }
 
 std::optional<int> WaitProc(const Proc& p, std::chrono::milliseconds timeout) {
+  // A process already waited for keeps its code: a test may wait for a pod twice.
+  static std::map<pid_t, int> reaped;
+  if (auto it = reaped.find(p.pid); it != reaped.end()) return it->second;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   int status = 0;
   while (std::chrono::steady_clock::now() < deadline) {
     pid_t r = waitpid(p.pid, &status, WNOHANG);
     if (r == p.pid) {
-      if (WIFEXITED(status)) return WEXITSTATUS(status);
-      return 128 + WTERMSIG(status);
+      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      reaped[p.pid] = code;
+      return code;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

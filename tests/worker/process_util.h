@@ -28,7 +28,7 @@ Proc StartProc(const std::string& bin, const std::vector<std::string>& args,
                const std::string& name);
 
 // Exit code (128 + n for signal n), or nullopt after `timeout` (the process is then SIGKILLed
-// and reaped, so no test leaves a process behind).
+// and reaped, so no test leaves a process behind). Waiting again for a process returns its code.
 std::optional<int> WaitProc(const Proc& p, std::chrono::milliseconds timeout);
 
 // Polls `cond` every 20 ms until true or the deadline; returns its last value.

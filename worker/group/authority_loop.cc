@@ -51,7 +51,10 @@ void AuthorityLoop::Run() {
   while (!stop_.load()) {
     const auto next = Clock::now() + tick_;
     try {
+      const auto t0 = Clock::now();
       Tick();
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      if (ms > 500) DDP_LOG(WARNING) << "group authority: a tick took " << ms << " ms";
     } catch (const std::exception& e) {
       DDP_LOG(WARNING) << "group authority: " << BackendErrorText(e);
     }
@@ -67,26 +70,43 @@ void AuthorityLoop::Tick() {
   GroupView v;
   v.world = world_;
   GroupReport r;
-  // Registered pods, in registration order.
-  const int64_t registered = s.add(kPodsKey, 0);
-  while (static_cast<int64_t>(names_.size()) < registered &&
-         s.check({PodAtKey(static_cast<int64_t>(names_.size()))})) {
-    names_.push_back(Text(s.get(PodAtKey(static_cast<int64_t>(names_.size())))));
+  // What pods and their supervisors wrote (registrations, trainer identities, ranks done) is read
+  // again only when the registrations counter moved; what the authority writes itself (node
+  // ranks, verdicts, stop, abandon) is remembered. A tick is a few round trips per pod and rank.
+  if (const int64_t regs = s.add(kRegistrationsKey, 0); regs != registrations_) {
+    registrations_ = regs;
+    const int64_t registered = s.add(kPodsKey, 0);
+    while (static_cast<int64_t>(names_.size()) < registered &&
+           s.check({PodAtKey(static_cast<int64_t>(names_.size()))})) {
+      names_.push_back(Text(s.get(PodAtKey(static_cast<int64_t>(names_.size())))));
+    }
+    for (const std::string& name : names_) {
+      PodInfo& info = pods_[name];
+      info.identity = GetOr(s, PodKey(name, "id"));
+      const std::string home = GetOr(s, PodKey(name, "home"));
+      info.home = home.empty() ? -1 : std::atoi(home.c_str());
+      info.metrics = GetOr(s, PodKey(name, "metrics"));
+    }
+    for (int rank = 0; rank < world_; ++rank) {
+      trainers_[static_cast<size_t>(rank)].identity = GetOr(s, TrainerKey(rank, "id"));
+      if (!done_.count(rank) && s.check({DoneKey(rank)})) done_.insert(rank);
+    }
   }
   const auto seen = presence_->Snapshot();
-  for (const std::string& name : names_) {
+  for (const auto& [name, info] : pods_) {
+    if (info.identity.empty()) continue;
     PodView p;
-    p.identity = GetOr(s, PodKey(name, "id"));
-    if (p.identity.empty()) continue;
-    const std::string home = GetOr(s, PodKey(name, "home"));
-    p.home_node = home.empty() ? -1 : std::atoi(home.c_str());
-    p.leaving = s.check({LeavingKey(p.identity)});
-    p.verdict = GetOr(s, VerdictKey(p.identity));
+    p.identity = info.identity;
+    p.home_node = info.home;
     PodMemory& m = pod_memory_[p.identity];
     if (m.first_seen == Clock::time_point{}) m.first_seen = now;
-    if (p.leaving && !m.leaving) m.leaving_since = now;
-    m.leaving = p.leaving;
+    if (!m.leaving && s.check({LeavingKey(p.identity)})) {
+      m.leaving = true;
+      m.leaving_since = now;
+    }
+    p.leaving = m.leaving;
     p.leaving_seconds = p.leaving ? SecondsSince(m.leaving_since, now) : 0;
+    p.verdict = m.verdict;
     auto it = seen.find(p.identity);
     if (it == seen.end()) {
       p.silent_seconds = SecondsSince(m.first_seen, now);
@@ -97,15 +117,12 @@ void AuthorityLoop::Tick() {
     }
     if (p.verdict == kVerdictStop) r.stopping = true;
     if (p.leaving) r.any_leaving = true;
-    r.metrics_of[name] = GetOr(s, PodKey(name, "metrics"));
+    r.metrics_of[name] = info.metrics;
     v.pods[name] = p;
   }
-  v.node_holders.resize(static_cast<size_t>(settings_.nodes));
+  holders_.resize(static_cast<size_t>(settings_.nodes));
   ever_held_.resize(static_cast<size_t>(settings_.nodes), false);
-  for (int n = 0; n < settings_.nodes; ++n) {
-    v.node_holders[static_cast<size_t>(n)] = GetOr(s, NodeKey(n));
-    if (!v.node_holders[static_cast<size_t>(n)].empty()) ever_held_[static_cast<size_t>(n)] = true;
-  }
+  v.node_holders = holders_;
   v.ever_held = ever_held_;
   v.fenced.assign(fenced_.begin(), fenced_.end());
   // The generation and whether it formed.
@@ -117,31 +134,29 @@ void AuthorityLoop::Tick() {
   std::vector<std::string> arrived;
   for (int rank = 0; rank < world_; ++rank) arrived.push_back(ArrivedKey(g, rank));
   v.formed = s.check(arrived);
-  ever_formed_ = ever_formed_ || v.formed;
+  ever_formed_ = ever_formed_ || v.formed || s.check({kFormedKey});
   v.ever_formed = ever_formed_;
   v.unformed_seconds = v.formed ? 0 : SecondsSince(generation_since_, now);
   // Trainers' heartbeats (not of ranks that are done: they stopped beating on purpose).
   v.trainers.resize(static_cast<size_t>(world_));
+  v.done_ranks = static_cast<int>(done_.size());
   for (int rank = 0; rank < world_; ++rank) {
-    if (s.check({DoneKey(rank)})) {
-      ++v.done_ranks;
-      continue;
-    }
+    if (done_.count(rank)) continue;
     TrainerMemory& m = trainers_[static_cast<size_t>(rank)];
     TrainerView& t = v.trainers[static_cast<size_t>(rank)];
-    t.identity = GetOr(s, TrainerKey(rank, "id"));
+    t.identity = m.identity;
     const int64_t hb = s.add(TrainerKey(rank, "hb"), 0);
-    if (t.identity != m.identity || hb != m.hb) {
-      m.identity = t.identity;
+    if (t.identity != m.seen_identity || hb != m.hb) {
+      m.seen_identity = t.identity;
       m.hb = hb;
       m.changed = now;
     }
     t.silent_seconds = SecondsSince(m.changed, now);
     t.stall_reported = stalls_.count(rank) && stalls_[rank] == t.identity;
   }
-  v.stop = s.check({kStopKey});
-  v.abandon = s.check({kAbandonKey});
-  v.finished = s.check({kFinishedKey});
+  v.stop = stopped_;
+  v.abandon = abandoned_;
+  v.finished = finished_;
 
   const Actions a = Decide(v, settings_);
   for (const std::string& line : a.log) DDP_LOG(INFO) << "group authority: " << line;
@@ -149,10 +164,20 @@ void AuthorityLoop::Tick() {
     fenced_.insert(id);
     s.set(FencedKey(id), Bytes(why));
   }
-  for (const auto& [id, verdict] : a.verdicts) s.set(VerdictKey(id), Bytes(verdict));
+  for (const auto& [id, verdict] : a.verdicts) {
+    s.set(VerdictKey(id), Bytes(verdict));
+    pod_memory_[id].verdict = verdict;
+  }
   for (const auto& [node, id] : a.assign) {
-    s.set(NodeKey(node), Bytes(id));
+    // A free rank has no key: an empty value costs c10d's client a 200 ms wait to read.
+    if (id.empty()) {
+      s.deleteKey(NodeKey(node));
+    } else {
+      s.set(NodeKey(node), Bytes(id));
+    }
+    holders_[static_cast<size_t>(node)] = id;
     v.node_holders[static_cast<size_t>(node)] = id;
+    if (!id.empty()) ever_held_[static_cast<size_t>(node)] = true;
   }
   for (const auto& [rank, id] : a.stalls) {
     stalls_[rank] = id;
@@ -162,13 +187,17 @@ void AuthorityLoop::Tick() {
   if (a.stop) s.set(kStopKey, Bytes("1"));
   if (!a.abandon.empty()) s.set(kAbandonKey, Bytes(a.abandon));
   if (a.finished) s.set(kFinishedKey, Bytes("1"));
+  stopped_ = stopped_ || a.stop;
+  abandoned_ = abandoned_ || !a.abandon.empty();
+  finished_ = finished_ || a.finished;
 
-  // The report.
-  r.generation = s.add(kGenKey, 0);
-  if (auto b = ReadBudget(s); b.ok()) {
-    r.recoveries = b->recoveries;
-    r.budget_left = b->left;
+  // The report (the budget's counters every few ticks: they change only at failures).
+  r.generation = a.advance ? g + 1 : g;
+  if (ticks_++ % 4 == 0) {
+    if (auto b = ReadBudget(s); b.ok()) budget_ = *b;
   }
+  r.recoveries = budget_.recoveries;
+  r.budget_left = budget_.left;
   for (int n = 0; n < settings_.nodes; ++n) {
     const std::string& h = v.node_holders[static_cast<size_t>(n)];
     if (!h.empty()) r.members[n] = PodOfIdentity(h);
@@ -184,9 +213,9 @@ void AuthorityLoop::Tick() {
     const size_t slash = id.find('/');
     r.fenced.push_back({id.substr(0, slash), slash == std::string::npos ? "" : id.substr(slash + 1)});
   }
-  r.abandoned = v.abandon || !a.abandon.empty();
-  r.finished = v.finished || a.finished;
-  r.stopping = r.stopping || v.stop || a.stop;
+  r.abandoned = abandoned_;
+  r.finished = finished_;
+  r.stopping = r.stopping || stopped_;
   std::lock_guard<std::mutex> lock(mu_);
   report_ = std::move(r);
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "worker/group/authority.h"
+#include "worker/group/budget.h"
 #include "worker/group/presence.h"
 
 namespace ddp::worker::group {
@@ -70,13 +71,27 @@ class AuthorityLoop {
     Clock::time_point first_seen{};
     Clock::time_point leaving_since{};
     bool leaving = false;
+    std::string verdict;  // the authority's own, once given
   };
+  struct PodInfo {
+    std::string identity;
+    int home = -1;
+    std::string metrics;
+  };
+  int64_t registrations_ = -1;
+  std::map<std::string, PodInfo> pods_;            // by name, as registered
   std::map<std::string, PodMemory> pod_memory_;  // by identity
   struct TrainerMemory {
-    std::string identity;
+    std::string identity;       // trainer/<rank>/id as last read
+    std::string seen_identity;  // the one whose heartbeat `hb` is
     int64_t hb = -1;
     Clock::time_point changed{};
   };
+  std::set<int> done_;
+  std::vector<std::string> holders_;  // node/<n>: the authority is their only writer
+  bool stopped_ = false, abandoned_ = false, finished_ = false;  // as written here
+  int64_t ticks_ = 0;
+  Charge budget_;
   std::vector<TrainerMemory> trainers_;
   std::set<std::string> fenced_;
   std::vector<bool> ever_held_;

@@ -4,14 +4,18 @@
 // round's prefix (rendezvous.h RoundPrefix).
 //
 //   epoch                 a random id of the store process: a new one means a new, empty store
-//   pods                  add() counter: registrations so far; pod_at/<i> names the i-th
+//   pods                  add() counter: pods listed so far; pod_at/<i> names the i-th
+//   registrations         add() counter: bumped after every write of the supervisors' keys
+//                         below (pod/*, trainer/<rank>/id, done/<rank>): the authority re-reads
+//                         them when it moves
 //   pod/<name>/id         the identity of the pod now registered under <name> ("<name>/<uid>")
 //   pod/<name>/metrics    "host:port" of that pod's /metrics
 //   leaving/<identity>    set when that pod got SIGTERM (a departure or a whole-job stop)
 //   verdict/<identity>    set by the authority: kVerdictStop, kVerdictDepart or kVerdictFenced
 //                         (by identity: a pod recreated under the same name starts clean)
 //   presence              "port" of the authority's presence listener (presence.h)
-//   node/<n>              the pod identity holding node rank n; "" when free
+//   node/<n>              the pod identity holding node rank n; absent when free
+// No key ever holds an empty value: c10d's TCPStore client takes 200 ms to read one.
 //   trainer/<rank>/id     identity of the trainer process of <rank> ("<pod id>/<local>/<inc>")
 //   trainer/<rank>/hb     add() heartbeat of that trainer (its watcher thread)
 //   stall/<rank>          set by the authority: the trainer identity it found silent
@@ -21,6 +25,7 @@
 //   charge/<key>          add() counter: a charge's idempotency (a replaced pod's uid)
 //   stop                  the whole job stops: every trainer checkpoints and exits 75
 //   abandon               the group cannot re-form: survivors save once and exit 75
+//   formed                set once a generation of this round formed (a communicator made)
 //   done/<rank>           rank's trainer finished training (exit 0; its supervisor sets it)
 //   finished              every rank is done: spares and the rendezvous may end
 //   gen                   add() counter: the current generation G (comm/membership.h)
@@ -38,12 +43,14 @@ namespace ddp::worker::group {
 
 inline constexpr char kEpochKey[] = "epoch";
 inline constexpr char kPodsKey[] = "pods";
+inline constexpr char kRegistrationsKey[] = "registrations";
 inline constexpr char kPresenceKey[] = "presence";
 inline constexpr char kBudgetKey[] = "budget";
 inline constexpr char kRecoveriesKey[] = "recoveries";
 inline constexpr char kStopKey[] = "stop";
 inline constexpr char kAbandonKey[] = "abandon";
 inline constexpr char kFinishedKey[] = "finished";
+inline constexpr char kFormedKey[] = "formed";
 inline constexpr char kGenKey[] = "gen";
 
 inline constexpr char kVerdictStop[] = "stop";

@@ -3,6 +3,8 @@
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
+#include <algorithm>
+
 #include "common/logging.h"
 #include "worker/comm/deadline.h"
 #include "worker/comm/work_util.h"
@@ -88,11 +90,13 @@ std::string GroupMembership::Ended(c10d::Store& s, GroupEnd* end) {
     *end = GroupEnd::kAbandon;
     return "the group was abandoned (" + Text(s.get(kAbandonKey)) + ")";
   }
-  if (GetOr(s, TrainerKey(rank_, "id")) != id_.trainer) {
+  // Absent keys (a new store, before the supervisors registered again) fence nobody: only a
+  // rank or node rank given to another.
+  if (const std::string t = GetOr(s, TrainerKey(rank_, "id")); !t.empty() && t != id_.trainer) {
     *end = GroupEnd::kFenced;
     return "rank " + std::to_string(rank_) + " now belongs to another trainer";
   }
-  if (GetOr(s, NodeKey(id_.node)) != id_.pod) {
+  if (const std::string n = GetOr(s, NodeKey(id_.node)); !n.empty() && n != id_.pod) {
     *end = GroupEnd::kFenced;
     return "node rank " + std::to_string(id_.node) + " no longer belongs to pod " + id_.pod;
   }
@@ -118,7 +122,10 @@ Status GroupMembership::Advance(int64_t g) {
 
 StatusOr<Formation> GroupMembership::Join(int64_t committed_step) {
   Watch(nullptr);
-  const auto deadline = Clock::now() + timeout_;
+  // Past the authority's own rendezvous timeout, so that it decides (abandon) and every member
+  // learns the same; this deadline only ends a wait whose authority is gone.
+  const auto deadline = Clock::now() + timeout_ + std::max<std::chrono::milliseconds>(
+                                                      std::chrono::seconds(5), timeout_ / 10);
   while (true) {
     try {
       return JoinOnce(committed_step, deadline);
@@ -213,6 +220,7 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
   auto comm = make_(fenced, rank_, size_);
   if (!comm.ok()) return comm.status().WithContext("generation " + std::to_string(g));
   f.comm = std::move(*comm);
+  store_->set(kFormedKey, Bytes("1"));  // the authority's "ever formed", whatever its sampling
   {
     std::lock_guard<std::mutex> lock(watch_mu_);
     watched_generation_ = g;

@@ -72,11 +72,13 @@ Status PodClient::Open(int holding, Clock::time_point deadline) {
       // Registration: identity and node rank first, then the list entry the authority reads.
       st.set(PodKey(settings_.pod_name, "id"), Bytes(identity_));
       st.set(PodKey(settings_.pod_name, "home"), Bytes(std::to_string(holding)));
-      st.set(PodKey(settings_.pod_name, "metrics"), Bytes(metrics_addr_));
+      // Never an empty value: c10d's client takes 200 ms to read one.
+      if (!metrics_addr_.empty()) st.set(PodKey(settings_.pod_name, "metrics"), Bytes(metrics_addr_));
       if (st.add(PodKey(settings_.pod_name, "listed"), 1) == 1) {
         const int64_t i = st.add(kPodsKey, 1) - 1;
         st.set(PodAtKey(i), Bytes(settings_.pod_name));
       }
+      st.add(kRegistrationsKey, 1);
       // The budget this pod was created with: smaller once the operator charged pod failures.
       st.wait({kPresenceKey}, std::chrono::seconds(30));  // the rendezvous set up the budget first
       if (Status b = LowerBudget(st, settings_.max_recoveries); !b.ok()) {
@@ -112,7 +114,8 @@ PodPoll PodClient::Poll(int holding, const std::vector<int>& ranks) {
   try {
     c10d::Store& s = *store_;
     p.verdict = GetOr(s, VerdictKey(identity_));
-    if (holding >= 0 && GetOr(s, NodeKey(holding)) == identity_) {
+    if (holding >= 0) p.holder = GetOr(s, NodeKey(holding));
+    if (holding >= 0 && p.holder == identity_) {
       p.node = holding;
     } else {
       for (int n = 0; n < settings_.nodes && p.node < 0; ++n) {
@@ -146,6 +149,7 @@ Status PodClient::SetLeaving() {
 Status PodClient::SetTrainer(int rank, const std::string& trainer_identity) {
   try {
     store_->set(TrainerKey(rank, "id"), Bytes(trainer_identity));
+    store_->add(kRegistrationsKey, 1);
   } catch (const std::exception& e) {
     failed_ = true;
     return Status::Unavailable("supervisor: store: " + BackendErrorText(e));
@@ -156,6 +160,7 @@ Status PodClient::SetTrainer(int rank, const std::string& trainer_identity) {
 Status PodClient::MarkDone(int rank) {
   try {
     store_->set(DoneKey(rank), Bytes("1"));
+    store_->add(kRegistrationsKey, 1);
   } catch (const std::exception& e) {
     failed_ = true;
     return Status::Unavailable("supervisor: store: " + BackendErrorText(e));

@@ -24,6 +24,7 @@ struct PodPoll {
   bool store_ok = true;        // false: the store could not be read (reconnect)
   std::string verdict;         // kVerdictStop, kVerdictDepart, kVerdictFenced or ""
   int node = -1;               // the node rank this pod holds, -1 none
+  std::string holder;          // who holds the node rank asked about ("" when nobody does)
   bool stop = false;
   std::string abandon;         // the reason when the group was abandoned
   bool finished = false;       // every rank finished training

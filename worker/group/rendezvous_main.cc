@@ -177,7 +177,7 @@ int RendezvousMain() {
                                                                          ? ": waiting for the members to stop"
                                                                          : "");
     }
-    if (r.finished && finished == Clock::time_point{}) finished = now;
+    if ((r.finished || r.abandoned) && finished == Clock::time_point{}) finished = now;
     const bool members_gone = r.open_connections == 0;
     if (finished != Clock::time_point{} &&
         (members_gone || now - finished > std::chrono::seconds(30))) {

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -186,9 +187,20 @@ void Supervisor::OnExit(Trainer* t, int code) {
     t->done = true;
     return;
   }
+  // The group may have ended while this trainer left (its exit raced with our poll): read again,
+  // so that no trainer is restarted into a group that stops or cannot form.
+  if (!stopping_ && !abandoned_) {
+    const group::PodPoll p = client_->Poll(node_, {});
+    if (p.stop || p.verdict == group::kVerdictStop) stopping_ = true;
+    if (!p.abandon.empty()) {
+      abandoned_ = true;
+      abandon_why_ = p.abandon;
+    }
+  }
   if (stopping_ || departing_ || abandoned_ || failed_code_) {
     t->done = true;
     t->code = code;
+    if (stopping_ || abandoned_) kill_at_ = std::min(kill_at_, Clock::now() + std::chrono::seconds(grace_));
     return;
   }
   const std::string what = "rank " + std::to_string(t->spec.rank) + " exited " + std::to_string(code);
@@ -284,7 +296,10 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
         KillAll(SIGKILL);
         return End(kExitRetryable, EndReason::kDeparted,
                    "SIGTERM reached pod " + gs_.pod_name + " and not the whole job: it left the group");
-      } else if (p.verdict == group::kVerdictFenced || (node_ >= 0 && p.node != node_ && !p.stop)) {
+      } else if (p.verdict == group::kVerdictFenced ||
+                 (node_ >= 0 && !p.holder.empty() && p.holder != client_->identity() && !p.stop)) {
+        // Fenced, or our node rank given to another. (Not holding it yet after registering with a
+        // new store is no fencing: the authority gives it back to the pod that held it.)
         KillAll(SIGKILL);
         return End(kExitRetryable, EndReason::kFenced,
                    "the group declared pod " + gs_.pod_name + " lost and gave its place to another");

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string>
 #include <sstream>
 #include <vector>
 
@@ -30,8 +31,8 @@ StatusOr<std::optional<Fault>> ParseFault(const std::string& text) {
   for (std::string p; std::getline(ss, p, ':');) parts.push_back(p);
   const Status bad = Status::InvalidArgument(
       std::string(kEnvFault) + "='" + text +
-      "': want rank:step:exit:CODE, rank:step:kill, rank:step:term or rank:step:kill-in-checkpoint "
-      "(step may be step@incarnation)");
+      "': want rank:step:exit:CODE, rank:step:kill, rank:step:term, rank:step:kill-in-checkpoint "
+      "or rank:0:kill-in-heal (step may be step@incarnation)");
   int64_t rank = 0, step = 0, incarnation = -1;
   if (parts.size() < 3) return bad;
   if (size_t at = parts[1].find('@'); at != std::string::npos) {
@@ -45,6 +46,8 @@ StatusOr<std::optional<Fault>> ParseFault(const std::string& text) {
   f.step = step;
   if (parts[2] == "kill" && parts.size() == 3) {
     f.kind = Fault::Kind::kKill;
+  } else if (parts[2] == "kill-in-heal" && parts.size() == 3) {
+    f.kind = Fault::Kind::kKillInHeal;
   } else if (parts[2] == "kill-in-checkpoint" && parts.size() == 3) {
     f.kind = Fault::Kind::kKillInCheckpoint;
   } else if (parts[2] == "term" && parts.size() == 3) {
@@ -62,7 +65,9 @@ StatusOr<std::optional<Fault>> ParseFault(const std::string& text) {
 
 void MaybeInjectFault(const std::optional<Fault>& fault, int rank, int64_t step) {
   if (!fault || fault->rank != rank || fault->step != step) return;
-  if (fault->kind == Fault::Kind::kKillInCheckpoint) return;  // WithCheckpointFault's
+  if (fault->kind == Fault::Kind::kKillInCheckpoint || fault->kind == Fault::Kind::kKillInHeal) {
+    return;  // WithCheckpointFault's, MaybeInjectHealFault's
+  }
   DDP_LOG(WARNING) << kEnvFault << ": injecting fault on rank " << rank << " at step " << step;
   switch (fault->kind) {
     case Fault::Kind::kExit:
@@ -79,8 +84,15 @@ void MaybeInjectFault(const std::optional<Fault>& fault, int rank, int64_t step)
       break;
     }
     case Fault::Kind::kKillInCheckpoint:
+    case Fault::Kind::kKillInHeal:
       break;
   }
+}
+
+void MaybeInjectHealFault(const std::optional<Fault>& fault, int rank) {
+  if (!fault || fault->kind != Fault::Kind::kKillInHeal || fault->rank != rank) return;
+  DDP_LOG(WARNING) << kEnvFault << ": injecting fault on rank " << rank << " while it heals";
+  kill(getpid(), SIGKILL);
 }
 
 namespace {

@@ -149,6 +149,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       group->Watch(comm);
       if (m) m->generation.Set(static_cast<double>(f->generation));
       const HealPlan plan = PlanHeal(f->committed_steps);
+      if (plan.behind > 0) MaybeInjectHealFault(ctx.fault, rank);
       Status s = plan.step < 0 ? start_fresh()
                                : TransferState(comm, plan, committed.step, ctx.device, *mo.model,
                                                *mo.optimizer, &committed);
