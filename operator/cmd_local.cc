@@ -13,7 +13,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: ddp-operator local -f job.yaml [--run-dir DIR] [--grace-period SECONDS] [--plain]\n"
-    "                          [--log-level debug|info|warning|error]\n"
+    "                          [--pod-start-delay SECONDS] [--log-level debug|info|warning|error]\n"
     "\n"
     "Runs one DDPJob on this machine with the operator's planner: each pod is a process group\n"
     "running the worker container's command and args with the env a cluster would give it\n"
@@ -29,6 +29,8 @@ constexpr char kUsage[] =
     "  --grace-period S       seconds between SIGTERM and SIGKILL when a pod is deleted\n"
     "                         (default: the template's terminationGracePeriodSeconds, else 30)\n"
     "  --plain                line-by-line output even on a terminal\n"
+    "  --pod-start-delay S    start each pod's process S seconds after its create (default 0):\n"
+    "                         a cluster's scheduling, image pull and container start, emulated\n"
     "  --straggler-factor F   report a rank whose busy time per step is F times the other\n"
     "                         ranks' median (default 1.5) ...\n"
     "  --straggler-reads N    ... in N consecutive reads, one every 5 s (default 3)\n"
@@ -81,6 +83,15 @@ int LocalMain(int argc, char** argv) {
         return local::kExitUsage;
       }
       options.grace_seconds = seconds;
+    } else if (arg == "--pod-start-delay") {
+      std::string s;
+      char* end = nullptr;
+      const double d = next(&s) ? std::strtod(s.c_str(), &end) : -1;
+      if (s.empty() || *end || !(d >= 0) || d > 3600) {
+        std::fprintf(stderr, "ddp-operator local: --pod-start-delay wants seconds (0..3600)\n");
+        return local::kExitUsage;
+      }
+      options.pod_start_delay = std::chrono::milliseconds(static_cast<int64_t>(d * 1000));
     } else if (arg == "--straggler-factor") {
       std::string s;
       char* end = nullptr;

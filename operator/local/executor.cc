@@ -78,6 +78,11 @@ std::vector<std::string> LocalExecutor::Apply(const plan::Plan& plan, plan::Time
     const int earlier = starts_[base]++;
     pod.log_path = options_.log_dir + "/" + base +
                    (earlier > 0 ? "." + std::to_string(earlier) : std::string()) + ".log";
+    if (options_.pod_start_delay.count() > 0) {
+      pod.start_at = SteadyClock::now() + options_.pod_start_delay;
+      pods_.emplace(name, std::move(pod));
+      continue;
+    }
     Status s = Start(&pod, &messages);
     if (!s.ok()) {
       // The kubelet's answer to a container that cannot start: a failed pod, exit 128 in
@@ -96,7 +101,7 @@ std::vector<std::string> LocalExecutor::Apply(const plan::Plan& plan, plan::Time
     if (d.kind != "Pod") continue;
     auto it = pods_.find(d.name);
     if (it == pods_.end() || (!d.uid.empty() && d.uid != it->second.uid)) continue;  // NotFound
-    if (!it->second.alive) {
+    if (!it->second.alive) {  // finished, or still waiting for its start: nothing to stop
       pods_.erase(it);  // a finished pod's record goes at once
     } else {
       StartDelete(&it->second, steady_now, d.grace_period_seconds);
@@ -208,9 +213,24 @@ void LocalExecutor::EnforceGracePeriods(SteadyClock::time_point now) {
   }
 }
 
+std::vector<std::string> LocalExecutor::StartDue(SteadyClock::time_point now) {
+  std::vector<std::string> messages;
+  for (auto& [name, pod] : pods_) {
+    if (!pod.start_at || *pod.start_at > now) continue;
+    pod.start_at.reset();
+    if (Status s = Start(&pod, &messages); !s.ok()) {
+      pod.exit = PodExit{127, "Failed", "StartError", s.message(), false};
+      pod.finished_at = std::chrono::system_clock::now();
+      messages.push_back(name + ": " + s.message());
+    }
+  }
+  return messages;
+}
+
 std::optional<SteadyClock::time_point> LocalExecutor::NextKillDeadline() const {
   std::optional<SteadyClock::time_point> next;
   for (const auto& [name, pod] : pods_) {
+    if (pod.start_at && (!next || *pod.start_at < *next)) next = pod.start_at;
     if (pod.alive && pod.deleting && pod.kill_at != SteadyClock::time_point::max() &&
         (!next || pod.kill_at < *next)) {
       next = pod.kill_at;
@@ -235,6 +255,8 @@ plan::Observed LocalExecutor::Observe() const {
     if (pod.alive) {
       o.phase = "Running";
       o.ready = true;  // no readiness probes locally: a running process is ready
+    } else if (pod.start_at) {
+      o.phase = "Pending";  // scheduled, its image pulling (ExecutorOptions::pod_start_delay)
     } else if (pod.exit) {
       o.phase = pod.exit->phase;
       o.exit_code = pod.exit->exit_code;

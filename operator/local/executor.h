@@ -29,6 +29,9 @@ struct ExecutorOptions {
   std::string log_dir;
   std::vector<std::string> command_dirs;   // searched before $PATH (see ResolveCommand)
   std::optional<int> grace_seconds;        // overrides every pod's terminationGracePeriodSeconds
+  // A cluster's pod start latency (scheduling, image pull, container start): a created pod's
+  // process starts this long after the create, the pod Pending meanwhile. 0: at once.
+  std::chrono::milliseconds pod_start_delay{0};
 };
 
 // One local pod. Lives from its create until it is deleted AND its process is reaped, so a name
@@ -45,6 +48,8 @@ struct LocalPod {
   bool deleting = false;   // a delete was applied
   bool signalled = false;  // we sent it a signal (so its death is not a disruption)
   std::chrono::steady_clock::time_point kill_at{};  // SIGKILL after this, when deleting
+  // Set while the pod waits for ExecutorOptions::pod_start_delay: its process starts then.
+  std::optional<std::chrono::steady_clock::time_point> start_at;
   int grace_seconds = 30;
   plan::TimePoint created{};
   std::optional<PodExit> exit;
@@ -75,8 +80,10 @@ class LocalExecutor {
   std::vector<std::string> Reap();
   // SIGKILLs deleting pods whose grace period is over.
   void EnforceGracePeriods(std::chrono::steady_clock::time_point now);
-  // The earliest pending SIGKILL, for the run loop's timed wait.
+  // The earliest pending SIGKILL or delayed start, for the run loop's timed wait.
   std::optional<std::chrono::steady_clock::time_point> NextKillDeadline() const;
+  // Starts the pods whose start delay is over. Returns one message per problem (as Apply).
+  std::vector<std::string> StartDue(std::chrono::steady_clock::time_point now);
 
   // What the planner sees: every pod record and whether the Service record exists.
   plan::Observed Observe() const;

@@ -176,7 +176,8 @@ int LocalRun::Init() {
     return kExitUsage;
   }
   executor_ = std::make_unique<LocalExecutor>(
-      ExecutorOptions{run_dir_, options_.command_dirs, options_.grace_seconds});
+      ExecutorOptions{run_dir_, options_.command_dirs, options_.grace_seconds,
+                      options_.pod_start_delay});
   terminal_.Line("ddp-operator local: job " + job_.name + ", " +
                  std::to_string(job_.spec.replicas) + " pod(s) x " +
                  std::to_string(job_.spec.nproc_per_node) + " process(es), command " +
@@ -362,6 +363,9 @@ int LocalRun::Run() {
     }
     executor_->Reap();
     executor_->EnforceGracePeriods(SteadyClock::now());
+    for (const std::string& m : executor_->StartDue(SteadyClock::now())) {
+      terminal_.Line(Elapsed() + " " + m);
+    }
     const auto now = SteadyClock::now();
     if (now >= next_watch_) {
       next_watch_ = now + options_.watch_interval;

@@ -28,6 +28,8 @@ struct RunOptions {
   std::string manifest_path;
   std::string run_dir;  // "" = ./runs/<job>-<YYYYmmdd-HHMMSS>
   std::optional<int> grace_seconds;  // overrides terminationGracePeriodSeconds of every pod
+  // Emulates a cluster's pod start latency: each pod's process starts this long after its create.
+  std::chrono::milliseconds pod_start_delay{0};
   bool live = true;                  // live status line (only honoured on a terminal)
   std::chrono::milliseconds watch_interval{300};
   std::chrono::milliseconds scrape_interval{1000};
