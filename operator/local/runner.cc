@@ -100,6 +100,8 @@ class LocalRun {
   void ApplyEdit(const std::string& text);
   void RefreshStatusLine();
   void TrackProgress(const LocalPod& rank0, const WorkerProgress& page);
+  void ReportGroupChanges(const plan::ObservedGroup& before, const metrics::GroupScrape& now,
+                          int round);
   int Finish(int code);
   std::string Elapsed() const;
   std::string LogPath(const std::string& pod) const;
@@ -250,6 +252,24 @@ void LocalRun::Reconcile() {
   }
 }
 
+// One line per node rank that changed hands within a round (a spare took a lost member's rank,
+// or a replacement took its own back), and per pod the group newly fenced.
+void LocalRun::ReportGroupChanges(const plan::ObservedGroup& before, const metrics::GroupScrape& now,
+                                  int round) {
+  if (!before.report.present || before.round != round) return;
+  // The first assignment of every rank is the round's start, not news.
+  for (const auto& [pod, node] : before.report.members.empty() ? decltype(now.members){} : now.members) {
+    auto was = before.report.members.find(pod);
+    if (was != before.report.members.end() && was->second == node) continue;
+    terminal_.Line(Elapsed() + " group: " + pod + " took node rank " + std::to_string(node));
+  }
+  for (const auto& f : now.fenced) {
+    const auto& old = before.report.fenced;
+    if (std::find(old.begin(), old.end(), f) != old.end()) continue;
+    terminal_.Line(Elapsed() + " group: " + f.first + " declared lost and fenced");
+  }
+}
+
 void LocalRun::TrackProgress(const LocalPod& rank0, const WorkerProgress& page) {
   if (job_.status.phase != api::kPhaseRunning || rank0.round != job_.status.round) return;
   if (rank0.uid != tracked_uid_) {
@@ -270,7 +290,10 @@ void LocalRun::RefreshStatusLine() {
       StatusOr<std::string> page = HttpGet("127.0.0.1", rank0->metrics_port, "/metrics", 300);
       if (page.ok()) {
         WorkerProgress p = ParseWorkerProgress(page.value());
-        if (p.group.present) group_ = plan::ObservedGroup{rank0->round, p.group};
+        if (p.group.present) {
+          ReportGroupChanges(group_, p.group, rank0->round);
+          group_ = plan::ObservedGroup{rank0->round, p.group};
+        }
         TrackProgress(*rank0, p);
         if (p.steps) {
           progress_ = p;

@@ -121,7 +121,22 @@ TEST(FaultTest, Parse) {
   EXPECT_EQ((*e)->kind, Fault::Kind::kExit);
   EXPECT_EQ((*e)->exit_code, 7);
   EXPECT_FALSE(ParseFault("").value().has_value());
-  for (const char* bad : {"1:5", "x:5:kill", "1:5:exit", "1:5:exit:300", "1:5:boom", "1:-1:kill"}) {
+  struct Kind {
+    const char* text;
+    Fault::Kind kind;
+    int incarnation;
+  };
+  for (const Kind& r : {Kind{"2:120@0:term", Fault::Kind::kTerm, 0},
+                        Kind{"0:300@1:kill-pod", Fault::Kind::kKillPod, 1},
+                        Kind{"0:0@0:kill-in-heal", Fault::Kind::kKillInHeal, 0},
+                        Kind{"1:10:kill-in-checkpoint", Fault::Kind::kKillInCheckpoint, -1}}) {
+    auto f = ParseFault(r.text);
+    ASSERT_TRUE(f.ok() && f->has_value()) << r.text;
+    EXPECT_EQ((*f)->kind, r.kind) << r.text;
+    EXPECT_EQ((*f)->incarnation, r.incarnation) << r.text;
+  }
+  for (const char* bad : {"1:5", "x:5:kill", "1:5:exit", "1:5:exit:300", "1:5:boom", "1:-1:kill",
+                          "1:5:kill-pod:3", "1:5@x:kill"}) {
     auto f = ParseFault(bad);
     ASSERT_FALSE(f.ok()) << bad;
     EXPECT_NE(f.status().message().find("DDP_FAULT"), std::string::npos);

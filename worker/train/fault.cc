@@ -31,8 +31,8 @@ StatusOr<std::optional<Fault>> ParseFault(const std::string& text) {
   for (std::string p; std::getline(ss, p, ':');) parts.push_back(p);
   const Status bad = Status::InvalidArgument(
       std::string(kEnvFault) + "='" + text +
-      "': want rank:step:exit:CODE, rank:step:kill, rank:step:term, rank:step:kill-in-checkpoint "
-      "or rank:0:kill-in-heal (step may be step@incarnation)");
+      "': want rank:step:exit:CODE, rank:step:kill, rank:step:term, rank:step:kill-pod, "
+      "rank:step:kill-in-checkpoint or rank:0:kill-in-heal (step may be step@incarnation)");
   int64_t rank = 0, step = 0, incarnation = -1;
   if (parts.size() < 3) return bad;
   if (size_t at = parts[1].find('@'); at != std::string::npos) {
@@ -50,6 +50,8 @@ StatusOr<std::optional<Fault>> ParseFault(const std::string& text) {
     f.kind = Fault::Kind::kKillInHeal;
   } else if (parts[2] == "kill-in-checkpoint" && parts.size() == 3) {
     f.kind = Fault::Kind::kKillInCheckpoint;
+  } else if (parts[2] == "kill-pod" && parts.size() == 3) {
+    f.kind = Fault::Kind::kKillPod;
   } else if (parts[2] == "term" && parts.size() == 3) {
     f.kind = Fault::Kind::kTerm;
   } else if (parts[2] == "exit" && parts.size() == 4) {
@@ -75,12 +77,14 @@ void MaybeInjectFault(const std::optional<Fault>& fault, int rank, int64_t step)
     case Fault::Kind::kKill:
       kill(getpid(), SIGKILL);
       break;
-    case Fault::Kind::kTerm: {
-      // As an eviction does: SIGTERM to the pod's main process, which is the supervisor when
-      // there is one (a supervised trainer leaves SIGTERM to it), else this process.
+    case Fault::Kind::kTerm:
+    case Fault::Kind::kKillPod: {
+      // To the pod's main process, as an eviction (SIGTERM) or a lost node (SIGKILL) would hit
+      // it: the supervisor when there is one (a supervised trainer leaves SIGTERM to it), else
+      // this process.
       const char* supervised = std::getenv("DDP_SUPERVISED");
       const bool to_pod = supervised != nullptr && std::string(supervised) == "1";
-      kill(to_pod ? getppid() : getpid(), SIGTERM);
+      kill(to_pod ? getppid() : getpid(), fault->kind == Fault::Kind::kTerm ? SIGTERM : SIGKILL);
       break;
     }
     case Fault::Kind::kKillInCheckpoint:

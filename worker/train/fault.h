@@ -1,5 +1,5 @@
 // Fault injection for end-to-end tests: DDP_FAULT=rank:step:exit:CODE | rank:step:kill |
-// rank:step:term | rank:step:kill-in-checkpoint | rank:0:kill-in-heal, where step may be step@N: only in incarnation N of that rank's trainer (the
+// rank:step:term | rank:step:kill-pod | rank:step:kill-in-checkpoint | rank:0:kill-in-heal, where step may be step@N: only in incarnation N of that rank's trainer (the
 // supervisor's DDP_INCARNATION; without @N the fault fires in every incarnation, a deterministic
 // crash). Pure parsing plus one action function that main-loop code calls per step.
 #ifndef DDP_WORKER_TRAIN_FAULT_H_
@@ -22,7 +22,9 @@ struct Fault {
   // written, its manifest and DONE marker are not: a torn checkpoint).
   // kKillInHeal: SIGKILL when this rank is about to take part in a heal (a broadcast of the
   // training state after the group re-formed with a member behind); `step` is not used.
-  enum class Kind { kExit, kKill, kTerm, kKillInCheckpoint, kKillInHeal };
+  // kKillPod: SIGKILL to the pod's main process (its supervisor under in-place recovery, which
+  // takes its trainers with it): a pod lost, as to a node failure.
+  enum class Kind { kExit, kKill, kTerm, kKillInCheckpoint, kKillInHeal, kKillPod };
   int rank = 0;
   int64_t step = 0;  // fires when this optimizer step is about to start
   Kind kind = Kind::kKill;
