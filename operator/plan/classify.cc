@@ -56,7 +56,8 @@ std::string DescribeOutcome(const ObservedPod& pod, PodOutcome outcome) {
     return s;
   }
   if (outcome == PodOutcome::kDisruption) {
-    if (pod.fenced && pod.phase != "Failed") return "disrupted: declared lost by its group";
+    // Whatever it did after (its supervisor's Fenced, a crash): the group had given up on it.
+    if (pod.fenced) return "disrupted: declared lost by its group";
     if (!pod.reason.empty()) return "disrupted: " + pod.reason;
     if (pod.deleting) return "disrupted: deleted";
     return "disrupted";
