@@ -57,7 +57,12 @@ std::string DescribeOutcome(const ObservedPod& pod, PodOutcome outcome) {
   }
   if (outcome == PodOutcome::kDisruption) {
     // Whatever it did after (its supervisor's Fenced, a crash): the group had given up on it.
-    if (pod.fenced) return "disrupted: declared lost by its group";
+    const auto end = group::ParseEnd(pod.message);
+    if (pod.fenced || end == group::EndReason::kFenced) {
+      return "disrupted: declared lost by its group";
+    }
+    // Its supervisor's word for a SIGTERM that reached this pod and not the whole job.
+    if (end == group::EndReason::kDeparted) return "disrupted: departed";
     if (!pod.reason.empty()) return "disrupted: " + pod.reason;
     if (pod.deleting) return "disrupted: deleted";
     return "disrupted";

@@ -32,8 +32,9 @@ int GroupRank(const Pass& p, const ObservedPod& pod);
 //      whole budget; status.recoveries becomes maxRestarts - restarts;
 //   2. a pod that ended GroupAbandoned starts a new round at once; it is charged (a restart,
 //      with backoff) only when the group never formed (no earlier failure was charged);
-//   3. the rendezvous pod ended or is being deleted: replaced (a permanent error, exit 2/126/127,
-//      fails the job: InPlace needs the ddp-worker image);
+//   3. the rendezvous pod ended: deleted and replaced, counted nowhere (a permanent error, exit
+//      2/126/127, fails the job: InPlace needs the ddp-worker image); one already being deleted
+//      is left to go (its name is recreated once it is gone);
 //   4. an idle spare pod (or a worker pod whose rank a spare took) that ended is replaced
 //      without a charge: the group never needed it.
 // Returns the plan when the job ended.
