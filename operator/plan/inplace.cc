@@ -47,6 +47,12 @@ bool IsMember(const Pass& p, const ObservedPod& pod) {
   return IsCurrent(p, pod) && pod.role != group::kRoleRendezvous && !IsIdleSpare(p, pod);
 }
 
+bool HeldARank(const Pass& p, const ObservedPod& pod) {
+  const metrics::GroupScrape* g = CurrentGroup(p);
+  if (g == nullptr) return IsMember(p, pod);
+  return IsCurrent(p, pod) && g->members.count(pod.name) > 0;
+}
+
 std::vector<const ObservedPod*> MemberPods(const Pass& p) {
   std::vector<const ObservedPod*> out;
   for (const ObservedPod* pod : CurrentPods(p)) {

@@ -24,6 +24,12 @@ std::vector<const ObservedPod*> MemberPods(const Pass& p);
 // Whether `pod` (current, deleting or not) is a member: MemberPods' rule for one pod.
 bool IsMember(const Pass& p, const ObservedPod& pod);
 
+// Whether the group's report lists `pod` holding a node rank; without a report (none read yet,
+// or recovery Restart), IsMember. For a pod that vanished unseen: only the report can say
+// whether it still held a rank (a pod whose rank a spare took and that was being recreated
+// did not).
+bool HeldARank(const Pass& p, const ObservedPod& pod);
+
 // The node rank the group gives `pod`, else its index (a worker's own rank).
 int GroupRank(const Pass& p, const ObservedPod& pod);
 

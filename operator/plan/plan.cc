@@ -146,7 +146,7 @@ std::optional<ObservedPod> FindDisruption(const Pass& p) {
     return *d;
   }
   // The phase before this pass: a pod replaced alone earlier in it makes the phase Restarting.
-  // A name no pod holds any more, whose pod was a member (not an idle spare the group listed).
+  // A name no pod holds any more, whose pod held a rank (not one a spare took over).
   if (p.job.status.phase != api::kPhaseRunning) return std::nullopt;
   for (int i = 0; i < p.size; ++i) {
     const std::string name = PodName(p.job, i);
@@ -157,7 +157,7 @@ std::optional<ObservedPod> FindDisruption(const Pass& p) {
     gone.round = p.round;
     gone.deleting = true;
     gone.reason = "PodDeleted";
-    if (internal::IsMember(p, gone)) return gone;
+    if (internal::HeldARank(p, gone)) return gone;
   }
   return std::nullopt;
 }
