@@ -160,6 +160,19 @@ std::vector<Row> Rows() {
         .recoveries = 2, .events = {"MaxRestartsExceeded", "CleaningPods"},
         .message = "rank 1 exited 75: 1 restarts and 2 recoveries reached "
                    "spec.failurePolicy.maxRestarts (3)"}},
+      // A worker pod gone before the operator saw it go: lost with a rank only if the report
+      // says it held one (a fenced pod force-deleted after the spare took its rank did not).
+      {"vanished_pod_holding_a_rank_is_a_disruption", Running2(),
+       Without(Round1(fresh), "mingpt-worker-1"),
+       {.creates = {"Pod mingpt-worker-1 r1"}, .phase = "Restarting", .disruptions = 1,
+        .recoveries = 0, .events = {"PodReplaced", "CreatingPods"},
+        .message = "replacing pod mingpt-worker-1 (rank 1 disrupted: PodDeleted; disruption 1",
+        .failure_rank = 1}},
+      {"vanished_pod_whose_rank_a_spare_took_is_recreated_uncounted", Running2(),
+       Without(Round1(Report(1, {{"mingpt-worker-0", 0}, {"mingpt-spare-0", 1}})),
+               "mingpt-worker-1"),
+       {.creates = {"Pod mingpt-worker-1 r1"}, .phase = "Running", .disruptions = 0,
+        .recoveries = 0, .ready_spares = 0, .events = {"CreatingPods"}}},
       // An idle spare (a spare pod, or a worker pod whose rank a spare took) held no rank: it is
       // replaced without a count, and the round goes on Running.
       {"idle_spare_pod_failed_is_replaced_uncounted", Running2(), Round1(fresh, {Failed(spare, 1)}),
