@@ -219,7 +219,9 @@ void Summarize(Pass* p) {
   p->st.round = p->round;
   p->st.replicas = p->size;
   p->st.world_size = p->size * p->job.spec.nproc_per_node;
-  p->st.ready_replicas = ready;
+  // A pod the report does not list yet (a replacement about to register as a spare) may count
+  // beside the spare that holds its rank: never more than the round's ranks.
+  p->st.ready_replicas = std::min(ready, p->size);
   // Spares: the spare pods that exist once this plan is applied (those it replaces are going,
   // those it creates are there), so the next pass finds the same count; ready ones as the group
   // reports them (an idle spare pod, or a pod whose rank a spare took), else the spare pods
