@@ -25,7 +25,7 @@ struct Expect {
   Strings deletes;  // DescribeDeletes, exact and in order
   std::string phase;
   int round = -1, restarts = -1, disruptions = -1, recoveries = -1;
-  int spares = -1, ready_spares = -1;
+  int ready = -1, spares = -1, ready_spares = -1;  // readyReplicas, spares, readySpares
   Strings events;         // event reasons, exact and in order
   std::string message;    // a substring of some event's message; "" = not checked
   std::string condition;  // "Type=Status/Reason"; "" = not checked
@@ -338,6 +338,14 @@ std::vector<Row> Rows() {
        {.spares = 1, .ready_spares = 1, .no_status = true}},
       {"a_spare_pod_not_yet_registered_is_not_ready", Running2(), Round1(Report(1, {}, {})),
        {.spares = 1, .ready_spares = 0}},
+      // Ready replicas are the ranks' pods: the spare that took rank 1 counts, and a pod the
+      // report does not list yet (pod 1's replacement, about to register as a spare) adds none.
+      {"ready_replicas_are_the_ranks_pods", Running2(),
+       Round1(Report(1, {{"mingpt-worker-0", 0}, {"mingpt-spare-0", 1}})),
+       {.phase = "Running", .ready = 2, .spares = 1, .ready_spares = 0}},
+      {"a_rank_held_by_a_pending_spare_is_not_ready", Running2(),
+       Round1(SpareTook(1), {Spare(0, 1, "Pending")}),
+       {.phase = "Running", .ready = 1}},
       {"without_a_report_ready_spare_pods_count", Running2(2),
        With(GroupWorld(2, 1, 2, "Running"), Spare(1, 1, "Pending")),
        {.spares = 2, .ready_spares = 1}},
@@ -368,6 +376,7 @@ TEST_P(GroupTable, Decides) {
   if (want.restarts >= 0) { EXPECT_EQ(result.restarts, want.restarts); }
   if (want.disruptions >= 0) { EXPECT_EQ(result.disruptions, want.disruptions); }
   if (want.recoveries >= 0) { EXPECT_EQ(result.recoveries, want.recoveries); }
+  if (want.ready >= 0) { EXPECT_EQ(result.ready_replicas, want.ready); }
   if (want.spares >= 0) { EXPECT_EQ(result.spares, want.spares); }
   if (want.ready_spares >= 0) { EXPECT_EQ(result.ready_spares, want.ready_spares); }
   if (!want.events.empty() || want.message.empty()) {
