@@ -183,7 +183,7 @@ TEST_F(LocalSparesTest, ASpareTakesRankZeroOfAKilledPodAndTheRunEndsBitIdentical
 // job stop): one disruption, no round, no charge; the new pod 1 is healed in place from pod 0's
 // memory, nothing is reloaded, and the run ends on the fault-free parameters.
 TEST_F(LocalSparesTest, ADrainedPodIsADisruptionHealedInPlace) {
-  constexpr int kSteps = 2000;  // the departure waits out the group's stop window (3 s)
+  constexpr int kSteps = 3000;  // the departure waits out the group's stop window (3 s)
   const std::string reference = ReferenceChecksum(dir_, kSteps);
   JobOptions o;
   o.name = "drain";
