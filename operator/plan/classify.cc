@@ -56,7 +56,13 @@ std::string DescribeOutcome(const ObservedPod& pod, PodOutcome outcome) {
     return s;
   }
   if (outcome == PodOutcome::kDisruption) {
-    if (pod.fenced && pod.phase != "Failed") return "disrupted: declared lost by its group";
+    // Whatever it did after (its supervisor's Fenced, a crash): the group had given up on it.
+    const auto end = group::ParseEnd(pod.message);
+    if (pod.fenced || end == group::EndReason::kFenced) {
+      return "disrupted: declared lost by its group";
+    }
+    // Its supervisor's word for a SIGTERM that reached this pod and not the whole job.
+    if (end == group::EndReason::kDeparted) return "disrupted: departed";
     if (!pod.reason.empty()) return "disrupted: " + pod.reason;
     if (pod.deleting) return "disrupted: deleted";
     return "disrupted";

@@ -35,7 +35,8 @@ failure::Rules FailureRules(const api::FailurePolicy& policy);
 // OnFailure: yes.
 bool IsRetryable(const api::FailurePolicy& policy, int exit_code);
 
-// "exited 75", "killed by signal 9 (exit 137)", "evicted (Evicted)", "deleted".
+// "exited 75", "killed by signal 9 (exit 137)", "disrupted: Evicted", "disrupted: deleted",
+// "disrupted: departed", "disrupted: declared lost by its group".
 std::string DescribeOutcome(const ObservedPod& pod, PodOutcome outcome);
 
 }  // namespace ddp::plan

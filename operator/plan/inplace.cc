@@ -47,6 +47,12 @@ bool IsMember(const Pass& p, const ObservedPod& pod) {
   return IsCurrent(p, pod) && pod.role != group::kRoleRendezvous && !IsIdleSpare(p, pod);
 }
 
+bool HeldARank(const Pass& p, const ObservedPod& pod) {
+  const metrics::GroupScrape* g = CurrentGroup(p);
+  if (g == nullptr) return IsMember(p, pod);
+  return IsCurrent(p, pod) && g->members.count(pod.name) > 0;
+}
+
 std::vector<const ObservedPod*> MemberPods(const Pass& p) {
   std::vector<const ObservedPod*> out;
   for (const ObservedPod* pod : CurrentPods(p)) {
@@ -101,17 +107,20 @@ std::optional<Plan> DecideGroup(Pass* p) {
                   true);
     return std::nullopt;
   }
-  // 3. The rendezvous pod.
+  // 3. The rendezvous pod. Once it is going there is nothing left to decide: this planner
+  // deleted it in an earlier pass (and said so then) or someone else did; either way its name
+  // comes back once it is gone, and that create is announced.
   for (const auto& pod : p->seen->pods) {
     if (pod.role != group::kRoleRendezvous || !IsCurrent(*p, pod) || !Ended(pod)) continue;
+    if (pod.deleting) continue;
     const int code = pod.exit_code.value_or(-1);
-    if (!pod.deleting && (code == 2 || code == 126 || code == 127)) {
+    if (code == 2 || code == 126 || code == 127) {
       return EndJob(p, false, "RendezvousFailed",
                     "rendezvous pod " + pod.name + " exited " + std::to_string(code) +
                         ": recovery InPlace runs `ddp-worker rendezvous` from the worker "
                         "container's image; use a ddp-worker image, or recovery Restart");
     }
-    if (!pod.deleting) p->plan.deletes.push_back({"Pod", pod.name, pod.uid});
+    p->plan.deletes.push_back({"Pod", pod.name, pod.uid});
     AddEvent(p, "Warning", "RendezvousReplaced",
              "round " + std::to_string(p->round) + ": replacing rendezvous pod " + pod.name +
                  " (" + DescribeOutcome(pod, ClassifyPod(pod)) +

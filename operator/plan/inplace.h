@@ -24,6 +24,12 @@ std::vector<const ObservedPod*> MemberPods(const Pass& p);
 // Whether `pod` (current, deleting or not) is a member: MemberPods' rule for one pod.
 bool IsMember(const Pass& p, const ObservedPod& pod);
 
+// Whether the group's report lists `pod` holding a node rank; without a report (none read yet,
+// or recovery Restart), IsMember. For a pod that vanished unseen: only the report can say
+// whether it still held a rank (a pod whose rank a spare took and that was being recreated
+// did not).
+bool HeldARank(const Pass& p, const ObservedPod& pod);
+
 // The node rank the group gives `pod`, else its index (a worker's own rank).
 int GroupRank(const Pass& p, const ObservedPod& pod);
 
@@ -32,8 +38,9 @@ int GroupRank(const Pass& p, const ObservedPod& pod);
 //      whole budget; status.recoveries becomes maxRestarts - restarts;
 //   2. a pod that ended GroupAbandoned starts a new round at once; it is charged (a restart,
 //      with backoff) only when the group never formed (no earlier failure was charged);
-//   3. the rendezvous pod ended or is being deleted: replaced (a permanent error, exit 2/126/127,
-//      fails the job: InPlace needs the ddp-worker image);
+//   3. the rendezvous pod ended: deleted and replaced, counted nowhere (a permanent error, exit
+//      2/126/127, fails the job: InPlace needs the ddp-worker image); one already being deleted
+//      is left to go (its name is recreated once it is gone);
 //   4. an idle spare pod (or a worker pod whose rank a spare took) that ended is replaced
 //      without a charge: the group never needed it.
 // Returns the plan when the job ended.

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "operator/plan/names.h"
+#include "common/group_contract.h"
 
 namespace ddp::plan {
 namespace {
@@ -59,8 +59,9 @@ NodeHealth ObserveNode(const json& node) {
 LostPodDecision DecideLostPod(const ObservedPod& pod, bool may_rejoin, const PlanOptions& options,
                               TimePoint now) {
   LostPodDecision d;
-  // A pod that already exited keeps its record (its exit code decides, classify.h).
-  if (pod.fenced && pod.phase != "Succeeded" && pod.phase != "Failed") {
+  // Exited or not: a fenced pod is a disruption whatever its exit code (classify.h), so its
+  // record decides nothing and its name is wanted back at once.
+  if (pod.fenced) {
     d.verdict = LostPodDecision::kForceDelete;
     d.why = "declared lost and fenced by its group";
     return d;
@@ -85,11 +86,12 @@ LostPodDecision DecideLostPod(const ObservedPod& pod, bool may_rejoin, const Pla
 namespace internal {
 
 void ForceDeleteLostPods(Pass* p, const PlanOptions& options) {
-  const bool in_place = p->job.spec.failure_policy.recovery == api::Recovery::kInPlace;
   for (const ObservedPod& pod : p->seen->pods) {
-    const bool current = pod.round == p->round && pod.index >= 0 && pod.index < p->size &&
-                         pod.name == PodName(p->job, pod.index);
-    const LostPodDecision d = DecideLostPod(pod, in_place && current, options, p->now);
+    // A worker or spare pod of the current round (IsCurrent is false under Restart for a spare
+    // name); the rendezvous pod trains nothing and its successor starts a new store.
+    const bool may_rejoin = InPlace(*p) && IsCurrent(*p, pod) &&
+                            pod.role != group::kRoleRendezvous;
+    const LostPodDecision d = DecideLostPod(pod, may_rejoin, options, p->now);
     if (d.verdict == LostPodDecision::kWait) Requeue(p, d.due);
     if (d.verdict != LostPodDecision::kForceDelete) continue;
     auto planned = std::find_if(p->plan.deletes.begin(), p->plan.deletes.end(),

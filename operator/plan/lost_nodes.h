@@ -45,14 +45,15 @@ struct LostPodDecision {
   std::string why;
 };
 
-// 1. fenced (the group declared the pod's members lost) and not yet exited: force-delete now;
+// 1. fenced (the group declared the pod's members lost), exited or not: force-delete now;
 // 2. being deleted on a lost node: force-delete once `margin` has passed since the end of its
 //    grace period (deletionTimestamp), where margin is options.unfenced_lost_pod_margin when
 //    `may_rejoin` (its process, were it still alive, could rejoin the group it was in) and
 //    options.lost_pod_margin otherwise; before that kWait;
 // 3. anything else: kKeep (a live kubelet finishes the deletion itself).
-// `may_rejoin`: recovery InPlace and the pod is of the current round (same store prefix); a pod
-// of another round is fenced by the round itself.
+// `may_rejoin`: recovery InPlace and the pod is a worker or spare pod of the current round (same
+// store prefix); a pod of another round is fenced by the round itself, and a rendezvous pod
+// holds no member.
 LostPodDecision DecideLostPod(const ObservedPod& pod, bool may_rejoin, const PlanOptions& options,
                               TimePoint now);
 

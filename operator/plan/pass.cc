@@ -9,6 +9,7 @@
 #include "operator/plan/builders.h"
 #include "operator/plan/conditions.h"
 #include "operator/plan/gang_pass.h"
+#include "operator/plan/inplace.h"
 #include "operator/plan/names.h"
 #include "operator/plan/progress.h"
 #include "operator/plan/replace.h"
@@ -206,25 +207,37 @@ void CreateMissing(Pass* p, bool hold_pods) {
 }
 
 void Summarize(Pass* p) {
-  const auto pods = CurrentPods(*p);
   int ready = 0, started = 0;
-  for (const ObservedPod* pod : pods) {
+  // The pods holding the world's ranks: the worker pods, or under InPlace whichever pods the
+  // group's report names (a spare that took a rank counts, the pod it replaced does not).
+  for (const ObservedPod* pod : MemberPods(*p)) {
     // A pod being replaced is going, however it looks (a fenced pod still runs).
-    if (!pod || AlreadyReplacing(*p, *pod)) continue;
+    if (AlreadyReplacing(*p, *pod)) continue;
     if (pod->ready) ++ready;
     if (pod->phase == "Running" || pod->phase == "Succeeded") ++started;
   }
   p->st.round = p->round;
   p->st.replicas = p->size;
   p->st.world_size = p->size * p->job.spec.nproc_per_node;
-  p->st.ready_replicas = ready;
-  // Spares: the pods that exist; ready ones as the group reports them (an idle spare pod, or a
-  // pod whose rank a spare took), else the spare pods whose container is ready.
+  // A pod the report does not list yet (a replacement about to register as a spare) may count
+  // beside the spare that holds its rank: never more than the round's ranks.
+  p->st.ready_replicas = std::min(ready, p->size);
+  // Spares: the spare pods that exist once this plan is applied (those it replaces are going,
+  // those it creates are there), so the next pass finds the same count; ready ones as the group
+  // reports them (an idle spare pod, or a pod whose rank a spare took), else the spare pods
+  // whose container is ready.
   int spares = 0, ready_spares = 0;
   for (const ObservedPod* pod : CurrentSpares(*p)) {
-    if (!pod) continue;
+    if (!pod || AlreadyReplacing(*p, *pod) || ReplacedInThisPass(*p, pod->name)) continue;
     ++spares;
     if (pod->ready) ++ready_spares;
+  }
+  for (const nlohmann::json& obj : p->plan.creates) {
+    const nlohmann::json labels =
+        obj.value("metadata", nlohmann::json::object()).value("labels", nlohmann::json::object());
+    if (obj.value("kind", "") == "Pod" && labels.value(api::kRoleLabel, "") == group::kRoleSpare) {
+      ++spares;
+    }
   }
   if (p->seen->group && p->seen->group->round == p->round && p->seen->group->report.present) {
     ready_spares = static_cast<int>(p->seen->group->report.spares.size());

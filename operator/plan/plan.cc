@@ -146,19 +146,18 @@ std::optional<ObservedPod> FindDisruption(const Pass& p) {
     return *d;
   }
   // The phase before this pass: a pod replaced alone earlier in it makes the phase Restarting.
+  // A name no pod holds any more, whose pod held a rank (not one a spare took over).
   if (p.job.status.phase != api::kPhaseRunning) return std::nullopt;
-  const auto pods = internal::CurrentPods(p);
   for (int i = 0; i < p.size; ++i) {
-    if (pods[static_cast<size_t>(i)] == nullptr &&
-        !internal::ReplacedInThisPass(p, PodName(p.job, i))) {
-      ObservedPod gone;
-      gone.name = PodName(p.job, i);
-      gone.index = i;
-      gone.round = p.round;
-      gone.deleting = true;
-      gone.reason = "PodDeleted";
-      return gone;
-    }
+    const std::string name = PodName(p.job, i);
+    if (internal::PodNamed(p, name) != nullptr || internal::ReplacedInThisPass(p, name)) continue;
+    ObservedPod gone;
+    gone.name = name;
+    gone.index = i;
+    gone.round = p.round;
+    gone.deleting = true;
+    gone.reason = "PodDeleted";
+    if (internal::HeldARank(p, gone)) return gone;
   }
   return std::nullopt;
 }

@@ -1,8 +1,9 @@
 // `ddp-operator run` against the fake API server when a node goes silent: the node turns
 // Ready=Unknown, the taint manager deletes the job's pod on it, and that pod stays Terminating
 // (no kubelet confirms it). The operator force-deletes it after its grace plus the margin and
-// recreates the name on a Ready node, under recovery Restart and InPlace. The test plays the
-// scheduler, the kubelets and the taint manager; no fixed sleeps.
+// recreates the name on a Ready node, under recovery Restart and InPlace (whose rendezvous pod
+// stays on a Ready node). The test plays the scheduler, the kubelets and the taint manager; no
+// fixed sleeps.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,16 +25,21 @@ std::string Uid(const std::optional<json>& pod) {
   return pod ? (*pod)["metadata"].value("uid", "") : "";
 }
 
-// The scheduler and the kubelets: once `job` has `nodes.size()` pods of `round`, binds pod i to
-// nodes[i] and marks it Running.
+// The scheduler and the kubelets: once `job` has `nodes.size()` worker pods and `others` other
+// pods (InPlace: the rendezvous pod) of `round`, binds worker pod i to nodes[i], the others to
+// n2, and marks them all Running.
 bool ScheduleRound(World& w, const std::string& job, int round,
-                   const std::vector<std::string>& nodes) {
-  const size_t n = nodes.size();
+                   const std::vector<std::string>& nodes, size_t others = 0) {
+  const size_t n = nodes.size() + others;
   if (!WaitFor([&] { return w.PodsOfRound(job, round).size() == n; }, kWait)) return false;
   for (const json& pod : w.PodsOfRound(job, round)) {
     const std::string name = pod["metadata"]["name"];
-    const int index = std::stoi(pod["metadata"]["labels"].value("ddp.dev/replica-index", "0"));
-    if (!w.server().BindPod(World::kNs, name, nodes.at(static_cast<size_t>(index))) ||
+    const json& labels = pod["metadata"]["labels"];
+    std::string node = "n2";
+    if (labels.value("ddp.dev/role", "worker") == "worker") {
+      node = nodes.at(static_cast<size_t>(std::stoi(labels.value("ddp.dev/replica-index", "0"))));
+    }
+    if (!w.server().BindPod(World::kNs, name, node) ||
         !w.server().SetPodPhase(World::kNs, name, "Running")) {
       return false;
     }
@@ -114,9 +120,10 @@ TEST_F(LostNodeE2e, RestartRecreatesTheNameOfAPodStuckOnASilentNode) {
 TEST_F(LostNodeE2e, InPlaceReplacesAPodStuckOnASilentNodeAfterTheUnfencedMargin) {
   auto op = w_.StartOperator("op", kMarginFlags);
   w_.CreateJob(World::Job("j", 3, {{"failurePolicy", {{"recovery", "InPlace"}}}}));
-  ASSERT_TRUE(ScheduleRound(w_, "j", 0, {"n1", "n3", "n2"})) << op->Log();
+  ASSERT_TRUE(ScheduleRound(w_, "j", 0, {"n1", "n3", "n2"}, /*others=*/1)) << op->Log();
   ASSERT_TRUE(WaitFor([&] { return PhaseIs(w_, "j", "Running", 0); }, kWait)) << op->Log();
   const std::string uid0 = Uid(w_.GetPod("j-worker-0")), uid2 = Uid(w_.GetPod("j-worker-2"));
+  const std::string rdzv = Uid(w_.GetPod("j-rendezvous"));
   const std::string stuck = Uid(w_.GetPod("j-worker-1"));
 
   const Clock::time_point deleted = SilenceNodeUnderPod1(w_);
@@ -139,6 +146,7 @@ TEST_F(LostNodeE2e, InPlaceReplacesAPodStuckOnASilentNodeAfterTheUnfencedMargin)
   EXPECT_EQ(st.value("restarts", -1), 0);
   EXPECT_EQ(Uid(w_.GetPod("j-worker-0")), uid0);  // the survivors are untouched
   EXPECT_EQ(Uid(w_.GetPod("j-worker-2")), uid2);
+  EXPECT_EQ(Uid(w_.GetPod("j-rendezvous")), rdzv);
   EXPECT_NE(EventMessage(w_, "ForceDeletingPod", "round 0: pod j-worker-1 Terminating on lost "
                                                  "node n3 for "),
             "")

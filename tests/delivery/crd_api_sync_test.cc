@@ -121,8 +121,13 @@ api::DDPJob FullyPopulatedJob() {
   s.nproc_per_node = 8;
   s.elastic = api::ElasticPolicy{2, 8, 60};
   s.rendezvous = {29501, 300};
-  s.failure_policy = {api::RestartPolicy::kExitCode, 5, {75, 76}, api::Recovery::kInPlace};
+  s.failure_policy.restart_policy = api::RestartPolicy::kExitCode;
+  s.failure_policy.max_restarts = 5;
+  s.failure_policy.retryable_exit_codes = {75, 76};
+  s.failure_policy.recovery = api::Recovery::kInPlace;
   s.failure_policy.hang_timeout_seconds = 1800;
+  s.failure_policy.spares = 2;
+  s.failure_policy.liveness_timeout_seconds = 5;
   s.run_policy = {3600, 600, true, api::CleanPodPolicy::kAll, api::SchedulingPolicy{}};
   s.run_policy.scheduling_policy =
       api::SchedulingPolicy{4, "research", "high", {{"cpu", "32"}}, 120};
@@ -141,8 +146,9 @@ api::DDPJob FullyPopulatedJob() {
   st.restarts = 1;
   st.disruptions = 1;
   st.recoveries = 1;
-  st.last_failure = api::LastFailure{"full-worker-1", 1, 75, "Error", "peer lost", t, "uid-1"};
-  st.last_failure->recovery_seconds = 12.5;
+  st.spares = 2;
+  st.ready_spares = 1;
+  st.last_failure = api::LastFailure{"full-worker-1", 1, 75, "Error", "peer lost", t, "uid-1", 12.5};
   st.progress = api::Progress{120, 400, 2.5, 1500.5, 140, t, 2};
   st.selector = "ddp.dev/job-name=full";
   st.start_time = t;
@@ -329,9 +335,14 @@ TEST(CrdApiSync, ScaleSubresourceAndColumnsPointAtSchemaFields) {
     ASSERT_NE(n, nullptr) << "printer column " << col["name"] << ": " << path << " not in schema";
     EXPECT_EQ((*n)["type"], col["type"]) << path;
   }
-  // DESIGN.md's columns, and Recoveries (priority 1: `kubectl get -o wide`).
+  // DESIGN.md's columns, and Recoveries and Spares (priority 1: `kubectl get -o wide`).
   EXPECT_EQ(names, (std::set<std::string>{"Phase", "Replicas", "World Size", "Round", "Restarts",
-                                          "Recoveries", "Step", "ETA", "Age"}));
+                                          "Recoveries", "Spares", "Step", "ETA", "Age"}));
+  for (const auto& col : version["additionalPrinterColumns"]) {
+    if (col["name"] != "Spares") continue;
+    EXPECT_EQ(col["jsonPath"], ".status.readySpares");
+    EXPECT_EQ(col.value("priority", 0), 1);
+  }
 }
 
 // CEL rules cannot run here, but every `self.a.b` they mention must exist where they are declared.

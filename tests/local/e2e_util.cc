@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -105,6 +107,24 @@ std::string ShellJob(const std::string& name, int replicas, const std::string& s
          "      - name: worker\n"
          "        image: unused-locally\n"
          "        command: [sh, -c, " + quoted.dump() + "]\n";
+}
+
+std::string WorkerBin() {
+  if (const char* env = std::getenv("DDP_WORKER_BIN")) return env;
+#ifdef DDP_WORKER_BIN
+  return DDP_WORKER_BIN;
+#else
+  return "";
+#endif
+}
+
+std::string LastChecksum(const std::string& log) {
+  static const std::regex kRe("param_checksum=([0-9a-fA-F]+)");
+  std::string found;
+  for (std::sregex_iterator it(log.begin(), log.end(), kRe), end; it != end; ++it) {
+    found = (*it)[1];
+  }
+  return found;
 }
 
 }  // namespace ddp::testing_local

@@ -59,6 +59,12 @@ nlohmann::json ReadStatus(const std::string& run_dir);
 std::string ShellJob(const std::string& name, int replicas, const std::string& script,
                      const std::string& extra_spec = "");
 
+// The ddp-worker binary: $DDP_WORKER_BIN, else the one built in this tree; "" when neither.
+std::string WorkerBin();
+
+// The param_checksum=<hex> of the last line of `log` that has one; "" when none.
+std::string LastChecksum(const std::string& log);
+
 }  // namespace ddp::testing_local
 
 #endif  // DDP_TESTS_LOCAL_E2E_UTIL_H_

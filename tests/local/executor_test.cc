@@ -136,10 +136,13 @@ bool Stopped(pid_t pid) {
 }
 
 // A pod whose whole process group is frozen (SIGSTOP), as a hung node or a debugger leaves it.
+// Once it wrote its pid it forks nothing: a child stopped between vfork and exec would leave the
+// shell waiting uninterruptibly (state D, never T). It blocks opening a FIFO no one writes.
 struct FrozenPod {
   TempDir dir;
-  api::DDPJob job =
-      ShellJob("echo $$$$ > " + dir.path() + "/pid; while true; do sleep 0.05; done", 1);
+  api::DDPJob job = ShellJob("mkfifo " + dir.path() + "/fifo; echo $$$$ > " + dir.path() +
+                                 "/pid; while true; do read x < " + dir.path() + "/fifo; done",
+                             1);
   pid_t pgid = -1;
 
   void Start(LocalExecutor* ex) {

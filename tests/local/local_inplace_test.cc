@@ -1,6 +1,8 @@
-// `ddp-operator local` with failurePolicy.recovery InPlace: a failed pod other than pod 0 is a new
+// `ddp-operator local` with failurePolicy.recovery InPlace: a failed pod, pod 0 included, is a new
 // local process under the same name and round, the other pods' processes are untouched, and the
-// old pod's log is kept. Shell-script workers: the operator's side is the point here.
+// old pod's log is kept. Shell-script workers (the rendezvous pod runs the real
+// `ddp-worker rendezvous`): the operator's side is the point here; local_spares_test.cc has the
+// real trainers.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -124,19 +126,41 @@ TEST_F(LocalInPlaceTest, DeterministicCrashExhaustsTheBudgetThenFails) {
   EXPECT_NE(out.find("| crash with budget 0"), std::string::npos) << out;
 }
 
-// Pod 0 hosts the rendezvous store: its failure is a new round even with InPlace.
-TEST_F(LocalInPlaceTest, FailedPodZeroFallsBackToANewRound) {
+// Pod 0 is no longer the store's host (the rendezvous pod is): its failure is replaced alone in
+// the same round like any other pod's, and pod 1's process runs throughout.
+TEST_F(LocalInPlaceTest, FailedPodZeroIsReplacedAloneLikeAnyOther) {
   const std::string d = Dir();
   const std::string script =
       "echo \"$DDP_ROUND $$$$\" >> " + d + "/starts-$RANK; "
-      "if [ $RANK = 0 ] && [ $DDP_ROUND = 0 ]; then exit 75; fi; sleep 0.2; exit 0";
+      "if [ $RANK = 0 ] && [ ! -f " + d + "/failed-once ]; then "
+      "  touch " + d + "/failed-once; exit 75; fi; "
+      "while [ ! -f " + d + "/finish ]; do sleep 0.05; done; exit 0";
   auto op = Start(ShellJob("store", 2, script, "  failurePolicy: {recovery: InPlace}\n"));
+  ASSERT_TRUE(WaitFor([&] { return Starts(0).size() == 2; }, seconds(60))) << op->Output();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        nlohmann::json s = ReadStatus(RunDir());
+        return s.is_object() && s.value("phase", "") == "Running" && s.value("recoveries", 0) == 1;
+      },
+      seconds(30)))
+      << op->Output();
+  WriteFileAtomic(d + "/finish", "1");
   ASSERT_EQ(op->Wait(seconds(60)), 0) << op->Output();
   nlohmann::json s = ReadStatus(RunDir());
   EXPECT_EQ(s["phase"], "Succeeded");
-  EXPECT_EQ(s["round"], 1);
-  EXPECT_EQ(s["restarts"], 1);
-  EXPECT_EQ(s["recoveries"], 0);
+  EXPECT_EQ(s["round"], 0);
+  EXPECT_EQ(s["restarts"], 0);
+  EXPECT_EQ(s["recoveries"], 1);
+  EXPECT_EQ(s["lastFailure"]["pod"], "store-worker-0");
+  EXPECT_EQ(Starts(1).size(), 1u);
+  const auto zero = Starts(0);
+  ASSERT_EQ(zero.size(), 2u);
+  EXPECT_EQ(zero[0].substr(0, 2), "0 ");
+  EXPECT_EQ(zero[1].substr(0, 2), "0 ");
+  EXPECT_NE(op->Output().find("round 0: replacing pod store-worker-0 (rank 0 exited 75; "
+                              "recovery 1 of 3)"),
+            std::string::npos)
+      << op->Output();
 }
 
 }  // namespace

@@ -1,9 +1,6 @@
 // With the real ddp-worker: a rank that exits 75 once makes round 1, which resumes from the last
 // checkpoint and ends with exactly the parameters of an uninterrupted run with the same seed.
 // Needs ddp-worker: built in the same tree, or named by $DDP_WORKER_BIN; skipped otherwise.
-#include <cstdlib>
-#include <regex>
-
 #include <gtest/gtest.h>
 
 #include "e2e_util.h"
@@ -12,15 +9,6 @@ namespace ddp::testing_local {
 namespace {
 
 using std::chrono::seconds;
-
-std::string WorkerBin() {
-  if (const char* env = std::getenv("DDP_WORKER_BIN")) return env;
-#ifdef DDP_WORKER_BIN
-  return DDP_WORKER_BIN;
-#else
-  return "";
-#endif
-}
 
 // A tiny minGPT on synthetic tokens: seconds per run on one core per rank.
 std::string WorkerJob(const std::string& name, const std::string& worker,
@@ -49,16 +37,6 @@ std::string WorkerJob(const std::string& name, const std::string& worker,
          "        - {name: OMP_NUM_THREADS, value: \"1\"}\n";
 }
 
-// The param_checksum=<hex> of the last line that has one.
-std::string Checksum(const std::string& log) {
-  static const std::regex kRe("param_checksum=([0-9a-fA-F]+)");
-  std::string found;
-  for (std::sregex_iterator it(log.begin(), log.end(), kRe), end; it != end; ++it) {
-    found = (*it)[1];
-  }
-  return found;
-}
-
 struct Result {
   int exit_code = -1;
   nlohmann::json status;
@@ -79,8 +57,8 @@ Result RunJob(const TempDir& dir, const std::string& name, const std::string& fa
   r.output = op.Output();
   r.status = ReadStatus(run_dir);
   const std::string round = r.status.is_object() ? r.status["round"].dump() : "0";
-  r.checksum0 = Checksum(ReadFile(run_dir + "/" + name + "-worker-0.round" + round + ".log"));
-  r.checksum1 = Checksum(ReadFile(run_dir + "/" + name + "-worker-1.round" + round + ".log"));
+  r.checksum0 = LastChecksum(ReadFile(run_dir + "/" + name + "-worker-0.round" + round + ".log"));
+  r.checksum1 = LastChecksum(ReadFile(run_dir + "/" + name + "-worker-1.round" + round + ".log"));
   return r;
 }
 

@@ -29,7 +29,7 @@ spec:
   elastic: {minReplicas: 2, maxReplicas: 8, pendingTimeoutSeconds: 90, futureKnob: on-demand}
   rendezvous: {port: 29600, timeoutSeconds: 300}
   failurePolicy: {restartPolicy: ExitCode, maxRestarts: 5, retryableExitCodes: [75, 76],
-                  recovery: InPlace}
+                  recovery: InPlace, spares: 2, livenessTimeoutSeconds: 5}
   runPolicy: {activeDeadlineSeconds: 7200, ttlSecondsAfterFinished: 60, suspend: true,
               cleanPodPolicy: All, schedulingHint: gang}
   checkpoint: {path: /checkpoints}
@@ -50,6 +50,8 @@ status:
   restarts: 1
   disruptions: 1
   recoveries: 2
+  spares: 2
+  readySpares: 1
   replicas: 4
   readyReplicas: 3
   worldSize: 32
@@ -92,6 +94,8 @@ TEST(ParseDDPJob, ReadsEveryField) {
   EXPECT_EQ(j.spec.failure_policy.max_restarts, 5);
   EXPECT_EQ(j.spec.failure_policy.retryable_exit_codes, (std::vector<int>{75, 76}));
   EXPECT_EQ(j.spec.failure_policy.recovery, Recovery::kInPlace);
+  EXPECT_EQ(j.spec.failure_policy.spares, 2);
+  EXPECT_EQ(j.spec.failure_policy.liveness_timeout_seconds, 5);
   EXPECT_EQ(j.spec.run_policy.active_deadline_seconds, 7200);
   EXPECT_EQ(j.spec.run_policy.ttl_seconds_after_finished, 60);
   EXPECT_TRUE(j.spec.run_policy.suspend);
@@ -107,6 +111,8 @@ TEST(ParseDDPJob, ReadsEveryField) {
   EXPECT_EQ(j.status.last_failure->exit_code, 75);
   EXPECT_EQ(j.status.last_failure->pod_uid, "uid-7");
   EXPECT_EQ(j.status.recoveries, 2);
+  EXPECT_EQ(j.status.spares, 2);
+  EXPECT_EQ(j.status.ready_spares, 1);
   ASSERT_EQ(j.status.conditions.size(), 1u);
   EXPECT_EQ(j.status.conditions[0].last_transition_time, *ParseTime("2026-01-01T00:06:00Z"));
 }
@@ -123,6 +129,8 @@ TEST(ParseDDPJob, AbsentFieldsTakeDesignDefaults) {
   EXPECT_EQ(j.spec.failure_policy.max_restarts, 3);
   EXPECT_EQ(j.spec.failure_policy.retryable_exit_codes, (std::vector<int>{75}));
   EXPECT_EQ(j.spec.failure_policy.recovery, Recovery::kRestart);
+  EXPECT_EQ(j.spec.failure_policy.spares, 0);
+  EXPECT_EQ(j.spec.failure_policy.liveness_timeout_seconds, 10);
   EXPECT_FALSE(j.spec.run_policy.active_deadline_seconds.has_value());
   EXPECT_FALSE(j.spec.run_policy.suspend);
   EXPECT_EQ(j.spec.run_policy.clean_pod_policy, CleanPodPolicy::kRunning);

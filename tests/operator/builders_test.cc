@@ -2,6 +2,8 @@
 // table by hand, not from program output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "operator/plan/builders.h"
 #include "operator/plan/env.h"
 #include "operator/plan/names.h"
@@ -94,20 +96,27 @@ TEST(RendezvousEnv, LastRankWithEightProcessesPerPod) {
 }
 
 // DDP_MAX_RECOVERIES is what is left of maxRestarts after the restarts and recoveries so far,
-// never negative; DDP_RECOVERY names the spec's recovery mode.
+// never negative; DDP_RECOVERY names the spec's recovery mode. Both follow
+// TORCHELASTIC_RESTART_COUNT; recovery InPlace adds its own after them (group_builders_test.cc).
 TEST(RendezvousEnv, RecoveryModeAndBudgetLeft) {
   struct Case { int max_restarts, restarts, recoveries; const char* want; };
   const Case cases[] = {{3, 0, 0, "3"}, {5, 1, 2, "2"}, {3, 2, 1, "0"}, {2, 3, 4, "0"}};
-  for (const auto& c : cases) {
-    api::DDPJob job = Job(3);
-    job.spec.failure_policy.recovery = api::Recovery::kInPlace;
-    job.spec.failure_policy.max_restarts = c.max_restarts;
-    job.status.restarts = c.restarts;
-    job.status.recoveries = c.recoveries;
-    const Env env = WorkerEnv(BuildWorkerPod(job, 1, 0, 3));
-    const Env tail(env.end() - 2, env.end());
-    EXPECT_EQ(tail, (Env{{"DDP_RECOVERY", "InPlace"}, {"DDP_MAX_RECOVERIES", c.want}}))
-        << c.max_restarts << " " << c.restarts << " " << c.recoveries;
+  for (api::Recovery mode : {api::Recovery::kRestart, api::Recovery::kInPlace}) {
+    for (const auto& c : cases) {
+      api::DDPJob job = Job(3);
+      job.spec.failure_policy.recovery = mode;
+      job.spec.failure_policy.max_restarts = c.max_restarts;
+      job.status.restarts = c.restarts;
+      job.status.recoveries = c.recoveries;
+      const Env env = WorkerEnv(BuildWorkerPod(job, 1, 0, 3));
+      auto at = std::find(env.begin(), env.end(),
+                          Env::value_type{"TORCHELASTIC_RESTART_COUNT", "0"});
+      ASSERT_GE(std::distance(at, env.end()), 3) << "TORCHELASTIC_RESTART_COUNT missing or last";
+      const Env two(at + 1, at + 3);
+      const char* name = mode == api::Recovery::kInPlace ? "InPlace" : "Restart";
+      EXPECT_EQ(two, (Env{{"DDP_RECOVERY", name}, {"DDP_MAX_RECOVERIES", c.want}}))
+          << name << " " << c.max_restarts << " " << c.restarts << " " << c.recoveries;
+    }
   }
 }
 

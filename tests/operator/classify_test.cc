@@ -42,20 +42,50 @@ TEST(ClassifyPod, FailureNeedsAnExitCodeAndNoDisruptionSignal) {
   EXPECT_EQ(ClassifyPod(shutdown), PodOutcome::kDisruption);
 }
 
-// A member its group declared lost was taken away, unless it already exited: then its code says
-// what the program did.
-TEST(ClassifyPod, FencedIsADisruptionUntilItExits) {
+// A member its group declared lost was taken away, whether or not it exited since (its
+// supervisor exits when it learns it was fenced; a code then says nothing about the program).
+TEST(ClassifyPod, FencedIsADisruptionWhetherOrNotItExited) {
   ObservedPod running = Pod(1, 0, "Running");
   running.fenced = true;
   EXPECT_EQ(ClassifyPod(running), PodOutcome::kDisruption);
   EXPECT_EQ(DescribeOutcome(running, PodOutcome::kDisruption),
             "disrupted: declared lost by its group");
-  ObservedPod exited = Exited(1, 0, 3);
-  exited.fenced = true;
-  EXPECT_EQ(ClassifyPod(exited), PodOutcome::kFailure);
-  ObservedPod done = Exited(1, 0, 0);
-  done.fenced = true;
-  EXPECT_EQ(ClassifyPod(done), PodOutcome::kSucceeded);
+  for (int code : {0, 3, 75, 137}) {
+    ObservedPod exited = Exited(1, 0, code);
+    exited.fenced = true;
+    EXPECT_EQ(ClassifyPod(exited), PodOutcome::kDisruption) << code;
+    EXPECT_EQ(DescribeOutcome(exited, PodOutcome::kDisruption),
+              "disrupted: declared lost by its group")
+        << code;
+  }
+}
+
+// What a supervised pod (recovery InPlace) wrote when it ended decides before its exit code:
+// Departed (SIGTERM to this pod alone) and Fenced are disruptions; BudgetSpent, NotRetryable and
+// GroupAbandoned end a failing program (inplace.h's steps decide what each costs).
+TEST(ClassifyPod, SupervisorEndReasons) {
+  using group::EndReason;
+  struct Case {
+    EndReason reason;
+    PodOutcome want;
+  };
+  const Case cases[] = {
+      {EndReason::kDeparted, PodOutcome::kDisruption},
+      {EndReason::kFenced, PodOutcome::kDisruption},
+      {EndReason::kBudgetSpent, PodOutcome::kFailure},
+      {EndReason::kNotRetryable, PodOutcome::kFailure},
+      {EndReason::kGroupAbandoned, PodOutcome::kFailure},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(ClassifyPod(Ends(Pod(1, 0, "Running"), c.reason, "why")), c.want)
+        << group::EndReasonName(c.reason);
+  }
+  // Not our prefix, or a reason we do not know: the exit code decides.
+  ObservedPod other = Exited(1, 0, 75);
+  other.message = "ddp: Departedness: no";
+  EXPECT_EQ(ClassifyPod(other), PodOutcome::kFailure);
+  other.message = "Departed: not ours";
+  EXPECT_EQ(ClassifyPod(other), PodOutcome::kFailure);
 }
 
 TEST(DescribeOutcome, ReadsLikeTheEventMessages) {

@@ -134,8 +134,8 @@ std::vector<DecideRow> DecideRows() {
        LostPodDecision::kForceDelete, -1, "declared lost and fenced by its group"},
       {"fenced_and_terminating_is_forced_at_once", Fenced(stuck), true, 71,
        LostPodDecision::kForceDelete, -1, "declared lost and fenced by its group"},
-      {"fenced_but_exited_keeps_its_record", Fenced(OnReadyNode(Exited(1, 2, 137))), true, 10,
-       LostPodDecision::kKeep},
+      {"fenced_and_exited_is_forced_at_once_too", Fenced(OnReadyNode(Exited(1, 2, 137))), true,
+       10, LostPodDecision::kForceDelete, -1, "declared lost and fenced by its group"},
   };
 }
 
@@ -153,11 +153,6 @@ INSTANTIATE_TEST_SUITE_P(LostNodes, DecideLostPodTable, ::testing::ValuesIn(Deci
                          [](const auto& info) { return info.param.name; });
 
 // ---- Through PlanReconcile.
-
-api::DDPJob InPlace(api::DDPJob j) {
-  j.spec.failure_policy.recovery = api::Recovery::kInPlace;
-  return j;
-}
 
 // The kubelets of live nodes confirm their pods' deletions; a lost node's never do.
 void ReapOnLiveNodes(Observed* world) {
@@ -245,7 +240,7 @@ TEST(LostNodeScenario, RestartRoundRecreatesTheNameAfterGracePlusMargin) {
 // so the operator waits the unfenced margin (its process might still train), then forces it.
 TEST(LostNodeScenario, InPlaceUnfencedWaitsTheLongMarginInTheSameRound) {
   api::DDPJob job = InPlace(InPhase(Job(3), "Running", 2, 3));
-  Observed world = World(Pods(3, 2, "Running"));
+  Observed world = GroupWorld(3, 2, 0, "Running");
   world.pods[1] = OnLostNode(DeletedAt(world.pods[1], 100, 30));
 
   const Plan replace = PlanReconcile(job, world, At(101), kOptions);
@@ -283,7 +278,7 @@ TEST(LostNodeScenario, InPlaceUnfencedWaitsTheLongMarginInTheSameRound) {
 // The group fences the stuck pod later: it goes at once, and is not counted again.
 TEST(LostNodeScenario, FenceOfAStuckPodForcesItWithoutASecondCount) {
   api::DDPJob job = InPlace(InPhase(Job(3), "Running", 2, 3));
-  Observed world = World(Pods(3, 2, "Running"));
+  Observed world = GroupWorld(3, 2, 0, "Running");
   world.pods[1] = OnLostNode(DeletedAt(world.pods[1], 100, 30));
   Apply(PlanReconcile(job, world, At(101), kOptions), &job, &world, At(101));
   ASSERT_EQ(job.status.disruptions, 1);
@@ -296,73 +291,118 @@ TEST(LostNodeScenario, FenceOfAStuckPodForcesItWithoutASecondCount) {
 
 // A member the group declared lost (a frozen process, a silent node not yet NotReady) is a
 // disruption, replaced at once under InPlace with a force delete; counted once over all passes.
+// Pod 0 is no different: the store lives in the rendezvous pod.
 TEST(LostNodeScenario, FencedPodIsReplacedAtOnceAndCountedOnce) {
-  api::DDPJob job = InPlace(InPhase(Job(3), "Running", 2, 3));
-  Observed world = World(Pods(3, 2, "Running"));
-  world.pods[2] = Fenced(world.pods[2]);
+  for (int fenced : {2, 0}) {
+    SCOPED_TRACE("fenced pod " + std::to_string(fenced));
+    const std::string name = "mingpt-worker-" + std::to_string(fenced);
+    api::DDPJob job = InPlace(InPhase(Job(3), "Running", 2, 3));
+    Observed world = GroupWorld(3, 2, 0, "Running");
+    world.pods[static_cast<size_t>(fenced)] = Fenced(world.pods[static_cast<size_t>(fenced)]);
 
-  const Plan replace = PlanReconcile(job, world, At(10), kOptions);
-  SCOPED_TRACE(replace.ToString());
-  EXPECT_EQ(DescribeDeletes(replace), (Strings{"Pod mingpt-worker-2 (grace 0s)"}));
-  EXPECT_EQ(EventReasons(replace), (Strings{"PodReplaced", internal::kReasonForceDeleted}));
-  EXPECT_TRUE(SaysSomewhere(replace, "rank 2 disrupted: declared lost by its group; "
-                                     "disruption 1, not limited"));
-  EXPECT_TRUE(SaysSomewhere(replace, "round 2: pod mingpt-worker-2 declared lost and fenced by "
-                                     "its group: force-deleted"));
-  ASSERT_TRUE(replace.status.has_value());
-  EXPECT_EQ(replace.status->disruptions, 1);
-  EXPECT_EQ(replace.status->recoveries, 0);
-  EXPECT_EQ(replace.status->restarts, 0);
+    const Plan replace = PlanReconcile(job, world, At(10), kOptions);
+    SCOPED_TRACE(replace.ToString());
+    EXPECT_EQ(DescribeDeletes(replace), (Strings{"Pod " + name + " (grace 0s)"}));
+    EXPECT_EQ(EventReasons(replace), (Strings{"PodReplaced", internal::kReasonForceDeleted}));
+    EXPECT_TRUE(SaysSomewhere(replace, "rank " + std::to_string(fenced) +
+                                           " disrupted: declared lost by its group; "
+                                           "disruption 1, not limited"));
+    EXPECT_TRUE(SaysSomewhere(replace, "round 2: pod " + name +
+                                           " declared lost and fenced by its group: "
+                                           "force-deleted"));
+    ASSERT_TRUE(replace.status.has_value());
+    EXPECT_EQ(replace.status->disruptions, 1);
+    EXPECT_EQ(replace.status->recoveries, 0);
+    EXPECT_EQ(replace.status->restarts, 0);
+    EXPECT_EQ(replace.status->round, 2);
 
-  // The force delete is lost (the cache is behind): the same delete again, no second count.
-  api::DDPJob after = job;
-  after.status = *replace.status;
-  const Plan again = PlanReconcile(after, world, At(11), kOptions);
-  EXPECT_EQ(DescribeDeletes(again), (Strings{"Pod mingpt-worker-2 (grace 0s)"}));
-  EXPECT_FALSE(again.status.has_value()) << again.ToString();
+    // The force delete is lost (the cache is behind): the same delete again, no second count.
+    api::DDPJob after = job;
+    after.status = *replace.status;
+    const Plan again = PlanReconcile(after, world, At(11), kOptions);
+    EXPECT_EQ(DescribeDeletes(again), (Strings{"Pod " + name + " (grace 0s)"}));
+    EXPECT_FALSE(again.status.has_value()) << again.ToString();
 
-  Apply(replace, &job, &world, At(10));
-  const Plan recreate = PlanReconcile(job, world, At(11), kOptions);
-  EXPECT_EQ(DescribeCreates(recreate), (Strings{"Pod mingpt-worker-2 r2"}));
-  Apply(recreate, &job, &world, At(11));
-  SetAllRunning(&world);
-  Settle(&job, &world, At(12));
-  EXPECT_EQ(job.status.phase, "Running");
-  EXPECT_EQ(job.status.disruptions, 1);
-  EXPECT_EQ(job.status.round, 2);
+    Apply(replace, &job, &world, At(10));
+    const Plan recreate = PlanReconcile(job, world, At(11), kOptions);
+    EXPECT_EQ(DescribeCreates(recreate), (Strings{"Pod " + name + " r2"}));
+    Apply(recreate, &job, &world, At(11));
+    SetAllRunning(&world);
+    Settle(&job, &world, At(12));
+    EXPECT_EQ(job.status.phase, "Running");
+    EXPECT_EQ(job.status.disruptions, 1);
+    EXPECT_EQ(job.status.round, 2);
+  }
 }
 
-// Pod 0 (the store) fenced, or any pod under Restart: a new round, the fenced pod forced.
-TEST(LostNodeScenario, FencedPodUnderTheRoundModelStartsANewRound) {
-  struct Case {
-    api::DDPJob job;
-    int fenced;
-    Strings deletes;
-  };
-  const Case cases[] = {
-      {InPlace(InPhase(Job(3), "Running", 2, 3)), 0,
-       {"Pod mingpt-worker-0 (grace 0s)", "Pod mingpt-worker-1", "Pod mingpt-worker-2"}},
-      {InPhase(Job(3), "Running", 2, 3), 2,
-       {"Pod mingpt-worker-0", "Pod mingpt-worker-1", "Pod mingpt-worker-2 (grace 0s)"}},
-  };
-  for (const Case& c : cases) {
-    Observed world = World(Pods(3, 2, "Running"));
-    world.pods[static_cast<size_t>(c.fenced)].fenced = true;
-    const Plan plan = PlanReconcile(c.job, world, At(10), kOptions);
-    SCOPED_TRACE(plan.ToString());
-    EXPECT_EQ(DescribeDeletes(plan), c.deletes);
-    EXPECT_EQ(EventReasons(plan),
-              (Strings{"PodDisrupted", "DeletingPods", internal::kReasonForceDeleted}));
-    ASSERT_TRUE(plan.status.has_value());
-    EXPECT_EQ(plan.status->round, 3);
-    EXPECT_EQ(plan.status->disruptions, 1);
-    EXPECT_EQ(plan.status->restarts, 0);
-    // Once applied, the next pass counts nothing more and deletes nothing more.
-    api::DDPJob job = c.job;
-    Apply(plan, &job, &world, At(10));
-    const Plan again = PlanReconcile(job, world, At(10), kOptions);
-    EXPECT_TRUE(again.deletes.empty() && !again.status) << again.ToString();
-  }
+// A fenced pod that already exited (its supervisor wrote Fenced, or it crashed after the group
+// gave up on it) is a disruption as well, and goes at once: its exit code decides nothing.
+TEST(LostNodeScenario, FencedPodThatExitedIsADisruptionForcedAtOnce) {
+  api::DDPJob job = InPlace(InPhase(Job(3), "Running", 2, 3));
+  Observed world = GroupWorld(3, 2, 0, "Running");
+  world.pods[1] = Fenced(Exited(1, 2, 3));  // 3 would fail the job as a failure
+  const Plan plan = PlanReconcile(job, world, At(10), kOptions);
+  SCOPED_TRACE(plan.ToString());
+  EXPECT_EQ(DescribeDeletes(plan), (Strings{"Pod mingpt-worker-1 (grace 0s)"}));
+  EXPECT_EQ(EventReasons(plan), (Strings{"PodReplaced", internal::kReasonForceDeleted}));
+  EXPECT_TRUE(SaysSomewhere(plan, "rank 1 disrupted: declared lost by its group"));
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ(plan.status->phase, "Restarting");
+  EXPECT_EQ(plan.status->disruptions, 1);
+  EXPECT_EQ(plan.status->recoveries, 0);
+  Apply(plan, &job, &world, At(10));
+  const Plan again = PlanReconcile(job, world, At(10), kOptions);
+  EXPECT_EQ(DescribeCreates(again), (Strings{"Pod mingpt-worker-1 r2"}));
+  EXPECT_FALSE(again.status.has_value() && again.status->disruptions != 1) << again.ToString();
+}
+
+// Under recovery Restart a fenced pod (a report of an earlier InPlace spec, or a group that
+// raced a spec change) is a disruption of the round: a new round, the fenced pod forced.
+TEST(LostNodeScenario, FencedPodUnderRestartStartsANewRound) {
+  api::DDPJob job = InPhase(Job(3), "Running", 2, 3);
+  Observed world = World(Pods(3, 2, "Running"));
+  world.pods[2].fenced = true;
+  const Plan plan = PlanReconcile(job, world, At(10), kOptions);
+  SCOPED_TRACE(plan.ToString());
+  EXPECT_EQ(DescribeDeletes(plan),
+            (Strings{"Pod mingpt-worker-0", "Pod mingpt-worker-1", "Pod mingpt-worker-2 (grace 0s)"}));
+  EXPECT_EQ(EventReasons(plan),
+            (Strings{"PodDisrupted", "DeletingPods", internal::kReasonForceDeleted}));
+  ASSERT_TRUE(plan.status.has_value());
+  EXPECT_EQ(plan.status->round, 3);
+  EXPECT_EQ(plan.status->disruptions, 1);
+  EXPECT_EQ(plan.status->restarts, 0);
+  // Once applied, the next pass counts nothing more and deletes nothing more.
+  Apply(plan, &job, &world, At(10));
+  const Plan again = PlanReconcile(job, world, At(10), kOptions);
+  EXPECT_TRUE(again.deletes.empty() && !again.status) << again.ToString();
+}
+
+// A spare that took a rank trains like a worker: on a lost node, unfenced, it gets the long
+// margin too; once the group fences it, it goes at once. Counted once, as a disruption.
+TEST(LostNodeScenario, SpareHoldingARankWaitsTheLongMarginLikeAWorker) {
+  api::DDPJob job = InPlace(InPhase(Job(2), "Running", 2, 2), 1);
+  Observed world = GroupWorld(2, 2, 1, "Running");
+  // The spare holds rank 1; worker 1 (its rank taken) is an idle spare now.
+  world.group = Report(2, {{"mingpt-worker-0", 0}, {"mingpt-spare-0", 1}}, {"mingpt-worker-1"});
+  world.pods[3] = OnLostNode(DeletedAt(world.pods[3], 100, 30));
+  ASSERT_EQ(world.pods[3].name, "mingpt-spare-0");
+
+  const Plan replace = PlanReconcile(job, world, At(101), kOptions);
+  SCOPED_TRACE(replace.ToString());
+  ASSERT_TRUE(replace.status.has_value());
+  EXPECT_EQ(replace.status->disruptions, 1);
+  EXPECT_EQ(replace.status->round, 2);
+  EXPECT_TRUE(SaysSomewhere(replace, "replacing pod mingpt-spare-0 (rank 1 disrupted"));
+  EXPECT_TRUE(replace.deletes.empty());
+  EXPECT_EQ(replace.requeue_after, std::chrono::milliseconds(329000));  // At(430) - At(101)
+  Apply(replace, &job, &world, At(101));
+
+  EXPECT_TRUE(PlanReconcile(job, world, At(429), kOptions).deletes.empty());
+  world.group->report.fenced = {{"mingpt-spare-0", "mingpt-spare-0-r2"}};
+  const Plan forced = PlanReconcile(job, world, At(150), kOptions);
+  EXPECT_EQ(DescribeDeletes(forced), (Strings{"Pod mingpt-spare-0 (grace 0s)"}));
+  EXPECT_FALSE(forced.status.has_value()) << forced.ToString();
 }
 
 // What is not the planner's to force: a lost node's pod nobody deleted, a pod of a live node
@@ -370,12 +410,12 @@ TEST(LostNodeScenario, FencedPodUnderTheRoundModelStartsANewRound) {
 TEST(LostNodeScenario, NothingToForce) {
   api::DDPJob job = InPlace(InPhase(Job(3), "Running", 2, 3));
   job.status.ready_replicas = 3;
-  Observed on_lost = World(Pods(3, 2, "Running"));
+  Observed on_lost = GroupWorld(3, 2, 0, "Running");
   on_lost.pods[1] = OnLostNode(on_lost.pods[1]);
   const Plan kept = PlanReconcile(job, on_lost, At(1000), kOptions);
   EXPECT_TRUE(kept.empty()) << kept.ToString();
 
-  Observed foreign = World(Pods(3, 2, "Running"));
+  Observed foreign = GroupWorld(3, 2, 0, "Running");
   foreign.pods.push_back(
       OwnedBy(Fenced(OnLostNode(DeletedAt(Pod(5, 2, "Running"), 70, 30))), "another-job"));
   const Plan not_ours = PlanReconcile(job, foreign, At(1000), kOptions);

@@ -48,6 +48,12 @@ api::DDPJob Scaled(api::DDPJob j, int replicas) {
   return j;
 }
 
+api::DDPJob InPlace(api::DDPJob j, int spares) {
+  j.spec.failure_policy.recovery = api::Recovery::kInPlace;
+  j.spec.failure_policy.spares = spares;
+  return j;
+}
+
 ObservedPod Pod(int index, int round, const std::string& phase) {
   ObservedPod p;
   p.name = "mingpt-worker-" + std::to_string(index);
@@ -59,6 +65,35 @@ ObservedPod Pod(int index, int round, const std::string& phase) {
   p.owner_uid = Job(1).uid;  // controlled by the job the rows plan for
   p.created = At(0);
   if (phase == "Succeeded") p.exit_code = 0;
+  return p;
+}
+
+namespace {
+
+ObservedPod Renamed(ObservedPod p, const std::string& name, const char* role, int index) {
+  p.name = name;
+  p.role = role;
+  p.index = index;
+  p.uid = name + "-r" + std::to_string(p.round);
+  return p;
+}
+
+}  // namespace
+
+ObservedPod Rendezvous(int round, const std::string& phase) {
+  return Renamed(Pod(0, round, phase), "mingpt-rendezvous", group::kRoleRendezvous, 0);
+}
+
+ObservedPod Spare(int k, int round, const std::string& phase) {
+  return Renamed(Pod(k, round, phase), "mingpt-spare-" + std::to_string(k), group::kRoleSpare, k);
+}
+
+ObservedPod Ends(ObservedPod p, group::EndReason reason, const std::string& text, int code) {
+  p.phase = "Failed";
+  p.ready = false;
+  p.exit_code = code;
+  p.reason = "Error";
+  p.message = group::FormatEnd(reason, text);
   return p;
 }
 
@@ -109,6 +144,26 @@ Observed World(std::vector<ObservedPod> pods, bool service) {
   w.pods = std::move(pods);
   w.service_exists = service;
   return w;
+}
+
+Observed GroupWorld(int n, int round, int spares, const std::string& phase) {
+  std::vector<ObservedPod> pods = Pods(n, round, phase);
+  pods.push_back(Rendezvous(round, phase));
+  for (int k = 0; k < spares; ++k) pods.push_back(Spare(k, round, phase));
+  return World(std::move(pods));
+}
+
+ObservedGroup Report(int round, std::map<std::string, int> members,
+                     std::vector<std::string> spares, double recoveries,
+                     std::map<std::string, std::string> fenced) {
+  ObservedGroup g;
+  g.round = round;
+  g.report.present = true;
+  g.report.members = std::move(members);
+  g.report.spares = std::move(spares);
+  g.report.recoveries = recoveries;
+  for (auto& [name, uid] : fenced) g.report.fenced.emplace_back(name, uid);
+  return g;
 }
 
 Observed With(Observed w, ObservedPod p) {

@@ -1,7 +1,9 @@
-// PlanReconcile with spec.failurePolicy.recovery InPlace: a failed or lost pod other than pod 0 is
-// replaced alone in the same round; pod 0, non-retryable failures and an exhausted budget take
-// the round model's paths. One row per decision, each also checked for idempotency (apply the
-// plan, plan again: no writes), then multi-pass scenarios that check the survivors' UIDs.
+// PlanReconcile with spec.failurePolicy.recovery InPlace: a failed or lost worker pod, pod 0
+// included (the rendezvous pod hosts the store), is replaced alone in the same round;
+// non-retryable failures and an exhausted budget take the round model's paths. One row per
+// decision, each also checked for idempotency (apply the plan, plan again: no writes), then
+// multi-pass scenarios that check the survivors' UIDs. The rendezvous pod, spares and the
+// group's report have their own table (planner_group_test.cc).
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 #include <gtest/gtest.h>
@@ -36,10 +38,6 @@ struct Row {
   Expect want;
 };
 
-DDPJob InPlace(DDPJob j) {
-  j.spec.failure_policy.recovery = api::Recovery::kInPlace;
-  return j;
-}
 DDPJob Running3() { return InPlace(InPhase(Job(3), "Running", 2, 3)); }
 DDPJob Counts(DDPJob j, int restarts, int recoveries) {
   j.status.restarts = restarts;
@@ -56,12 +54,15 @@ DDPJob Replacing(int index, const std::string& uid) {
                        uid};
   return j;
 }
-Observed Failing(ObservedPod bad) { return With(World(Pods(3, 2, "Running")), bad); }
-
-const Strings kDeleteAll3 = {"Pod mingpt-worker-0", "Pod mingpt-worker-1", "Pod mingpt-worker-2"};
+// Round 2's pods as listed: the three worker pods (or what is left of them) and the
+// rendezvous pod, running.
+Observed Round2(std::vector<ObservedPod> workers) {
+  workers.push_back(Rendezvous(2, "Running"));
+  return World(std::move(workers));
+}
+Observed Failing(ObservedPod bad) { return With(GroupWorld(3, 2, 0, "Running"), bad); }
 
 std::vector<Row> Rows() {
-  ObservedPod evicted_uid_counted = Evicted(2, 2);
   return {
       {"pod1_failure_replaces_pod1_alone_in_the_same_round", Running3(),
        Failing(Exited(1, 2, 137)),
@@ -74,13 +75,15 @@ std::vector<Row> Rows() {
        Failing(Exited(2, 2, 75)),
        {.deletes = {"Pod mingpt-worker-2"}, .restarts = 1, .recoveries = 1,
         .message = "recovery 2 of 3"}},
-      {"pod0_failure_falls_back_to_a_new_round", Running3(), Failing(Exited(0, 2, 75)),
-       {.deletes = kDeleteAll3, .phase = "Restarting", .round = 3, .restarts = 1,
-        .recoveries = 0, .events = {"PodFailed", "DeletingPods"},
-        .message = "round 2 -> 3 (rank 0 exited 75; restart 1 of 3)",
-        .condition = "Restarting=True/PodFailed"}},
+      // Pod 0 is no longer special: the store lives in the rendezvous pod.
+      {"pod0_failure_is_replaced_alone_like_any_other", Running3(), Failing(Exited(0, 2, 75)),
+       {.deletes = {"Pod mingpt-worker-0"}, .phase = "Restarting", .round = 2, .restarts = 0,
+        .disruptions = 0, .recoveries = 1, .events = {"PodReplaced"},
+        .message = "round 2: replacing pod mingpt-worker-0 (rank 0 exited 75; recovery 1 of 3)",
+        .condition = "Restarting=True/PodReplaced", .failure_uid = "mingpt-worker-0-r2"}},
       {"budget_exhausted_fails_the_job", Counts(Running3(), 1, 2), Failing(Exited(1, 2, 75)),
-       {.deletes = {"Pod mingpt-worker-0", "Pod mingpt-worker-2", "Service mingpt"},
+       {.deletes = {"Pod mingpt-worker-0", "Pod mingpt-worker-2", "Pod mingpt-rendezvous",
+                    "Service mingpt"},
         .phase = "Failed", .restarts = 1, .recoveries = 2,
         .events = {"MaxRestartsExceeded", "CleaningPods"},
         .message = "rank 1 exited 75: 1 restarts and 2 recoveries reached "
@@ -92,13 +95,14 @@ std::vector<Row> Rows() {
          j.spec.failure_policy.recovery = api::Recovery::kRestart;
          return j;
        }(),
-       Failing(Exited(0, 2, 75)),
+       With(World(Pods(3, 2, "Running")), Exited(0, 2, 75)),
        {.deletes = {"Pod mingpt-worker-1", "Pod mingpt-worker-2", "Service mingpt"},
         .phase = "Failed", .restarts = 0, .recoveries = 3,
         .message = "0 restarts and 3 recoveries reached"}},
       {"non_retryable_failure_fails_the_job",
        Policy(Running3(), api::RestartPolicy::kExitCode, 3), Failing(Exited(1, 2, 2)),
-       {.deletes = {"Pod mingpt-worker-0", "Pod mingpt-worker-2", "Service mingpt"},
+       {.deletes = {"Pod mingpt-worker-0", "Pod mingpt-worker-2", "Pod mingpt-rendezvous",
+                    "Service mingpt"},
         .phase = "Failed", .recoveries = 0,
         .message = "rank 1 exited 2: not retryable under restartPolicy ExitCode"}},
       {"eviction_of_pod2_replaces_pod2_as_a_disruption", Running3(), Failing(Evicted(2, 2)),
@@ -112,20 +116,22 @@ std::vector<Row> Rows() {
        {.phase = "Restarting", .round = 2, .disruptions = 1, .recoveries = 0,
         .events = {"PodReplaced"}, .message = "rank 2 disrupted: deleted"}},
       {"pod2_vanished_is_recreated_at_once", Running3(),
-       World({Pod(0, 2, "Running"), Pod(1, 2, "Running")}),
+       Round2({Pod(0, 2, "Running"), Pod(1, 2, "Running")}),
        {.creates = {"Pod mingpt-worker-2 r2"}, .phase = "Restarting", .round = 2,
         .disruptions = 1, .events = {"PodReplaced", "CreatingPods"},
         .message = "round 2: creating 1 pod of 3"}},
-      {"pod0_eviction_falls_back_to_a_new_round", Running3(), Failing(Evicted(0, 2)),
-       {.deletes = kDeleteAll3, .round = 3, .restarts = 0, .disruptions = 1,
-        .events = {"PodDisrupted", "DeletingPods"}}},
+      {"pod0_eviction_is_replaced_alone_like_any_other", Running3(), Failing(Evicted(0, 2)),
+       {.deletes = {"Pod mingpt-worker-0"}, .phase = "Restarting", .round = 2, .restarts = 0,
+        .disruptions = 1, .recoveries = 0, .events = {"PodReplaced"},
+        .message = "round 2: replacing pod mingpt-worker-0 (rank 0 disrupted: Evicted; "
+                   "disruption 1, not limited)"}},
       {"counted_pod_not_yet_going_is_deleted_again_not_counted",
        Replacing(1, "mingpt-worker-1-r2"), Failing(Exited(1, 2, 137)),
        {.deletes = {"Pod mingpt-worker-1"}, .phase = "Restarting", .recoveries = 1,
         .events = {}}},
       {"lost_delete_and_a_new_failure_in_one_pass_count_only_the_new_one",
        Replacing(2, "mingpt-worker-2-r2"),
-       World({Pod(0, 2, "Running"), Exited(1, 2, 75), Exited(2, 2, 137)}),
+       Round2({Pod(0, 2, "Running"), Exited(1, 2, 75), Exited(2, 2, 137)}),
        {.deletes = {"Pod mingpt-worker-2", "Pod mingpt-worker-1"}, .recoveries = 2,
         .events = {"PodReplaced"}, .message = "replacing pod mingpt-worker-1 (rank 1 exited 75",
         .failure_uid = "mingpt-worker-1-r2"}},
@@ -133,15 +139,15 @@ std::vector<Row> Rows() {
        Failing(Deleting(Exited(1, 2, 137))),
        {.phase = "Restarting", .round = 2, .recoveries = 1, .events = {}}},
       {"name_recreated_in_the_same_round_once_the_old_pod_is_gone",
-       Replacing(1, "mingpt-worker-1-r2"), World({Pod(0, 2, "Running"), Pod(2, 2, "Running")}),
+       Replacing(1, "mingpt-worker-1-r2"), Round2({Pod(0, 2, "Running"), Pod(2, 2, "Running")}),
        {.creates = {"Pod mingpt-worker-1 r2"}, .phase = "Restarting", .round = 2,
         .recoveries = 1, .events = {"CreatingPods"}, .message = "round 2: creating 1 pod of 3"}},
       {"replacement_running_makes_the_job_running_again", Replacing(1, "mingpt-worker-1-old"),
-       World(Pods(3, 2, "Running")),
+       GroupWorld(3, 2, 0, "Running"),
        {.phase = "Running", .round = 2, .recoveries = 1, .events = {"Running"},
         .condition = "Restarting=False/AllPodsRunning"}},
       {"second_failure_during_a_replacement_is_counted", Replacing(1, "mingpt-worker-1-r2"),
-       World({Pod(0, 2, "Running"), Exited(2, 2, 75)}),
+       Round2({Pod(0, 2, "Running"), Exited(2, 2, 75)}),
        {.creates = {"Pod mingpt-worker-1 r2"}, .deletes = {"Pod mingpt-worker-2"},
         .recoveries = 2, .events = {"PodReplaced", "CreatingPods"},
         .message = "replacing pod mingpt-worker-2 (rank 2 exited 75; recovery 2 of 3)",
@@ -154,10 +160,16 @@ std::vector<Row> Rows() {
        }(),
        {.deletes = {"Pod mingpt-worker-1"}, .recoveries = 2, .events = {"PodReplaced"},
         .failure_uid = "mingpt-worker-1-new"}},
+      // A resize is a new round for every pod, the rendezvous pod included (a new store); each
+      // name comes back once its old pod is gone, so only the new name is created now.
       {"resize_during_inplace_is_still_a_new_round", Scaled(Running3(), 4),
-       World(Pods(3, 2, "Running")),
-       {.creates = {"Pod mingpt-worker-3 r3"}, .deletes = kDeleteAll3, .phase = "Scaling",
-        .round = 3, .recoveries = 0, .events = {"Resized", "DeletingPods", "CreatingPods"}}},
+       GroupWorld(3, 2, 0, "Running"),
+       {.creates = {"Pod mingpt-worker-3 r3"},
+        .deletes = {"Pod mingpt-worker-0", "Pod mingpt-worker-1", "Pod mingpt-worker-2",
+                    "Pod mingpt-rendezvous"},
+        .phase = "Scaling", .round = 3, .recoveries = 0,
+        .events = {"Resized", "DeletingPods", "CreatingPods"},
+        .message = "round 3: creating 1 pod of 4 (world size 4); 4 wait for their old pod to go"}},
   };
 }
 
@@ -255,7 +267,7 @@ std::string EnvOf(const nlohmann::json& pod, const std::string& name) {
 TEST(InPlaceScenario, RepeatedFailuresOfRank1HealAloneUntilTheBudgetEnds) {
   DDPJob job = Running3();
   job.status.ready_replicas = 3;
-  Observed world = World(Pods(3, 2, "Running"));
+  Observed world = GroupWorld(3, 2, 0, "Running");
   const auto before = UidsByName(world);
   for (int k = 1; k <= 3; ++k) {
     SetPhase(&world, "mingpt-worker-1", "Failed", 137);
@@ -281,6 +293,7 @@ TEST(InPlaceScenario, RepeatedFailuresOfRank1HealAloneUntilTheBudgetEnds) {
     EXPECT_EQ(now.at("mingpt-worker-0"), before.at("mingpt-worker-0"));
     EXPECT_EQ(now.at("mingpt-worker-2"), before.at("mingpt-worker-2"));
     EXPECT_NE(now.at("mingpt-worker-1"), before.at("mingpt-worker-1"));
+    EXPECT_EQ(now.at("mingpt-rendezvous"), before.at("mingpt-rendezvous"));
   }
   SetPhase(&world, "mingpt-worker-1", "Failed", 137);
   Settle(&job, &world, At(100));
@@ -292,15 +305,18 @@ TEST(InPlaceScenario, RepeatedFailuresOfRank1HealAloneUntilTheBudgetEnds) {
 // Two pods of one node lost at once: both are replaced, and each counted once.
 TEST(InPlaceScenario, TwoPodsLostTogetherAreBothReplacedAndCountedOnce) {
   DDPJob job = InPlace(InPhase(Job(4), "Running", 0, 4));
-  Observed world = World(Pods(4, 0, "Running"));
+  Observed world = GroupWorld(4, 0, 0, "Running");
   const auto before = UidsByName(world);
-  for (auto& p : world.pods) p.deleting = p.index == 1 || p.index == 3;  // the taint manager
+  for (auto& p : world.pods) {  // the taint manager
+    p.deleting = p.role == group::kRoleWorker && (p.index == 1 || p.index == 3);
+  }
   Settle(&job, &world, At(10));
   EXPECT_EQ(job.status.disruptions, 2);
   EXPECT_EQ(job.status.recoveries, 0);
   EXPECT_EQ(job.status.round, 0);
-  ASSERT_EQ(world.pods.size(), 4u);
+  ASSERT_EQ(world.pods.size(), 5u);
   const auto now = UidsByName(world);
+  EXPECT_EQ(now.at("mingpt-rendezvous"), before.at("mingpt-rendezvous"));
   EXPECT_EQ(now.at("mingpt-worker-0"), before.at("mingpt-worker-0"));
   EXPECT_EQ(now.at("mingpt-worker-2"), before.at("mingpt-worker-2"));
   EXPECT_EQ(now.at("mingpt-worker-1"), "mingpt-worker-1-new");

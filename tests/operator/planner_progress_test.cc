@@ -189,7 +189,7 @@ TEST(PlannerHang, CountsAgainstMaxRestarts) {
 
 TEST(PlannerRecovery, RecoverySecondsFromFailureToTheNewRoundRunning) {
   api::DDPJob j = InPhase(Job(2), api::kPhaseRestarting, 1, 2, 1);
-  j.status.last_failure = api::LastFailure{"mingpt-worker-1", 1, 75, "Error", "", At(10), {}};
+  j.status.last_failure = api::LastFailure{"mingpt-worker-1", 1, 75, "Error", "", At(10), "", std::nullopt};
   Observed w = World(Pods(2, 1, "Running"));
   Plan plan = PlanReconcile(j, w, At(25));
   ASSERT_TRUE(plan.status && plan.status->last_failure) << plan.ToString();
@@ -202,7 +202,7 @@ TEST(PlannerRecovery, RecoverySecondsFromFailureToTheNewRoundRunning) {
 
 TEST(PlannerRecovery, NotRecordedWhileTheRoundIsStarting) {
   api::DDPJob j = InPhase(Job(2), api::kPhaseRestarting, 1, 2, 1);
-  j.status.last_failure = api::LastFailure{"mingpt-worker-1", 1, 75, "Error", "", At(10), {}};
+  j.status.last_failure = api::LastFailure{"mingpt-worker-1", 1, 75, "Error", "", At(10), "", std::nullopt};
   Observed w = World({Pod(0, 1, "Running"), Pod(1, 1, "Pending")});
   Plan plan = PlanReconcile(j, w, At(25));
   EXPECT_TRUE(!plan.status || !plan.status->last_failure->recovery_seconds) << plan.ToString();
@@ -261,24 +261,30 @@ namespace {
 // report, each counted once: the same reading again adds nothing, a higher one adds the
 // difference, a new round's (or a new rendezvous pod's) count starts a new baseline.
 ObservedGroup Group(int round, double recoveries) {
-  ObservedGroup g;
-  g.round = round;
-  g.report.present = true;
-  g.report.recoveries = recoveries;
-  return g;
+  return Report(round, {{"mingpt-worker-0", 0}, {"mingpt-worker-1", 1}}, {}, recoveries);
+}
+
+// RunningJob under recovery InPlace: its round has a rendezvous pod as well, so plans settle.
+Running RunningInPlace(int max_restarts) {
+  api::DDPJob j = InPlace(InPhase(Job(2), api::kPhaseRunning, 0, 2));
+  j.spec.failure_policy.max_restarts = max_restarts;
+  Running r{j, GroupWorld(2, 0, 0, "Running")};
+  Apply(PlanReconcile(r.job, r.world, At(1)), &r.job, &r.world, At(1));
+  return r;
 }
 
 TEST(PlannerInPodRecoveries, AreAddedOncePerReadingAndAgainInANewRound) {
-  Running r = RunningJob();
-  r.job.spec.failure_policy.recovery = api::Recovery::kInPlace;
+  Running r = RunningInPlace(10);  // a budget the readings below stay inside
   r.world.group = Group(0, 2);
   Plan plan = PlanReconcile(r.job, r.world, At(52));
   ASSERT_TRUE(plan.status) << plan.ToString();
   EXPECT_EQ(plan.status->recoveries, 2);
   EXPECT_EQ(plan.status->progress->recoveries, 2);
+  EXPECT_TRUE(plan.events.empty()) << plan.ToString();
+  ExpectSettles(plan, r, At(52));
   Apply(plan, &r.job, &r.world, At(52));
   Plan again = PlanReconcile(r.job, r.world, At(53));  // the same reading: nothing more
-  EXPECT_TRUE(!again.status || again.status->recoveries == 2) << again.ToString();
+  EXPECT_TRUE(again.empty()) << again.ToString();
 
   r.world.group = Group(0, 3);  // one more
   Plan more = PlanReconcile(r.job, r.world, At(55));
@@ -293,27 +299,32 @@ TEST(PlannerInPodRecoveries, AreAddedOncePerReadingAndAgainInANewRound) {
   EXPECT_EQ(reset.status->recoveries, 3);
   EXPECT_EQ(reset.status->progress->recoveries, 0);
   Apply(reset, &r.job, &r.world, At(56));
+  // ... and its next reading adds what it counted since.
+  r.world.group = Group(0, 1);
+  Plan after_reset = PlanReconcile(r.job, r.world, At(57));
+  ASSERT_TRUE(after_reset.status) << after_reset.ToString();
+  EXPECT_EQ(after_reset.status->recoveries, 4);
+  Apply(after_reset, &r.job, &r.world, At(57));
 
   // A report of an older round counts for nothing.
   r.job.status.round = 1;
   r.job.status.progress->recoveries = 0;
-  r.world = World(Pods(2, 1, "Running"));
+  r.world = GroupWorld(2, 1, 0, "Running");
   r.world.group = Group(0, 5);
   Plan stale = PlanReconcile(r.job, r.world, At(60));
-  EXPECT_TRUE(!stale.status || stale.status->recoveries == 3) << stale.ToString();
+  EXPECT_TRUE(!stale.status || stale.status->recoveries == 4) << stale.ToString();
   // The new round's first reading adds in full.
   r.world.group = Group(1, 1);
   Plan next = PlanReconcile(r.job, r.world, At(61));
   ASSERT_TRUE(next.status) << next.ToString();
-  EXPECT_EQ(next.status->recoveries, 4);
+  EXPECT_EQ(next.status->recoveries, 5) << next.ToString();
+  EXPECT_EQ(next.status->phase, api::kPhaseRunning);
 }
 
 // The group and the operator charge near the limit at once: the status never shows more than
 // maxRestarts, and the job fails on the charge past it.
 TEST(PlannerInPodRecoveries, PastMaxRestartsTheJobFails) {
-  Running r = RunningJob();
-  r.job.spec.failure_policy.recovery = api::Recovery::kInPlace;
-  r.job.spec.failure_policy.max_restarts = 3;
+  Running r = RunningInPlace(3);
   r.job.status.recoveries = 2;  // one pod replaced by the operator, one healed in a pod
   r.job.status.progress = api::Progress{};
   r.job.status.progress->recoveries = 1;
@@ -322,7 +333,15 @@ TEST(PlannerInPodRecoveries, PastMaxRestartsTheJobFails) {
   ASSERT_TRUE(plan.status) << plan.ToString();
   EXPECT_EQ(plan.status->phase, "Failed");
   EXPECT_EQ(plan.status->restarts + plan.status->recoveries, 3);
-  EXPECT_EQ(EventReasons(plan).back(), "MaxRestartsExceeded") << plan.ToString();
+  EXPECT_EQ(plan.status->FindCondition(api::kCondFailed)->reason, "MaxRestartsExceeded");
+  EXPECT_EQ(EventReasons(plan), (std::vector<std::string>{"MaxRestartsExceeded", "CleaningPods"}))
+      << plan.ToString();
+  // Reaching the limit exactly is no failure: 3 charged of 3.
+  r.world.group = Group(0, 2);
+  Plan at_limit = PlanReconcile(r.job, r.world, At(70));
+  ASSERT_TRUE(at_limit.status) << at_limit.ToString();
+  EXPECT_EQ(at_limit.status->phase, api::kPhaseRunning);
+  EXPECT_EQ(at_limit.status->recoveries, 3);
 }
 
 }  // namespace

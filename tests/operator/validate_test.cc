@@ -1,6 +1,7 @@
 // Validation: one bad manifest per rule, each asserting the exact message (field and value).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "operator/api/serialize.h"
@@ -135,6 +136,36 @@ TEST(Validate, OneBadManifestPerRule) {
        },
        "spec.template.spec.containers[1].env[1].name (\"MASTER_ADDR\") is reserved: the operator "
        "sets it for rendezvous"},
+      // recovery InPlace: the rendezvous pod's name, spares, liveness.
+      {"rendezvous pod name fits 63",
+       [](json& m) {
+         m["metadata"]["name"] = std::string(53, 'c');
+         m["spec"]["failurePolicy"] = {{"recovery", "InPlace"}};
+       },
+       "metadata.name (\"" + std::string(53, 'c') + "\") is too long: pod name \"" +
+           std::string(53, 'c') + "-rendezvous\" has 64 characters, the limit is 63"},
+      {"spares not negative",
+       [](json& m) { m["spec"]["failurePolicy"] = {{"recovery", "InPlace"}, {"spares", -1}}; },
+       "spec.failurePolicy.spares (-1) must be in 0..64"},
+      {"spares at most 64",
+       [](json& m) { m["spec"]["failurePolicy"] = {{"recovery", "InPlace"}, {"spares", 65}}; },
+       "spec.failurePolicy.spares (65) must be in 0..64"},
+      {"spares need InPlace", [](json& m) { m["spec"]["failurePolicy"] = {{"spares", 1}}; },
+       "spec.failurePolicy.spares (1) needs spec.failurePolicy.recovery InPlace (a spare takes a "
+       "lost member's rank in place; with Restart every failure starts a new round)"},
+      {"liveness timeout at least 1s",
+       [](json& m) { m["spec"]["failurePolicy"] = {{"livenessTimeoutSeconds", 0}}; },
+       "spec.failurePolicy.livenessTimeoutSeconds (0) must be in 1..3600"},
+      {"liveness timeout at most an hour",
+       [](json& m) { m["spec"]["failurePolicy"] = {{"livenessTimeoutSeconds", 3601}}; },
+       "spec.failurePolicy.livenessTimeoutSeconds (3601) must be in 1..3600"},
+      {"group env is reserved",
+       [](json& m) {
+         m["spec"]["template"]["spec"]["containers"][0]["env"].push_back(
+             {{"name", "DDP_STORE_ADDR"}, {"value", "elsewhere"}});
+       },
+       "spec.template.spec.containers[0].env[1].name (\"DDP_STORE_ADDR\") is reserved: the "
+       "operator sets it for rendezvous"},
       // Gang scheduling: a policy the scheduler could never satisfy, and the operator's keys.
       {"minAvailable >= 1",
        [](json& m) { m["spec"]["runPolicy"] = {{"schedulingPolicy", {{"minAvailable", 0}}}}; },
@@ -215,8 +246,16 @@ TEST(Validate, EveryReservedNameIsRejected) {
     ASSERT_EQ(problems.size(), 1u) << name;
     EXPECT_NE(problems[0].find("(\"" + name + "\") is reserved"), std::string::npos);
   }
-  // DESIGN.md's table (20 names) and DDP_RECOVERY, DDP_MAX_RECOVERIES.
-  EXPECT_EQ(ReservedEnvNames().size(), 22u);
+  // DESIGN.md's table (20 names), DDP_RECOVERY, DDP_MAX_RECOVERIES, and recovery InPlace's eight
+  // (common/group_contract.h), which the operator sets on InPlace pods only but reserves always:
+  // a spec switched to InPlace must not meet a user's copy.
+  EXPECT_EQ(ReservedEnvNames().size(), 30u);
+  for (const char* name : {"DDP_STORE_ADDR", "DDP_POD_NAME", "DDP_POD_UID", "DDP_POD_IP",
+                           "DDP_POD_ROLE", "DDP_LIVENESS_TIMEOUT", "DDP_RESTART_POLICY",
+                           "DDP_RETRYABLE_EXIT_CODES"}) {
+    const auto& names = ReservedEnvNames();
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  }
 }
 
 TEST(Validate, AFullSchedulingPolicyAndAKueueLabelAreValid) {
