@@ -27,11 +27,6 @@ inline constexpr char kEnvLivenessTimeout[] = "DDP_LIVENESS_TIMEOUT";
 // them to its trainers exactly as the operator applies them to pods (failure_policy.h).
 inline constexpr char kEnvRestartPolicy[] = "DDP_RESTART_POLICY";
 inline constexpr char kEnvRetryableExitCodes[] = "DDP_RETRYABLE_EXIT_CODES";
-// Set on a pod created to replace a lost member: "<kind>:<uid of the lost pod>", kind
-// kReplacesFailure (charged once to the budget when the pod registers) or kReplacesDisruption.
-inline constexpr char kEnvReplaces[] = "DDP_REPLACES";
-inline constexpr char kReplacesFailure[] = "failure";
-inline constexpr char kReplacesDisruption[] = "disruption";
 // Where the supervisor writes why its pod ended (Kubernetes' terminationMessagePath; the
 // operator reads it back as the container's terminated message). Default kDefaultTerminationLog.
 inline constexpr char kEnvTerminationLog[] = "DDP_TERMINATION_LOG";

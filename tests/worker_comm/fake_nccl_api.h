@@ -233,7 +233,7 @@ class FakeNcclApi : public worker::NcclApi {
         std::lock_guard<std::mutex> lock(api->mu_);
         api->Violation(std::string(what) + " while another thread is inside NCCL on the same communicator");
       }
-      std::this_thread::sleep_for(api->call_time);
+      std::this_thread::sleep_for(api->call_time);  // a call that takes time, so that the poll overlaps
     }
     ~Call() { api_->inside_.fetch_sub(1); }
 

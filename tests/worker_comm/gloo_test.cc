@@ -284,7 +284,7 @@ TEST(GlooTest, RepeatedAbortsDoNotAccumulateThreadsOrSockets) {
     int threads = 0, fds = 0;
     const auto start = Clock::now();
     do {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // poll, 20 s deadline below
       threads = CountEntries("/proc/self/task");
       fds = CountEntries("/proc/self/fd");
     } while ((threads > base_threads || fds > base_fds) && Since(start) < 20.0);

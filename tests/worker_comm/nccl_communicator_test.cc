@@ -27,7 +27,7 @@ bool PollUntil(const std::function<bool()>& done, std::chrono::milliseconds limi
   const auto deadline = Clock::now() + limit;
   while (!done()) {
     if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(1ms);  // the poll's interval
   }
   return true;
 }

@@ -210,6 +210,10 @@ void AuthorityLoop::Tick() {
     }
   }
   for (const std::string& id : fenced_) {
+    // A departed pod leaves by itself (SIGTERM reached it): nothing for the operator to force.
+    if (auto m = pod_memory_.find(id); m != pod_memory_.end() && m->second.verdict == kVerdictDepart) {
+      continue;
+    }
     const size_t slash = id.find('/');
     r.fenced.push_back({id.substr(0, slash), slash == std::string::npos ? "" : id.substr(slash + 1)});
   }

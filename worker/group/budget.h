@@ -1,11 +1,11 @@
-// The round's failure budget, kept in the group's store (DESIGN.md "Drains, silent nodes and the
+// The round's failure budget, kept in the group's store (DESIGN.md "Drains, liveness and the
 // budget"): how many failures the group may still heal in place this round. The rendezvous pod
 // sets it once from DDP_MAX_RECOVERIES (maxRestarts - restarts - recoveries when the operator
-// created it); every heal is charged here, once, before it happens:
-//   - a trainer death its supervisor heals (the supervisor charges),
-//   - a member pod lost to a failure (its replacement charges when it registers, keyed by the
-//     lost pod's UID from DDP_REPLACES, so a replacement that restarts does not charge twice).
-// A charge past the budget is refused and changes nothing. Disruptions are never charged.
+// created it). A trainer death its supervisor heals is charged here, once, before the heal; a
+// charge past the budget is refused and changes nothing. A pod failure is the operator's to
+// charge (it alone tells a failure from an eviction): the pods it creates afterwards carry the
+// smaller DDP_MAX_RECOVERIES, and their supervisors lower the budget to it when they register.
+// Disruptions are never charged.
 #ifndef DDP_WORKER_GROUP_BUDGET_H_
 #define DDP_WORKER_GROUP_BUDGET_H_
 

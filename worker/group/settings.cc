@@ -108,17 +108,6 @@ StatusOr<GroupSettings> ReadGroupSettings(const std::function<const char*(const 
     if (!codes.ok()) return codes.status();
     g.rules.retryable_exit_codes = *codes;
   }
-  if (const char* s = get(kEnvReplaces)) {
-    const std::string r = s;
-    const size_t colon = r.find(':');
-    g.replaces_kind = r.substr(0, colon);
-    g.replaces_uid = colon == std::string::npos ? "" : r.substr(colon + 1);
-    if ((g.replaces_kind != kReplacesFailure && g.replaces_kind != kReplacesDisruption) ||
-        g.replaces_uid.empty()) {
-      return Status::InvalidArgument(std::string(kEnvReplaces) + "=\"" + r +
-                                     "\": want failure:<uid> or disruption:<uid>");
-    }
-  }
   g.termination_log = get(kEnvTerminationLog) ? get(kEnvTerminationLog) : kDefaultTerminationLog;
   return g;
 }

@@ -32,8 +32,6 @@ struct GroupSettings {
   std::string role;             // DDP_POD_ROLE: worker (default), spare or rendezvous
   int home_node = -1;           // NODE_RANK for a worker; -1 for a spare
   failure::Rules rules;         // DDP_RESTART_POLICY, DDP_RETRYABLE_EXIT_CODES
-  std::string replaces_kind;    // DDP_REPLACES "<kind>:<uid>", empty when not a replacement
-  std::string replaces_uid;
   std::string termination_log;  // DDP_TERMINATION_LOG, default /dev/termination-log
 };
 

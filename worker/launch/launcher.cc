@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -110,21 +111,31 @@ int LaunchMain(const char* self, const std::vector<std::string>& args) {
       if (!stopping) kill_deadline = SteadyClock::now() + std::chrono::seconds(grace_s);
       stopping = true;
     }
+    // Every exit since the last look is one batch: a trainer that fails takes its peers down
+    // within milliseconds (they exit 75, "peer lost"), so within a batch the failures that are
+    // not 75 come first: the root cause, not its consequence, decides the pod's exit code.
+    std::vector<ChildExit> batch;
     int status = 0;
-    pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
+    for (pid_t pid; (pid = waitpid(-1, &status, WNOHANG)) > 0;) {
       for (auto& c : children) {
         if (c.pid != pid || c.done) continue;
         const int code = ExitCodeOfStatus(status);
         DDP_LOG(INFO) << "launch: local rank " << c.spec.local_rank << " exited " << code;
         c.done = true;
         --running;
-        exits.push_back({c.spec.local_rank, code});
-        if (code != kExitOk && !stopping) {
-          stopping = true;
-          stop_all(SIGTERM);
-          kill_deadline = SteadyClock::now() + std::chrono::seconds(grace_s);
-        }
+        batch.push_back({c.spec.local_rank, code});
+      }
+    }
+    if (!batch.empty()) {
+      std::stable_partition(batch.begin(), batch.end(),
+                            [](const ChildExit& e) { return e.code != kExitRetryable; });
+      exits.insert(exits.end(), batch.begin(), batch.end());
+      const bool failed = std::any_of(batch.begin(), batch.end(),
+                                      [](const ChildExit& e) { return e.code != kExitOk; });
+      if (failed && !stopping) {
+        stopping = true;
+        stop_all(SIGTERM);
+        kill_deadline = SteadyClock::now() + std::chrono::seconds(grace_s);
       }
       continue;
     }

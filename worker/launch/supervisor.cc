@@ -215,8 +215,8 @@ void Supervisor::OnExit(Trainer* t, int code) {
   } else if (c->outcome == group::Charge::kRefused) {
     failed_code_ = code;
     reason_ = EndReason::kBudgetSpent;
-    reason_text_ = what + "; " + std::to_string(c->recoveries) + " of " +
-                   std::to_string(gs_.max_recoveries) + " recoveries this round used";
+    reason_text_ = what + "; the budget is spent: no heal left of maxRestarts (" +
+                   std::to_string(c->recoveries) + " healed in place this round)";
   } else if (Restart(t)) {
     return;
   } else {
@@ -240,18 +240,10 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
   auto client = group::PodClient::Connect(gs_, metrics_addr, deadline);
   if (!client.ok()) return End(kExitRetryable, EndReason::kGroupAbandoned, client.status().ToString());
   client_ = std::move(*client);
-  DDP_LOG(INFO) << "supervisor: pod " << client_->identity() << " joined the group as a "
-                << gs_.role << (gs_.home_node >= 0 ? " (node rank " + std::to_string(gs_.home_node) + ")" : "");
-  if (gs_.replaces_kind == ddp::group::kReplacesFailure) {
-    auto c = client_->ChargeOnce(gs_.replaces_uid);
-    if (!c.ok()) return End(kExitRetryable, EndReason::kGroupAbandoned, c.status().ToString());
-    if (c->outcome == group::Charge::kRefused) {
-      return End(kExitRetryable, EndReason::kBudgetSpent,
-                 "the failure of the pod this one replaces (uid " + gs_.replaces_uid +
-                     ") is past the budget: " + std::to_string(c->recoveries) + " of " +
-                     std::to_string(gs_.max_recoveries) + " recoveries this round used");
-    }
-  }
+  DDP_LOG(INFO) << "supervisor: pod " << client_->identity() << " registered with the group"
+                << (gs_.home_node >= 0 ? " (created for node rank " + std::to_string(gs_.home_node) +
+                                             "; the group assigns it, or keeps the pod as a spare)"
+                                       : " as a spare");
   // A spare's trainers wait as warm standbys (LibTorch loaded, device context made).
   if (gs_.home_node < 0 && warm_) {
     auto plan = PlanLaunch([](const char* n) { return std::getenv(n); }, args_, metrics != nullptr, port_dir);
