@@ -3,23 +3,10 @@
 
 namespace ddp::api {
 
-const char* RestartPolicyName(RestartPolicy p) {
-  switch (p) {
-    case RestartPolicy::kOnFailure: return "OnFailure";
-    case RestartPolicy::kExitCode: return "ExitCode";
-    case RestartPolicy::kNever: return "Never";
-  }
-  return "?";
-}
+const char* RestartPolicyName(RestartPolicy p) { return failure::PolicyName(p); }
 
 bool ParseRestartPolicy(const std::string& name, RestartPolicy* out) {
-  for (RestartPolicy p : {RestartPolicy::kOnFailure, RestartPolicy::kExitCode, RestartPolicy::kNever}) {
-    if (name == RestartPolicyName(p)) {
-      *out = p;
-      return true;
-    }
-  }
-  return false;
+  return failure::ParsePolicy(name, out);
 }
 
 const char* CleanPodPolicyName(CleanPodPolicy p) {

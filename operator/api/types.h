@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/failure_policy.h"
+
 namespace ddp::api {
 
 using TimePoint = std::chrono::system_clock::time_point;
@@ -24,7 +26,8 @@ inline constexpr char kApiVersion[] = "ddp.dev/v1alpha1";
 inline constexpr char kKind[] = "DDPJob";
 inline constexpr char kPlural[] = "ddpjobs";
 
-enum class RestartPolicy { kOnFailure, kExitCode, kNever };
+// The shared failure decision's (common/failure_policy.h): the pods' supervisors apply it too.
+using RestartPolicy = failure::RestartPolicy;
 enum class CleanPodPolicy { kNone, kRunning, kAll };
 // spec.failurePolicy.recovery: a new round per failure, or replace a failed pod alone.
 enum class Recovery { kRestart, kInPlace };

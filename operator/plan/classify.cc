@@ -34,10 +34,7 @@ PodOutcome ClassifyPod(const ObservedPod& pod) {
 }
 
 failure::Rules FailureRules(const api::FailurePolicy& policy) {
-  failure::Rules r;
-  failure::ParsePolicy(api::RestartPolicyName(policy.restart_policy), &r.policy);
-  r.retryable_exit_codes = policy.retryable_exit_codes;
-  return r;
+  return failure::Rules{policy.restart_policy, policy.retryable_exit_codes};
 }
 
 bool IsRetryable(const api::FailurePolicy& policy, int exit_code) {
