@@ -244,8 +244,10 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
                 << (gs_.home_node >= 0 ? " (created for node rank " + std::to_string(gs_.home_node) +
                                              "; the group assigns it, or keeps the pod as a spare)"
                                        : " as a spare");
-  // A spare's trainers wait as warm standbys (LibTorch loaded, device context made).
-  if (gs_.home_node < 0 && warm_) {
+  // Until the group gives the pod a node rank, its trainers wait as warm standbys (LibTorch
+  // loaded, the device's context made: the pod's accelerators are idle until then). A spare's,
+  // and a replacement's whose rank a spare took, then start warm when they get a rank.
+  if (warm_) {
     auto plan = PlanLaunch([](const char* n) { return std::getenv(n); }, args_, metrics != nullptr, port_dir);
     if (plan.ok()) {
       trainers_.resize(plan->children.size());
