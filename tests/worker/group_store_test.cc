@@ -1,6 +1,7 @@
 // The group's adapters on real stores and sockets: the failure budget under concurrent charges,
-// a communicator's set-up store that gives up with its generation, and presence connections
-// that tell a process's end (at once) from its silence (after the timeout).
+// a communicator's set-up store that gives up with its generation, presence connections that
+// tell a process's end (at once) from its silence (after the timeout), and what the authority
+// reports of the pods it fenced.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -13,6 +14,7 @@
 
 #include "worker/comm/deadline.h"
 #include "worker/comm/gloo_communicator.h"
+#include "worker/group/authority_loop.h"
 #include "worker/group/budget.h"
 #include "worker/group/fenced_store.h"
 #include "worker/group/keys.h"
@@ -151,6 +153,73 @@ TEST(PresenceTest, AClientLearnsThatTheAuthorityWentAway) {
                       [&] { return (*client)->lost(); }),
             PollOutcome::kDone);
   EXPECT_FALSE(PresenceClient::Connect("127.0.0.1", 1, "p", std::chrono::milliseconds(50)).ok());
+}
+
+// Registers pod `name` (as its supervisor does) holding node rank `node`.
+void Register(c10d::Store& s, const std::string& name, int node) {
+  s.set(PodKey(name, "id"), Bytes(name + "/uid-" + name));
+  s.set(PodKey(name, "home"), Bytes(std::to_string(node)));
+  s.set(PodAtKey(s.add(kPodsKey, 1) - 1), Bytes(name));
+  s.add(kRegistrationsKey, 1);
+}
+
+// Both pods are fenced, but the operator is told only of the silent one (it may still run: force
+// it away); the one whose process ended reports its own exit, which says failure or disruption.
+// Otherwise a crash seen by the group before its pod's status would count as a disruption.
+TEST(AuthorityLoopTest, ReportsASilentPodAsFencedButNotOneWhoseProcessEnded) {
+  auto store = NewStore();
+  ASSERT_TRUE(InitBudget(*store, 3).ok());
+  auto server = PresenceServer::Start(0);
+  ASSERT_TRUE(server.ok());
+  Register(*store, "ended", 0);
+  Register(*store, "silent", 1);
+  auto ended = PresenceClient::Connect("127.0.0.1", (*server)->port(), "ended/uid-ended",
+                                       std::chrono::milliseconds(50));
+  auto silent = PresenceClient::Connect("127.0.0.1", (*server)->port(), "silent/uid-silent",
+                                        std::chrono::hours(1));  // one byte, then nothing
+  ASSERT_TRUE(ended.ok() && silent.ok());
+  AuthoritySettings as;
+  as.nodes = 2;
+  as.liveness_seconds = 1;
+  AuthorityLoop loop(store, server->get(), as, 2, std::chrono::milliseconds(20));
+  ended->reset();  // its process ended: the kernel closes the connection
+  ASSERT_EQ(PollUntil(Clock::now() + std::chrono::seconds(10), std::chrono::milliseconds(20),
+                      [&] { return store->check({FencedKey("silent/uid-silent")}); }),
+            PollOutcome::kDone);
+  EXPECT_TRUE(store->check({FencedKey("ended/uid-ended")}));  // it can never rejoin either
+  const GroupReport r = loop.Report();
+  EXPECT_EQ(r.fenced, (std::vector<std::pair<std::string, std::string>>{{"silent", "uid-silent"}}));
+  EXPECT_TRUE(r.members.empty());
+}
+
+// A trainer's liveness clock starts at its first beat: one that takes longer than the timeout
+// to start (loading LibTorch, creating a CUDA context, a busy machine) is not stalled; once it
+// beat, silence past the timeout is.
+TEST(AuthorityLoopTest, ATrainerIsSilentOnlyAfterItsFirstBeat) {
+  auto store = NewStore();
+  ASSERT_TRUE(InitBudget(*store, 3).ok());
+  auto server = PresenceServer::Start(0);
+  ASSERT_TRUE(server.ok());
+  store->set(TrainerKey(0, "id"), Bytes("pod/uid-pod/t1"));
+  Register(*store, "pod", 0);
+  auto pod = PresenceClient::Connect("127.0.0.1", (*server)->port(), "pod/uid-pod",
+                                     std::chrono::milliseconds(50));
+  ASSERT_TRUE(pod.ok());
+  AuthoritySettings as;
+  as.nodes = 1;
+  as.liveness_seconds = 0.5;
+  AuthorityLoop loop(store, server->get(), as, 1, std::chrono::milliseconds(20));
+  // Four liveness timeouts without a beat: still starting, not stalled.
+  EXPECT_EQ(PollUntil(Clock::now() + std::chrono::seconds(2), std::chrono::milliseconds(20),
+                      [&] { return store->check({StallKey(0)}); }),
+            PollOutcome::kDeadline);
+  store->add(TrainerKey(0, "hb"), 1);
+  const auto beat = Clock::now();
+  ASSERT_EQ(PollUntil(beat + std::chrono::seconds(10), std::chrono::milliseconds(20),
+                      [&] { return store->check({StallKey(0)}); }),
+            PollOutcome::kDone);
+  EXPECT_GE(std::chrono::duration<double>(Clock::now() - beat).count(), 0.5);
+  EXPECT_EQ(Text(store->get(StallKey(0))), "pod/uid-pod/t1");
 }
 
 }  // namespace

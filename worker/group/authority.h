@@ -18,7 +18,8 @@
 //      lost) or its pod has not come for the liveness timeout, to an idle spare (registered,
 //      live, no node rank, not leaving; a pod whose own rank is held by a spare is a spare too);
 //   5. a trainer silent longer than the liveness timeout while its pod is live is stalled (its
-//      supervisor kills it and heals it like any trainer death);
+//      supervisor kills it and heals it like any trainer death); its clock starts at its first
+//      heartbeat (authority_loop.cc), so a slow start is never silence;
 //   6. any of 1-3 or 5 moves the group to the next generation, releasing every member blocked
 //      in a collective of the old one;
 //   7. a generation not formed for longer than the rendezvous timeout abandons the group;
@@ -52,7 +53,7 @@ struct PodView {
 
 struct TrainerView {
   std::string identity;        // trainer/<rank>/id, "" when none yet
-  double silent_seconds = 0;   // since its heartbeat last moved
+  double silent_seconds = 0;   // since its heartbeat last moved; 0 before its first beat
   bool stall_reported = false; // stall/<rank> already names this identity
 };
 

@@ -146,12 +146,20 @@ void AuthorityLoop::Tick() {
     TrainerView& t = v.trainers[static_cast<size_t>(rank)];
     t.identity = m.identity;
     const int64_t hb = s.add(TrainerKey(rank, "hb"), 0);
-    if (t.identity != m.seen_identity || hb != m.hb) {
+    // A trainer's clock starts at its first beat: starting (exec, loading LibTorch, creating
+    // the device's context) is not silence. Until then the rendezvous timeout bounds it (its
+    // generation cannot form without it), and its supervisor sees its process end.
+    if (t.identity != m.seen_identity) {
       m.seen_identity = t.identity;
+      m.beaten = false;
+      m.hb = hb;
+      m.changed = now;
+    } else if (hb != m.hb) {
+      m.beaten = true;
       m.hb = hb;
       m.changed = now;
     }
-    t.silent_seconds = SecondsSince(m.changed, now);
+    t.silent_seconds = m.beaten ? SecondsSince(m.changed, now) : 0;
     t.stall_reported = stalls_.count(rank) && stalls_[rank] == t.identity;
   }
   v.stop = stopped_;
@@ -163,6 +171,10 @@ void AuthorityLoop::Tick() {
   for (const auto& [id, why] : a.fence) {
     fenced_.insert(id);
     s.set(FencedKey(id), Bytes(why));
+    auto it = v.pods.find(PodOfIdentity(id));
+    if (it != v.pods.end() && it->second.identity == id && it->second.presence_closed) {
+      pod_memory_[id].exited = true;
+    }
   }
   for (const auto& [id, verdict] : a.verdicts) {
     s.set(VerdictKey(id), Bytes(verdict));
@@ -210,8 +222,10 @@ void AuthorityLoop::Tick() {
     }
   }
   for (const std::string& id : fenced_) {
-    // A departed pod leaves by itself (SIGTERM reached it): nothing for the operator to force.
-    if (auto m = pod_memory_.find(id); m != pod_memory_.end() && m->second.verdict == kVerdictDepart) {
+    // A departed pod leaves by itself (SIGTERM reached it), and a pod whose process ended reports
+    // its own exit (a crash is a failure, not a disruption): nothing for the operator to force.
+    if (auto m = pod_memory_.find(id);
+        m != pod_memory_.end() && (m->second.verdict == kVerdictDepart || m->second.exited)) {
       continue;
     }
     const size_t slash = id.find('/');

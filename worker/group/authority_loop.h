@@ -72,6 +72,7 @@ class AuthorityLoop {
     Clock::time_point leaving_since{};
     bool leaving = false;
     std::string verdict;  // the authority's own, once given
+    bool exited = false;  // fenced because its process ended: its pod reports its own exit
   };
   struct PodInfo {
     std::string identity;
@@ -85,6 +86,7 @@ class AuthorityLoop {
     std::string identity;       // trainer/<rank>/id as last read
     std::string seen_identity;  // the one whose heartbeat `hb` is
     int64_t hb = -1;
+    bool beaten = false;  // `seen_identity` beat at least once (its clock starts then)
     Clock::time_point changed{};
   };
   std::set<int> done_;

@@ -82,7 +82,7 @@ std::string RenderGroupReport(const GroupReport& r, const std::string& job, int 
   for (const auto& pod : r.spares) {
     o << kGroupSpare << "{" << common << "," << kPodLabel << "=\"" << Quote(pod) << "\"} 1\n";
   }
-  o << "# HELP " << kGroupFenced << " 1 per pod the group declared lost and fenced.\n# TYPE "
+  o << "# HELP " << kGroupFenced << " 1 per pod the group fenced while it may still run.\n# TYPE "
     << kGroupFenced << " gauge\n";
   for (const auto& [pod, uid] : r.fenced) {
     o << kGroupFenced << "{" << common << "," << kPodLabel << "=\"" << Quote(pod) << "\","
