@@ -1,13 +1,16 @@
 // Termination reasons of supervised pods (see group_contract.h).
 #include "common/group_contract.h"
 
+#include <cstdlib>
+
 namespace ddp::group {
 namespace {
 
 constexpr char kPrefix[] = "ddp: ";
 constexpr EndReason kAll[] = {EndReason::kBudgetSpent, EndReason::kNotRetryable,
                               EndReason::kGroupAbandoned, EndReason::kDeparted,
-                              EndReason::kStopped, EndReason::kFenced};
+                              EndReason::kStopped, EndReason::kFenced,
+                              EndReason::kFinished};
 
 }  // namespace
 
@@ -25,6 +28,8 @@ const char* EndReasonName(EndReason r) {
       return "Stopped";
     case EndReason::kFenced:
       return "Fenced";
+    case EndReason::kFinished:
+      return "Finished";
   }
   return "";
 }
@@ -44,6 +49,22 @@ std::optional<EndReason> ParseEnd(const std::string& message) {
     }
   }
   return std::nullopt;
+}
+
+std::string FormatFinished(int64_t recoveries) {
+  return FormatEnd(EndReason::kFinished,
+                   std::to_string(recoveries) + " recoveries charged in the group this round");
+}
+
+std::optional<int64_t> ParseFinished(const std::string& message) {
+  if (ParseEnd(message) != EndReason::kFinished) return std::nullopt;
+  const size_t at = message.find(": ", sizeof(kPrefix) - 1);
+  if (at == std::string::npos) return std::nullopt;
+  const char* start = message.c_str() + at + 2;
+  char* end = nullptr;
+  const long long n = std::strtoll(start, &end, 10);
+  if (end == start || n < 0 || std::string(end).rfind(" recoveries", 0) != 0) return std::nullopt;
+  return n;
 }
 
 }  // namespace ddp::group

@@ -6,6 +6,7 @@
 #ifndef DDP_COMMON_GROUP_CONTRACT_H_
 #define DDP_COMMON_GROUP_CONTRACT_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -48,12 +49,20 @@ enum class EndReason {
   kDeparted,        // SIGTERM reached this pod and not the whole job: it left (a disruption)
   kStopped,         // the whole job stopped together, with a checkpoint
   kFenced,          // the group had declared this pod lost; it came back too late
+  kFinished,        // training done (exit 0): the group's recovery count as the pod left
 };
 const char* EndReasonName(EndReason r);
 // "ddp: BudgetSpent: rank 1 exited 137; 3 of 3 recoveries used".
 std::string FormatEnd(EndReason r, const std::string& text);
 // The reason of a termination message, when its first line is one of ours.
 std::optional<EndReason> ParseEnd(const std::string& message);
+
+// A finished pod's message: the recoveries the group charged this round, read from its store
+// after every rank finished (so after every charge): a failure in the last seconds of a run
+// reaches the status even if no scrape of the rendezvous pod saw it.
+std::string FormatFinished(int64_t recoveries);
+// The count of a FormatFinished message; nullopt for any other message.
+std::optional<int64_t> ParseFinished(const std::string& message);
 
 // --- The rendezvous pod's /metrics (besides rank 0's series, which it serves as well) ---
 inline constexpr char kGroupGeneration[] = "ddp_group_generation";

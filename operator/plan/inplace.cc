@@ -139,11 +139,28 @@ std::optional<Plan> DecideGroup(Pass* p) {
   return std::nullopt;
 }
 
+// The highest count finished pods of this round read from the group's store as they left; -1
+// when none did.
+int64_t FinishedCount(const Pass& p) {
+  int64_t most = -1;
+  std::vector<const ObservedPod*> pods = CurrentPods(p);
+  for (const ObservedPod* s : CurrentSpares(p)) pods.push_back(s);
+  for (const ObservedPod* pod : pods) {
+    if (pod == nullptr || pod->phase != "Succeeded") continue;
+    if (auto n = group::ParseFinished(pod->message)) most = std::max(most, *n);
+  }
+  return most;
+}
+
 std::optional<Plan> MirrorGroup(Pass* p) {
+  if (!InPlace(*p)) return std::nullopt;
   const metrics::GroupScrape* g = CurrentGroup(*p);
-  if (g == nullptr) return std::nullopt;
-  const int64_t reported = static_cast<int64_t>(g->recoveries);
   const int64_t counted = p->st.progress ? p->st.progress->recoveries : 0;
+  const int64_t finished = FinishedCount(*p);
+  // A finished pod's count only ever adds what no scrape saw (it never sets a new baseline).
+  if (g == nullptr && finished <= counted) return std::nullopt;
+  const int64_t reported =
+      std::max(g ? static_cast<int64_t>(g->recoveries) : int64_t{0}, finished);
   if (reported == counted) return std::nullopt;
   if (!p->st.progress) p->st.progress = api::Progress{};
   p->st.progress->recoveries = reported;

@@ -66,7 +66,7 @@ TEST(GroupContractTest, TerminationReasonsParseBackAndNothingElseDoes) {
   using group::EndReason;
   for (EndReason r : {EndReason::kBudgetSpent, EndReason::kNotRetryable,
                       EndReason::kGroupAbandoned, EndReason::kDeparted, EndReason::kStopped,
-                      EndReason::kFenced}) {
+                      EndReason::kFenced, EndReason::kFinished}) {
     const std::string msg = group::FormatEnd(r, "rank 1 exited 137\nsecond line");
     EXPECT_EQ(msg.rfind("ddp: ", 0), 0u) << msg;
     EXPECT_EQ(group::ParseEnd(msg), r) << msg;
@@ -76,6 +76,17 @@ TEST(GroupContractTest, TerminationReasonsParseBackAndNothingElseDoes) {
     EXPECT_FALSE(group::ParseEnd(other)) << other;
   }
   EXPECT_EQ(group::ParseEnd("ddp: Departed"), group::EndReason::kDeparted);
+}
+
+TEST(GroupContractTest, AFinishedPodsCountParsesBackAndNothingElseIsACount) {
+  EXPECT_EQ(group::ParseFinished(group::FormatFinished(0)), 0);
+  EXPECT_EQ(group::ParseFinished(group::FormatFinished(17)), 17);
+  EXPECT_EQ(group::ParseEnd(group::FormatFinished(3)), group::EndReason::kFinished);
+  for (const char* other : {"", "ddp: Finished", "ddp: Finished: ", "ddp: Finished: many recoveries",
+                            "ddp: Finished: -2 recoveries", "ddp: Finished: 3",
+                            "ddp: Stopped: 3 recoveries", "3 recoveries"}) {
+    EXPECT_FALSE(group::ParseFinished(other)) << other;
+  }
 }
 
 }  // namespace

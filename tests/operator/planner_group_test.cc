@@ -55,6 +55,18 @@ DDPJob Counts(DDPJob j, int restarts, int recoveries) {
   j.status.recoveries = recoveries;
   return j;
 }
+// The rendezvous pod's page had reported `n` recoveries of this round (already in the status).
+DDPJob Mirrored(DDPJob j, int n) {
+  j.status.progress = api::Progress{};
+  j.status.progress->recoveries = n;
+  return j;
+}
+// Worker `index` of round 1 finished; its supervisor read `n` recoveries from the store.
+ObservedPod Finished(int index, int n) {
+  ObservedPod p = Exited(index, 1, 0);
+  p.message = group::FormatFinished(n);
+  return p;
+}
 DDPJob Queue(DDPJob j) {
   j.labels["kueue.x-k8s.io/queue-name"] = "team-a";
   return j;
@@ -233,6 +245,24 @@ std::vector<Row> Rows() {
        Round1(fresh, {Exited(0, 1, 0), Exited(1, 1, 0)}),
        {.deletes = {kRdzv, kSpare, "Service mingpt"}, .phase = "Succeeded",
         .events = {"AllPodsSucceeded", "CleaningPods"}}},
+      // A failure healed in a run's last second: no scrape saw it, the finished pods did.
+      {"a_recovery_no_scrape_saw_reaches_the_status_from_the_finished_pods",
+       Mirrored(Counts(Running2(), 0, 2), 2),
+       Round1(Report(1, {{"mingpt-worker-0", 0}, {"mingpt-worker-1", 1}}, {"mingpt-spare-0"}, 2),
+              {Finished(0, 3), Finished(1, 2)}),
+       {.deletes = {kRdzv, kSpare, "Service mingpt"}, .phase = "Succeeded", .restarts = 0,
+        .recoveries = 3, .events = {"AllPodsSucceeded", "CleaningPods"}}},
+      {"a_finished_pods_count_never_lowers_the_status", Mirrored(Counts(Running2(), 0, 2), 2),
+       Round1(Report(1, {{"mingpt-worker-0", 0}, {"mingpt-worker-1", 1}}, {"mingpt-spare-0"}, 2),
+              {Finished(0, 1), Finished(1, 1)}),
+       {.deletes = {kRdzv, kSpare, "Service mingpt"}, .phase = "Succeeded", .recoveries = 2,
+        .events = {"AllPodsSucceeded", "CleaningPods"}}},
+      // The rendezvous pod already gone: the finished pods' count alone.
+      {"a_finished_pods_count_counts_without_the_rendezvous_pod",
+       Mirrored(Counts(Running2(), 1, 1), 1),
+       Without(Round1(ObservedGroup{}, {Finished(0, 2), Finished(1, 2)}), "mingpt-rendezvous"),
+       {.deletes = {kSpare, "Service mingpt"}, .phase = "Succeeded", .restarts = 1,
+        .recoveries = 2, .events = {"AllPodsSucceeded", "CleaningPods"}}},
       // It ends 0 once every rank finished (or 30 s after): not a loss, nothing to replace.
       {"rendezvous_pod_done_is_not_replaced", Running2(), Round1(fresh, {Done(rdzv)}),
        {.no_status = true}},

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "tests/worker_comm/group.h"
 #include "tests/worker_comm/multiprocess.h"
+#include "worker/comm/deadline.h"
 
 namespace ddp::worker {
 namespace {
@@ -154,7 +156,7 @@ TEST(GlooTest, StuckPeerIsDeadlineExceeded) {
     CHILD_CHECK_OK(g->comm->Barrier());
     if (rank == 1) {
       // The simulated fault: alive, connected, silent. Killed by the parent when rank 0 is done.
-      while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+      while (true) pause();
     }
     at::Tensor t = at::ones({10});
     const auto start = Clock::now();
@@ -181,7 +183,7 @@ TEST(GlooTest, AbortFromAnotherThreadReleasesWait) {
     CHILD_CHECK_OK(g.status());
     CHILD_CHECK_OK(g->comm->Barrier());
     if (rank == 1) {
-      while (true) std::this_thread::sleep_for(std::chrono::seconds(1));  // silent peer
+      while (true) pause();  // silent peer
     }
     at::Tensor t = at::ones({10});
     auto work = g->comm->AllReduceSumAsync(t);
@@ -223,8 +225,9 @@ TEST(GlooTest, AbortFailsTheWorkInFlightAndThePeersConnections) {
       return 0;
     }
     auto work = g->comm->AllReduceSumAsync(t);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // time it could not use
-    CHILD_CHECK(!work->IsCompleted());  // rank 1 has not joined it and will not
+    // Rank 1 has not joined it and will not: for 200 ms it stays incomplete.
+    CHILD_CHECK(PollUntil(Clock::now() + std::chrono::milliseconds(200), std::chrono::milliseconds(20),
+                          [&] { return work->IsCompleted(); }) == PollOutcome::kDeadline);
     const auto start = Clock::now();
     g->comm->Abort();
     g->rendezvous.store->set("aborted", {1});

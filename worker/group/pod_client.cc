@@ -175,4 +175,11 @@ StatusOr<Charge> PodClient::ChargeOnce(const std::string& once_key) {
   return c;
 }
 
+StatusOr<Charge> PodClient::Budget() {
+  if (!store_) return Status::Unavailable("supervisor: no store");
+  auto c = ReadBudget(*store_);
+  if (!c.ok()) failed_ = true;
+  return c;
+}
+
 }  // namespace ddp::worker::group

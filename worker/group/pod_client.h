@@ -56,6 +56,8 @@ class PodClient {
   Status SetTrainer(int rank, const std::string& trainer_identity);
   Status MarkDone(int rank);
   StatusOr<Charge> ChargeOnce(const std::string& once_key);
+  // The budget's counters as they are now (no charge).
+  StatusOr<Charge> Budget();
 
  private:
   PodClient(GroupSettings settings, std::string metrics_addr);

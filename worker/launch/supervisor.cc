@@ -348,6 +348,16 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
       }
       if (stopping_) return End(code == kExitOk ? kExitOk : kExitRetryable, EndReason::kStopped,
                                 "the job stopped together");
+      // This pod's ranks trained to the end, past every charge made before the last step: the
+      // store's count goes to the operator with this pod's end (a failure in a run's last
+      // seconds may never reach a scrape of the rendezvous pod; the operator takes the highest).
+      if (code == kExitOk) {
+        if (auto b = client_->Budget(); b.ok()) {
+          const std::string msg = ddp::group::FormatFinished(b->recoveries);
+          WriteTermination(gs_.termination_log, msg);
+          DDP_LOG(INFO) << "supervisor: " << msg;
+        }
+      }
       return End(code, std::nullopt, "");
     }
     if (now >= kill_at_) {
