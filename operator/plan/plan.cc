@@ -148,9 +148,14 @@ std::optional<ObservedPod> FindDisruption(const Pass& p) {
   // The phase before this pass: a pod replaced alone earlier in it makes the phase Restarting.
   // A name no pod holds any more, whose pod held a rank (not one a spare took over).
   if (p.job.status.phase != api::kPhaseRunning) return std::nullopt;
+  const auto& last = p.job.status.last_failure;
   for (int i = 0; i < p.size; ++i) {
     const std::string name = PodName(p.job, i);
     if (internal::PodNamed(p, name) != nullptr || internal::ReplacedInThisPass(p, name)) continue;
+    // The pod replaced last, gone before its successor was created: counted when it failed. (A
+    // spare holding its rank let the round run meanwhile, and a report from before the failure
+    // still names it as a member.)
+    if (internal::InPlace(p) && last && last->pod == name) continue;
     ObservedPod gone;
     gone.name = name;
     gone.index = i;

@@ -67,6 +67,16 @@ ObservedPod Finished(int index, int n) {
   p.message = group::FormatFinished(n);
   return p;
 }
+// Pod `index`'s disruption was counted in an earlier pass (it was killed and replaced).
+DDPJob LastFailed(DDPJob j, int index) {
+  j.status.disruptions = 1;
+  j.status.last_failure = api::LastFailure{};
+  j.status.last_failure->pod = "mingpt-worker-" + std::to_string(index);
+  j.status.last_failure->rank = index;
+  j.status.last_failure->reason = "Killed";
+  j.status.last_failure->pod_uid = "uid-of-the-killed-pod";
+  return j;
+}
 DDPJob Queue(DDPJob j) {
   j.labels["kueue.x-k8s.io/queue-name"] = "team-a";
   return j;
@@ -180,6 +190,13 @@ std::vector<Row> Rows() {
         .recoveries = 0, .events = {"PodReplaced", "CreatingPods"},
         .message = "replacing pod mingpt-worker-1 (rank 1 disrupted: PodDeleted; disruption 1",
         .failure_rank = 1}},
+      // Seen in the spares benchmark: pod 0 killed and replaced (counted), the round Running
+      // again on the spare, then its old pod gone before the next scrape: not a second loss.
+      {"vanished_pod_replaced_last_is_recreated_not_counted_again", LastFailed(Running2(), 0),
+       Without(Round1(Report(1, {{"mingpt-worker-0", 0}, {"mingpt-spare-0", 1}})),
+               "mingpt-worker-0"),
+       {.creates = {"Pod mingpt-worker-0 r1"}, .phase = "Running", .disruptions = 1,
+        .recoveries = 0, .events = {"CreatingPods"}}},
       {"vanished_pod_whose_rank_a_spare_took_is_recreated_uncounted", Running2(),
        Without(Round1(Report(1, {{"mingpt-worker-0", 0}, {"mingpt-spare-0", 1}})),
                "mingpt-worker-1"),
