@@ -77,6 +77,10 @@ inline constexpr char kGroupSpare[] = "ddp_group_spare";
 // 1 per pod the group declared lost and fenced (labels kPodLabel, kUidLabel): the operator
 // replaces it at once, without waiting out its grace period.
 inline constexpr char kGroupFenced[] = "ddp_group_fenced";
+// 1 per pod whose process ended while registered (labels kPodLabel, kUidLabel, kNodeRankLabel:
+// the node rank it held then, -1 for an idle spare): the operator counts its end by what it held
+// (an idle spare's end is counted nowhere), not by the report after it, which no longer lists it.
+inline constexpr char kGroupEnded[] = "ddp_group_ended";
 // 1 once the group gave up re-forming this round (the pods then exit kGroupAbandoned).
 inline constexpr char kGroupAbandoned[] = "ddp_group_abandoned";
 inline constexpr char kPodLabel[] = "pod";

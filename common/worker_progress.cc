@@ -51,6 +51,9 @@ GroupScrape ReadGroupScrape(const std::vector<ParsedFamily>& families) {
         g.spares.push_back(Label(x.labels, kPodLabel));
       } else if (f.name == kGroupFenced) {
         g.fenced.push_back({Label(x.labels, kPodLabel), Label(x.labels, kUidLabel)});
+      } else if (f.name == kGroupEnded) {
+        g.ended.push_back({Label(x.labels, kPodLabel), Label(x.labels, kUidLabel),
+                           RankOf(x.labels, kNodeRankLabel)});
       }
     }
   }
@@ -62,7 +65,7 @@ GroupScrape ReadGroupScrape(const std::vector<ParsedFamily>& families) {
 bool GroupScrape::operator==(const GroupScrape& o) const {
   return present == o.present && generation == o.generation && recoveries == o.recoveries &&
          budget_left == o.budget_left && members == o.members && spares == o.spares &&
-         fenced == o.fenced && abandoned == o.abandoned;
+         fenced == o.fenced && ended == o.ended && abandoned == o.abandoned;
 }
 
 WorkerScrape ReadWorkerScrape(const std::vector<ParsedFamily>& families) {

@@ -51,6 +51,14 @@ struct GroupScrape {
   std::map<std::string, int> members;  // pod name -> node rank
   std::vector<std::string> spares;     // idle spare pods
   std::vector<std::pair<std::string, std::string>> fenced;  // pod name, uid
+  struct Ended {
+    std::string pod, uid;
+    int node_rank = -1;  // held when its process ended; -1: an idle spare
+    bool operator==(const Ended& o) const {
+      return pod == o.pod && uid == o.uid && node_rank == o.node_rank;
+    }
+  };
+  std::vector<Ended> ended;
   bool abandoned = false;
   bool operator==(const GroupScrape& o) const;
 };

@@ -42,6 +42,29 @@ TEST(WorkerScrape, ReadsRecoveryGenerationAndStepTimePerRank) {
   EXPECT_EQ(s.step_time_by_rank[1].count, 10);
 }
 
+// The rendezvous pod's page as the group contract writes it (names from the contract's text).
+TEST(WorkerScrape, ReadsTheGroupsMembersSparesFencedAndEndedPods) {
+  const std::string page =
+      "ddp_group_generation{job=\"j\",round=\"0\"} 3\n"
+      "ddp_group_recoveries{job=\"j\",round=\"0\"} 2\n"
+      "ddp_group_member{job=\"j\",round=\"0\",pod=\"j-spare-0\",node_rank=\"1\"} 1\n"
+      "ddp_group_member{job=\"j\",round=\"0\",pod=\"j-worker-0\",node_rank=\"0\"} 1\n"
+      "ddp_group_spare{job=\"j\",round=\"0\",pod=\"j-worker-1\"} 1\n"
+      "ddp_group_fenced{job=\"j\",round=\"0\",pod=\"j-worker-2\",uid=\"u2\"} 1\n"
+      "ddp_group_ended{job=\"j\",round=\"0\",pod=\"j-worker-1\",uid=\"u1\",node_rank=\"1\"} 1\n"
+      "ddp_group_ended{job=\"j\",round=\"0\",pod=\"j-spare-1\",uid=\"s1\",node_rank=\"-1\"} 1\n";
+  const GroupScrape g = ParseWorkerScrape(page).group;
+  ASSERT_TRUE(g.present);
+  EXPECT_EQ(g.recoveries, 2);
+  EXPECT_EQ(g.members, (std::map<std::string, int>{{"j-spare-0", 1}, {"j-worker-0", 0}}));
+  EXPECT_EQ(g.spares, std::vector<std::string>{"j-worker-1"});
+  ASSERT_EQ(g.fenced.size(), 1u);
+  EXPECT_EQ(g.fenced[0].second, "u2");
+  ASSERT_EQ(g.ended.size(), 2u);
+  EXPECT_EQ(g.ended[0], (GroupScrape::Ended{"j-worker-1", "u1", 1}));
+  EXPECT_EQ(g.ended[1], (GroupScrape::Ended{"j-spare-1", "s1", -1}));
+}
+
 TEST(WorkerScrape, AWorkerWithoutRecoverySeriesHasNone) {
   WorkerScrape s = ParseWorkerScrape("# TYPE ddp_worker_steps_total counter\nddp_worker_steps_total 4\n");
   EXPECT_EQ(s.steps, 4);

@@ -157,6 +157,35 @@ TEST(AuthorityTest, EveryMemberSigtermedIsOneStopEvenWhenTheSignalsArriveApart) 
   EXPECT_TRUE(Verdicts(after).size() == 1 && Assigns(after) == Strings{"1="}) << Verdicts(after).size();
 }
 
+// Stopping members stay members while they write the stop's checkpoint and leave: none is
+// fenced (the operator would force-delete it), no rank is freed, no generation moves.
+TEST(AuthorityTest, StoppingMembersAreNeitherFencedNorFreedAsTheyLeave) {
+  GroupView v = Steady();
+  v.stop = true;
+  v.pods["w0"].verdict = kVerdictStop;
+  v.pods["w1"].verdict = kVerdictStop;
+  v.pods["w1"].presence_closed = true;  // done with its checkpoint, gone
+  const Actions a = Decide(v, Settings());
+  EXPECT_TRUE(Fenced(a).empty());
+  EXPECT_TRUE(Assigns(a).empty());
+  EXPECT_FALSE(a.advance);
+}
+
+// A pod whose ranks all finished training leaves on purpose: not lost, its rank not given to a
+// spare (which would start trainers into a finished group), nothing advanced.
+TEST(AuthorityTest, APodWhoseRanksFinishedIsNotLostWhenItLeaves) {
+  GroupView v = Steady();
+  v.pods["w0"].done = true;
+  v.pods["w0"].presence_closed = true;
+  const Actions a = Decide(v, Settings());
+  EXPECT_TRUE(Fenced(a).empty());
+  EXPECT_TRUE(Assigns(a).empty());
+  EXPECT_FALSE(a.advance);
+  // Still training: the same end is a loss.
+  v.pods["w0"].done = false;
+  EXPECT_EQ(Fenced(Decide(v, Settings())), Strings{Id("w0")});
+}
+
 TEST(AuthorityTest, ALeavingSpareDepartsAtOnce) {
   GroupView v = Steady();
   v.pods["s0"].leaving = true;

@@ -190,6 +190,11 @@ TEST(AuthorityLoopTest, ReportsASilentPodAsFencedButNotOneWhoseProcessEnded) {
   const GroupReport r = loop.Report();
   EXPECT_EQ(r.fenced, (std::vector<std::pair<std::string, std::string>>{{"silent", "uid-silent"}}));
   EXPECT_TRUE(r.members.empty());
+  // The ended one is reported as such, with the node rank it held: what the operator counts by.
+  ASSERT_EQ(r.ended.size(), 1u);
+  EXPECT_EQ(r.ended[0].pod, "ended");
+  EXPECT_EQ(r.ended[0].uid, "uid-ended");
+  EXPECT_EQ(r.ended[0].node_rank, 0);
 }
 
 // A trainer's liveness clock starts at its first beat: one that takes longer than the timeout
@@ -220,6 +225,35 @@ TEST(AuthorityLoopTest, ATrainerIsSilentOnlyAfterItsFirstBeat) {
             PollOutcome::kDone);
   EXPECT_GE(std::chrono::duration<double>(Clock::now() - beat).count(), 0.5);
   EXPECT_EQ(Text(store->get(StallKey(0))), "pod/uid-pod/t1");
+}
+
+// A store that replaced a lost rendezvous pod: the group trains on in the generation it formed
+// in the old store, so nobody arrives here; that is no formation to time out. Once a member
+// arrives (a failure moved the group on), the rendezvous timeout runs from that arrival.
+TEST(AuthorityLoopTest, TheRendezvousClockRunsFromTheFirstArrivalOnly) {
+  auto store = NewStore();
+  ASSERT_TRUE(InitBudget(*store, 3).ok());
+  auto server = PresenceServer::Start(0);
+  ASSERT_TRUE(server.ok());
+  Register(*store, "w0", 0);
+  auto w0 = PresenceClient::Connect("127.0.0.1", (*server)->port(), "w0/uid-w0",
+                                    std::chrono::milliseconds(50));
+  ASSERT_TRUE(w0.ok());
+  AuthoritySettings as;
+  as.nodes = 2;  // w1 re-registers later, or never
+  as.liveness_seconds = 5;
+  as.rendezvous_seconds = 0.3;
+  AuthorityLoop loop(store, server->get(), as, 2, std::chrono::milliseconds(20));
+  EXPECT_EQ(PollUntil(Clock::now() + std::chrono::seconds(2), std::chrono::milliseconds(20),
+                      [&] { return store->check({kAbandonKey}); }),
+            PollOutcome::kDeadline);
+  store->set(ArrivedKey(0, 0), Bytes("10 w0/uid-w0/0/0"));
+  store->add(ArrivalsKey(0), 1);
+  const auto arrived = Clock::now();
+  ASSERT_EQ(PollUntil(arrived + std::chrono::seconds(10), std::chrono::milliseconds(20),
+                      [&] { return store->check({kAbandonKey}); }),
+            PollOutcome::kDone);
+  EXPECT_GE(std::chrono::duration<double>(Clock::now() - arrived).count(), 0.3);
 }
 
 }  // namespace

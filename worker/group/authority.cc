@@ -16,7 +16,8 @@ std::string Seconds(double s) {
 
 // Rule 1's test alone: why the pod of `p` is lost, or "".
 std::string LostWhy(const PodView& p, const AuthoritySettings& s) {
-  if (!p.verdict.empty()) return "";
+  // Given a verdict, or done: its process ends on purpose.
+  if (!p.verdict.empty() || p.done) return "";
   if (p.presence_closed) return "its process ended (connection closed)";
   if (p.silent_seconds > s.liveness_seconds) {
     return "silent for " + Seconds(p.silent_seconds) + " (liveness timeout " +
@@ -36,8 +37,10 @@ struct Work {
   bool Live(const std::string& id) const {
     if (id.empty() || gone.count(id)) return false;
     auto it = v.pods.find(PodOfIdentity(id));
-    return it != v.pods.end() && it->second.identity == id && it->second.verdict.empty() &&
-           LostWhy(it->second, s).empty();
+    // A stopping member stays one: it writes the stop's checkpoint with the others.
+    const std::string& verdict = it->second.verdict;
+    return it != v.pods.end() && it->second.identity == id &&
+           (verdict.empty() || verdict == kVerdictStop) && LostWhy(it->second, s).empty();
   }
   void Fence(const std::string& id, const std::string& why) {
     if (!gone.insert(id).second) return;

@@ -4,11 +4,12 @@
 // file only decides, so every rule is a table row in tests/worker/authority_test.cc.
 //
 // The rules, in order:
-//   1. a pod that is registered, has no verdict and whose presence connection closed (its
-//      process died: the kernel closed the socket) or stayed silent longer than the liveness
-//      timeout (a frozen process, a silent node) is lost: fenced, and its node rank freed;
+//   1. a pod that is registered, has no verdict, has ranks still training and whose presence
+//      connection closed (its process died: the kernel closed the socket) or stayed silent
+//      longer than the liveness timeout (a frozen process, a silent node) is lost: fenced, and
+//      its node rank freed (a pod whose ranks all finished leaves on purpose);
 //   2. a node rank whose holder is not a live registered pod (it re-registered under a new
-//      identity, or was fenced) is freed;
+//      identity, or was fenced) is freed; a member with the stop verdict stays live;
 //   3. SIGTERM: when every live member is leaving, the whole job stops (stop); otherwise the
 //      leaving members depart once the first has been leaving for the stop window (so a whole-job
 //      stop whose signals arrive a second or two apart is still one stop); a leaving spare
@@ -22,7 +23,9 @@
 //      heartbeat (authority_loop.cc), so a slow start is never silence;
 //   6. any of 1-3 or 5 moves the group to the next generation, releasing every member blocked
 //      in a collective of the old one;
-//   7. a generation not formed for longer than the rendezvous timeout abandons the group;
+//   7. a generation not formed for longer than the rendezvous timeout since its first member
+//      arrived abandons the group (a store that replaced a lost rendezvous pod has no arrivals
+//      while the group trains on: nothing to abandon);
 //   8. every rank done: finished.
 #ifndef DDP_WORKER_GROUP_AUTHORITY_H_
 #define DDP_WORKER_GROUP_AUTHORITY_H_
@@ -48,6 +51,7 @@ struct PodView {
   double leaving_seconds = 0;   // since the authority first saw it leaving
   std::string verdict;          // "" or the verdict already given
   bool presence_closed = false; // its presence connection closed (and no newer one is open)
+  bool done = false;            // every rank of the node rank it holds finished training
   double silent_seconds = 0;    // since its last sign of life (presence byte or registration)
 };
 

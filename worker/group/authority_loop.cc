@@ -70,6 +70,9 @@ void AuthorityLoop::Tick() {
   GroupView v;
   v.world = world_;
   GroupReport r;
+  // Presence first: a pod's done keys are written before its process ends, so a connection seen
+  // closed here has its done keys in the reads below.
+  const auto seen = presence_->Snapshot();
   // What pods and their supervisors wrote (registrations, trainer identities, ranks done) is read
   // again only when the registrations counter moved; what the authority writes itself (node
   // ranks, verdicts, stop, abandon) is remembered. A tick is a few round trips per pod and rank.
@@ -92,7 +95,7 @@ void AuthorityLoop::Tick() {
       if (!done_.count(rank) && s.check({DoneKey(rank)})) done_.insert(rank);
     }
   }
-  const auto seen = presence_->Snapshot();
+  const int per_node = settings_.nodes > 0 ? std::max(1, world_ / settings_.nodes) : 1;
   for (const auto& [name, info] : pods_) {
     if (info.identity.empty()) continue;
     PodView p;
@@ -115,6 +118,13 @@ void AuthorityLoop::Tick() {
       p.silent_seconds = SecondsSince(it->second.last, now);
       if (it->second.open) ++r.open_connections;
     }
+    for (size_t n = 0; n < holders_.size(); ++n) {
+      if (holders_[n] != p.identity) continue;
+      p.done = true;
+      for (int k = 0; k < per_node; ++k) {
+        p.done = p.done && done_.count(static_cast<int>(n) * per_node + k) > 0;
+      }
+    }
     if (p.verdict == kVerdictStop) r.stopping = true;
     if (p.leaving) r.any_leaving = true;
     r.metrics_of[name] = info.metrics;
@@ -129,6 +139,11 @@ void AuthorityLoop::Tick() {
   const int64_t g = s.add(kGenKey, 0);
   if (g != generation_) {
     generation_ = g;
+    generation_since_ = Clock::time_point{};
+  }
+  // The clock runs from the generation's first arrival: a store that replaced a lost rendezvous
+  // pod sees none while the group trains on in the generation it formed in the old one.
+  if (generation_since_ == Clock::time_point{} && s.add(ArrivalsKey(g), 0) > 0) {
     generation_since_ = now;
   }
   std::vector<std::string> arrived;
@@ -136,7 +151,9 @@ void AuthorityLoop::Tick() {
   v.formed = s.check(arrived);
   ever_formed_ = ever_formed_ || v.formed || s.check({kFormedKey});
   v.ever_formed = ever_formed_;
-  v.unformed_seconds = v.formed ? 0 : SecondsSince(generation_since_, now);
+  v.unformed_seconds = v.formed || generation_since_ == Clock::time_point{}
+                           ? 0
+                           : SecondsSince(generation_since_, now);
   // Trainers' heartbeats (not of ranks that are done: they stopped beating on purpose).
   v.trainers.resize(static_cast<size_t>(world_));
   v.done_ranks = static_cast<int>(done_.size());
@@ -173,7 +190,11 @@ void AuthorityLoop::Tick() {
     s.set(FencedKey(id), Bytes(why));
     auto it = v.pods.find(PodOfIdentity(id));
     if (it != v.pods.end() && it->second.identity == id && it->second.presence_closed) {
-      pod_memory_[id].exited = true;
+      PodMemory& m = pod_memory_[id];
+      m.exited = true;
+      for (size_t n = 0; n < holders_.size(); ++n) {
+        if (holders_[n] == id) m.held = static_cast<int>(n);
+      }
     }
   }
   for (const auto& [id, verdict] : a.verdicts) {
@@ -222,13 +243,17 @@ void AuthorityLoop::Tick() {
     }
   }
   for (const std::string& id : fenced_) {
+    const size_t slash = id.find('/');
+    if (auto m = pod_memory_.find(id); m != pod_memory_.end() && m->second.exited) {
+      r.ended.push_back({id.substr(0, slash), slash == std::string::npos ? "" : id.substr(slash + 1),
+                         m->second.held});
+    }
     // A departed pod leaves by itself (SIGTERM reached it), and a pod whose process ended reports
     // its own exit (a crash is a failure, not a disruption): nothing for the operator to force.
     if (auto m = pod_memory_.find(id);
         m != pod_memory_.end() && (m->second.verdict == kVerdictDepart || m->second.exited)) {
       continue;
     }
-    const size_t slash = id.find('/');
     r.fenced.push_back({id.substr(0, slash), slash == std::string::npos ? "" : id.substr(slash + 1)});
   }
   r.abandoned = abandoned_;

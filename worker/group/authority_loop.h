@@ -31,6 +31,11 @@ struct GroupReport {
   std::map<std::string, std::string> metrics_of;  // pod name -> "host:port"
   std::vector<std::string> spares;                // idle spare pod names
   std::vector<std::pair<std::string, std::string>> fenced;  // pod name, uid
+  struct Ended {
+    std::string pod, uid;
+    int node_rank = -1;  // held when its process ended; -1: none
+  };
+  std::vector<Ended> ended;  // pods whose process ended while registered
   bool abandoned = false;
   bool finished = false;
   bool stopping = false;
@@ -73,6 +78,7 @@ class AuthorityLoop {
     bool leaving = false;
     std::string verdict;  // the authority's own, once given
     bool exited = false;  // fenced because its process ended: its pod reports its own exit
+    int held = -1;        // the node rank it held then (-1: none, an idle spare)
   };
   struct PodInfo {
     std::string identity;
@@ -99,7 +105,7 @@ class AuthorityLoop {
   std::vector<bool> ever_held_;
   std::map<int, std::string> stalls_;
   int64_t generation_ = -1;
-  Clock::time_point generation_since_ = Clock::now();
+  Clock::time_point generation_since_{};  // its first arrival; unset before one
   bool ever_formed_ = false;
 
   mutable std::mutex mu_;

@@ -31,6 +31,7 @@
 //   gen                   add() counter: the current generation G (comm/membership.h)
 //   gen<G>/advance        add() counter: the caller taking it 0 -> 1 moves gen to G+1
 //   gen<G>/arrived/<r>    rank r joined G: "<committed step> <trainer identity>"
+//   gen<G>/arrivals       a counter: arrivals in G (the authority's rendezvous clock starts at 1)
 //   gen<G>/comm/...       the communicator's own keys
 #ifndef DDP_WORKER_GROUP_KEYS_H_
 #define DDP_WORKER_GROUP_KEYS_H_
@@ -75,6 +76,7 @@ inline std::string GenPrefix(int64_t g) { return "gen" + std::to_string(g) + "/"
 inline std::string ArrivedKey(int64_t g, int rank) {
   return GenPrefix(g) + "arrived/" + std::to_string(rank);
 }
+inline std::string ArrivalsKey(int64_t g) { return GenPrefix(g) + "arrivals"; }
 inline std::string AdvanceKey(int64_t g) { return GenPrefix(g) + "advance"; }
 
 // "<name>/<uid>"; the pod name of an identity.

@@ -120,12 +120,16 @@ Status GroupMembership::Advance(int64_t g) {
   return Status::OK();
 }
 
+// Past the authority's own rendezvous timeout, so that it decides (abandon) and every member
+// learns the same; this deadline only ends a wait whose authority is gone.
+Clock::time_point GroupMembership::JoinDeadline() const {
+  return Clock::now() + timeout_ +
+         std::max<std::chrono::milliseconds>(std::chrono::seconds(5), timeout_ / 10);
+}
+
 StatusOr<Formation> GroupMembership::Join(int64_t committed_step) {
   Watch(nullptr);
-  // Past the authority's own rendezvous timeout, so that it decides (abandon) and every member
-  // learns the same; this deadline only ends a wait whose authority is gone.
-  const auto deadline = Clock::now() + timeout_ + std::max<std::chrono::milliseconds>(
-                                                      std::chrono::seconds(5), timeout_ / 10);
+  const auto deadline = JoinDeadline();
   while (true) {
     try {
       return JoinOnce(committed_step, deadline);
@@ -146,6 +150,7 @@ StatusOr<Formation> GroupMembership::Join(int64_t committed_step) {
 }
 
 StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::time_point deadline) {
+  // `deadline` moves with the generation (a copy: the caller's bounds only reconnecting).
   c10d::Store& s = *store_;
   Formation f;
   // A new store (the rendezvous pod was replaced) knows no generation of ours: start afresh.
@@ -171,6 +176,7 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
     // 3. Arrive in the current generation.
     const int64_t g = s.add(kGenKey, 0);
     s.set(ArrivedKey(g, rank_), Bytes(std::to_string(committed_step) + " " + id_.trainer));
+    s.add(ArrivalsKey(g), 1);
     // 4. Wait for everyone, or for the generation to move on, or for the group to end.
     std::vector<std::string> keys;
     for (int r = 0; r < size_; ++r) keys.push_back(ArrivedKey(g, r));
@@ -187,7 +193,11 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
       f.why = why;
       return f;
     }
-    if (arrived == PollOutcome::kAborted) continue;
+    if (arrived == PollOutcome::kAborted) {
+      // A new generation: the authority's rendezvous clock starts again, so does ours.
+      deadline = JoinDeadline();
+      continue;
+    }
     if (arrived == PollOutcome::kDeadline) {
       std::string missing;
       for (int r = 0; r < size_; ++r) {

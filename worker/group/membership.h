@@ -101,6 +101,7 @@ class GroupMembership {
 
  private:
   StatusOr<Formation> JoinOnce(int64_t committed_step, std::chrono::steady_clock::time_point deadline);
+  std::chrono::steady_clock::time_point JoinDeadline() const;
   std::string Ended(c10d::Store& s, GroupEnd* end);  // "" when the group goes on
   void WatchLoop();
 

@@ -53,6 +53,21 @@ StatusOr<std::unique_ptr<PodClient>> PodClient::Connect(const GroupSettings& set
 }
 
 Status PodClient::Reconnect(int holding, Clock::time_point deadline) {
+  // The presence connection still open: the same rendezvous pod is up and a store call failed
+  // (a timeout on a busy store). A new store connection is enough: closing the presence one
+  // would make the authority declare this healthy pod lost.
+  if (presence_ && !presence_->lost()) {
+    auto s = OpenGroupStore(settings_, settings_.liveness);
+    try {
+      if (s.ok() && !epoch_.empty() && GetOr(**s, kEpochKey) == epoch_) {
+        store_ = *s;
+        failed_ = false;
+        return Status::OK();
+      }
+    } catch (const std::exception&) {
+      // Not the same store, or not reachable: register again below.
+    }
+  }
   return Open(holding, deadline);
 }
 
@@ -87,6 +102,7 @@ Status PodClient::Open(int holding, Clock::time_point deadline) {
       }
       // Presence: the authority's listener, on the store's host.
       const int port = std::atoi(Text(st.get(kPresenceKey)).c_str());
+      epoch_ = GetOr(st, kEpochKey);
       auto p = PresenceClient::Connect(settings_.store_addr, port, identity_, settings_.beat);
       if (!p.ok()) {
         last = p.status();

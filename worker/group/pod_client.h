@@ -44,7 +44,8 @@ class PodClient {
 
   const std::string& identity() const { return identity_; }
 
-  // Registers again on a new store (the rendezvous pod was replaced), keeping `holding`.
+  // Registers again on a new store (the rendezvous pod was replaced), keeping `holding`; only
+  // opens a new store connection while the presence connection is still open (same store).
   Status Reconnect(int holding, std::chrono::steady_clock::time_point deadline);
   // The presence connection closed or the store failed: the rendezvous is gone.
   bool lost() const;
@@ -66,6 +67,7 @@ class PodClient {
   GroupSettings settings_;
   std::string metrics_addr_;
   std::string identity_;
+  std::string epoch_;  // the store's, as registered (a replaced rendezvous pod's store has another)
   c10::intrusive_ptr<c10d::Store> store_;
   std::unique_ptr<PresenceClient> presence_;
   bool failed_ = false;

@@ -88,6 +88,14 @@ std::string RenderGroupReport(const GroupReport& r, const std::string& job, int 
     o << kGroupFenced << "{" << common << "," << kPodLabel << "=\"" << Quote(pod) << "\","
       << kUidLabel << "=\"" << Quote(uid) << "\"} 1\n";
   }
+  o << "# HELP " << kGroupEnded
+    << " 1 per pod whose process ended, with the node rank it held (-1: an idle spare).\n# TYPE "
+    << kGroupEnded << " gauge\n";
+  for (const auto& e : r.ended) {
+    o << kGroupEnded << "{" << common << "," << kPodLabel << "=\"" << Quote(e.pod) << "\","
+      << kUidLabel << "=\"" << Quote(e.uid) << "\"," << kNodeRankLabel << "=\"" << e.node_rank
+      << "\"} 1\n";
+  }
   return o.str();
 }
 

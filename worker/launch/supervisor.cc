@@ -46,6 +46,9 @@ constexpr auto kStandbyDelay = std::chrono::seconds(2);
 constexpr auto kPollInterval = std::chrono::milliseconds(50);
 // Longer than the authority's stop window (3 s) and a few of its ticks.
 constexpr auto kVerdictWait = std::chrono::seconds(5);
+// What stops a supervised trainer with a checkpoint when there is no store to say so (it ignores
+// SIGTERM: main.cc; a SIGTERM to one pod is a departure, not a stop).
+constexpr int kStopSignal = SIGUSR1;
 
 struct Trainer {
   ChildSpec spec;
@@ -132,6 +135,8 @@ void Supervisor::StartTrainers(int node) {
       args_, metrics_ != nullptr, port_dir_);
   if (!plan.ok()) {  // validated at start-up; only a node rank out of range could fail here
     DDP_LOG(ERROR) << "supervisor: " << plan.status().ToString();
+    failed_code_ = kExitRetryable;  // the pod's own failure: the operator charges it
+    reason_text_ = "cannot start node rank " + node_text + ": " + plan.status().ToString();
     return;
   }
   std::vector<std::pair<int, int>> ranks;
@@ -145,6 +150,16 @@ void Supervisor::StartTrainers(int node) {
     (void)client_->SetTrainer(t.spec.rank, t.id);
     const pid_t warm = t.standby->Activate(t.incarnation, TrainerEnv(t));
     t.pid = warm > 0 ? warm : SpawnProcess(self_, t.spec.args, TrainerEnv(t));
+    if (t.pid < 0) {  // never reaped: done now, and the pod fails (the operator charges it)
+      t.done = true;
+      t.code = kExitRetryable;
+      failed_code_ = kExitRetryable;
+      reason_text_ = "cannot start rank " + std::to_string(t.spec.rank);
+      DDP_LOG(ERROR) << "supervisor: " << reason_text_ << ": the pod ends";
+      KillAll(SIGKILL);
+      kill_at_ = Clock::now();
+      continue;
+    }
     DDP_LOG(INFO) << "supervisor: node rank " << node << ": rank " << t.spec.rank << " (local "
                   << t.spec.local_rank << ") pid " << t.pid << (warm > 0 ? ", a warm standby" : "");
   }
@@ -189,12 +204,23 @@ void Supervisor::OnExit(Trainer* t, int code) {
   }
   // The group may have ended while this trainer left (its exit raced with our poll): read again,
   // so that no trainer is restarted into a group that stops or cannot form.
-  if (!stopping_ && !abandoned_) {
+  if (!stopping_ && !abandoned_ && !failed_code_) {
     const group::PodPoll p = client_->Poll(node_, {});
     if (p.stop || p.verdict == group::kVerdictStop) stopping_ = true;
     if (!p.abandon.empty()) {
       abandoned_ = true;
       abandon_why_ = p.abandon;
+    }
+    // Its pod departed or lost its place as it exited: the group's doing, nothing to charge.
+    const bool departed = p.verdict == group::kVerdictDepart;
+    if (departed || p.verdict == group::kVerdictFenced ||
+        (node_ >= 0 && !p.holder.empty() && p.holder != client_->identity() && !p.stop)) {
+      failed_code_ = kExitRetryable;
+      reason_ = departed ? EndReason::kDeparted : EndReason::kFenced;
+      reason_text_ = departed ? "SIGTERM reached pod " + gs_.pod_name + " and not the whole job: it left the group"
+                              : "the group declared pod " + gs_.pod_name + " lost and gave its place to another";
+      KillAll(SIGKILL);
+      kill_at_ = Clock::now();
     }
   }
   if (stopping_ || departing_ || abandoned_ || failed_code_) {
@@ -209,8 +235,10 @@ void Supervisor::OnExit(Trainer* t, int code) {
     reason_ = EndReason::kNotRetryable;
     reason_text_ = what + ": not retried under restartPolicy " + failure::PolicyName(gs_.rules.policy);
   } else if (auto c = client_->ChargeOnce(""); !c.ok()) {
+    // No store to charge it in: the pod ends with the trainer's code, a failure the operator
+    // charges when it replaces the pod (no group reason: it was not counted anywhere).
     failed_code_ = code;
-    reason_ = EndReason::kGroupAbandoned;
+    reason_ = std::nullopt;
     reason_text_ = what + "; cannot heal it: " + c.status().ToString();
   } else if (c->outcome == group::Charge::kRefused) {
     failed_code_ = code;
@@ -221,7 +249,7 @@ void Supervisor::OnExit(Trainer* t, int code) {
     return;
   } else {
     failed_code_ = code;
-    reason_ = EndReason::kGroupAbandoned;
+    reason_ = EndReason::kGroupAbandoned;  // charged in the store already: not again
     reason_text_ = what + "; the restart failed";
   }
   t->done = true;
@@ -271,7 +299,7 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
       DDP_LOG(INFO) << "supervisor: signal " << sig << ": leaving the group";
       if (!client_->SetLeaving().ok()) {  // no store: stop the old way, all together
         stopping_ = true;
-        KillAll(SIGTERM);
+        KillAll(kStopSignal);
         kill_at_ = now + std::chrono::seconds(grace_);
       }
     }
@@ -324,7 +352,7 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
     }
     if (leaving_ && !stopping_ && now - leaving_at_ > gs_.liveness + kVerdictWait) {
       stopping_ = true;  // no verdict came: stop the old way, all together
-      KillAll(SIGTERM);
+      KillAll(kStopSignal);
       kill_at_ = now + std::chrono::seconds(grace_);
     }
     // Reap.
@@ -336,6 +364,7 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
         if (t.pid == pid && !t.done) OnExit(&t, ExitCodeOfStatus(status));
       }
     }
+    if (trainers_.empty() && failed_code_) return End(*failed_code_, reason_, reason_text_);
     if (AllDone()) {
       int code = kExitOk;
       for (const auto& t : trainers_) if (code == kExitOk && t.code != kExitOk) code = t.code;
