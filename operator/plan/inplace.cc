@@ -2,6 +2,7 @@
 #include "operator/plan/inplace.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "common/group_contract.h"
 #include "operator/plan/names.h"
@@ -18,11 +19,22 @@ bool Ended(const ObservedPod& pod) {
   return pod.deleting || pod.fenced || pod.phase == "Failed" || pod.disruption_condition;
 }
 
+// What the group said of this very pod object when its process ended: the node rank it held
+// then (-1: none). Nullopt when the report has no such entry.
+std::optional<int> EndedHolding(const metrics::GroupScrape& g, const ObservedPod& pod) {
+  for (const auto& e : g.ended) {
+    if (e.pod == pod.name && !pod.uid.empty() && e.uid == pod.uid) return e.node_rank;
+  }
+  return std::nullopt;
+}
+
 // Idle: a spare pod holding no rank, or any pod the group lists as an idle spare (a worker pod
-// whose rank a spare took registers as one). Without a report: the spare pods.
+// whose rank a spare took registers as one); a pod whose process ended, by what it held then
+// (the report after its end lists it nowhere). Without a report: the spare pods.
 bool IsIdleSpare(const Pass& p, const ObservedPod& pod) {
   const metrics::GroupScrape* g = CurrentGroup(p);
   if (g == nullptr) return pod.role == group::kRoleSpare;
+  if (auto held = EndedHolding(*g, pod)) return *held < 0;
   const auto& spares = g->spares;
   if (std::find(spares.begin(), spares.end(), pod.name) != spares.end()) return true;
   return pod.role == group::kRoleSpare && !g->members.count(pod.name);
@@ -37,6 +49,7 @@ const metrics::GroupScrape* CurrentGroup(const Pass& p) {
 
 int GroupRank(const Pass& p, const ObservedPod& pod) {
   if (const metrics::GroupScrape* g = CurrentGroup(p)) {
+    if (auto held = EndedHolding(*g, pod); held && *held >= 0) return *held;
     auto it = g->members.find(pod.name);
     if (it != g->members.end()) return it->second;
   }
@@ -50,6 +63,7 @@ bool IsMember(const Pass& p, const ObservedPod& pod) {
 bool HeldARank(const Pass& p, const ObservedPod& pod) {
   const metrics::GroupScrape* g = CurrentGroup(p);
   if (g == nullptr) return IsMember(p, pod);
+  if (auto held = EndedHolding(*g, pod)) return *held >= 0;
   return IsCurrent(p, pod) && g->members.count(pod.name) > 0;
 }
 

@@ -94,6 +94,8 @@ void ForceDeleteLostPods(Pass* p, const PlanOptions& options) {
     const LostPodDecision d = DecideLostPod(pod, may_rejoin, options, p->now);
     if (d.verdict == LostPodDecision::kWait) Requeue(p, d.due);
     if (d.verdict != LostPodDecision::kForceDelete) continue;
+    // Force-deleted already (still visible: a finalizer, or local mode reaping it): once is enough.
+    if (pod.deleting && pod.deletion_grace_seconds == 0) continue;
     auto planned = std::find_if(p->plan.deletes.begin(), p->plan.deletes.end(),
                                 [&](const Delete& del) {
                                   return del.kind == "Pod" && del.name == pod.name &&

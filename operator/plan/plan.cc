@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "common/group_contract.h"
 #include "operator/api/time_format.h"
 #include "operator/api/validate.h"
 #include "operator/plan/classify.h"
@@ -185,6 +186,18 @@ std::optional<TimePoint> BackoffUntil(const Pass& p) {
 }
 
 bool AllSucceeded(const Pass& p) {
+  // InPlace: as many pods finished training as the round has ranks (`ddp: Finished`), spares
+  // that took a rank among them; the pod created for such a rank may still be Pending, and is
+  // not waited for (cleanPodPolicy removes it).
+  if (internal::InPlace(p)) {
+    std::vector<const ObservedPod*> pods = internal::CurrentPods(p);
+    for (const ObservedPod* s : internal::CurrentSpares(p)) pods.push_back(s);
+    int finished = 0;
+    for (const ObservedPod* pod : pods) {
+      if (pod && pod->phase == "Succeeded" && group::ParseFinished(pod->message)) ++finished;
+    }
+    if (finished >= p.size) return true;
+  }
   for (const ObservedPod* pod : internal::CurrentPods(p)) {
     if (!pod || ClassifyPod(*pod) != PodOutcome::kSucceeded) return false;
   }

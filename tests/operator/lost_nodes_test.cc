@@ -287,6 +287,12 @@ TEST(LostNodeScenario, FenceOfAStuckPodForcesItWithoutASecondCount) {
   const Plan forced = PlanReconcile(job, world, At(150), kOptions);
   EXPECT_EQ(DescribeDeletes(forced), (Strings{"Pod mingpt-worker-1 (grace 0s)"}));
   EXPECT_FALSE(forced.status.has_value()) << forced.ToString();
+
+  // Still visible after the force delete (a finalizer): not forced again, nothing written.
+  world.pods[1] = DeletedAt(world.pods[1], 150, 0);
+  const Plan again = PlanReconcile(job, world, At(151), kOptions);
+  EXPECT_TRUE(again.deletes.empty()) << again.ToString();
+  EXPECT_TRUE(again.events.empty()) << again.ToString();
 }
 
 // A member the group declared lost (a frozen process, a silent node not yet NotReady) is a

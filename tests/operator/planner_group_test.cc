@@ -77,6 +77,15 @@ DDPJob LastFailed(DDPJob j, int index) {
   j.status.last_failure->pod_uid = "uid-of-the-killed-pod";
   return j;
 }
+// `g` with the group's word that `pod` (its name and UID) ended holding `node` (-1: none).
+ObservedGroup Ended(ObservedGroup g, const ObservedPod& pod, int node) {
+  g.report.ended.push_back({pod.name, pod.uid, node});
+  return g;
+}
+ObservedPod WithMessage(ObservedPod p, const std::string& message) {
+  p.message = message;
+  return p;
+}
 DDPJob Queue(DDPJob j) {
   j.labels["kueue.x-k8s.io/queue-name"] = "team-a";
   return j;
@@ -280,6 +289,28 @@ std::vector<Row> Rows() {
        Without(Round1(ObservedGroup{}, {Finished(0, 2), Finished(1, 2)}), "mingpt-rendezvous"),
        {.deletes = {kSpare, "Service mingpt"}, .phase = "Succeeded", .restarts = 1,
         .recoveries = 2, .events = {"AllPodsSucceeded", "CleaningPods"}}},
+      // The spare holding rank 1 and pod 0 finished training while the pod created for rank 1
+      // is still Pending (no room after a node loss): the job is done, not waiting for it.
+      {"ranks_finished_on_a_spare_end_the_job_without_the_pending_pod", Running2(),
+       Round1(SpareTook(1), {Finished(0, 1), WithMessage(Done(spare), group::FormatFinished(1)),
+                             Pod(1, 1, "Pending")}),
+       {.deletes = {kW1, kRdzv, "Service mingpt"}, .phase = "Succeeded",
+        .events = {"AllPodsSucceeded", "CleaningPods"}}},
+      // A pod whose process ended is listed nowhere in the report after its end: what it held
+      // then decides. An idle spare (here the worker pod whose rank the spare took) is replaced
+      // uncounted; a spare holding a rank (rank 1 passed on to the idle worker pod) is charged.
+      {"an_idle_worker_pod_that_crashed_is_replaced_uncounted", Running2(),
+       Round1(Ended(Report(1, {{"mingpt-worker-0", 0}, {"mingpt-spare-0", 1}}),
+                    Pod(1, 1, "Running"), -1),
+              {Failed(Pod(1, 1, "Running"), 134)}),
+       {.deletes = {kW1}, .phase = "Running", .restarts = 0, .disruptions = 0,
+        .recoveries = 0, .events = {"SpareReplaced"}}},
+      {"a_spare_holding_a_rank_that_crashed_is_charged", Running2(),
+       Round1(Ended(Report(1, {{"mingpt-worker-0", 0}, {"mingpt-worker-1", 1}}), spare, 1),
+              {Failed(spare, 134)}),
+       // Both ranks are held by running pods again: Running in the same pass.
+       {.deletes = {kSpare}, .phase = "Running", .restarts = 0, .disruptions = 0,
+        .recoveries = 1, .events = {"PodReplaced", "Running"}, .failure_rank = 1}},
       // It ends 0 once every rank finished (or 30 s after): not a loss, nothing to replace.
       {"rendezvous_pod_done_is_not_replaced", Running2(), Round1(fresh, {Done(rdzv)}),
        {.no_status = true}},
