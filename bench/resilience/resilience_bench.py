@@ -156,24 +156,29 @@ def free_port():
 
 # ---------------------------------------------------------------- systems
 
-def manifest(name, recovery, steps, ckpt_every, timeout, worker):
+def manifest(name, recovery, steps, ckpt_every, timeout, worker, replicas=2, policy=(), env=(),
+             rendezvous_timeout=60, max_restarts=10000):
+    """The bench's DDPJob. `policy`: extra failurePolicy fields as (key, value); `env`: extra
+    container env as (name, value) (fault_matrix.py and spares_bench.py use both)."""
     args = ["--model=mingpt", *MODEL, f"--steps={steps}", "--log-every=1",
             f"--checkpoint-every={ckpt_every}", "--threads=1", "--device=cpu", "--seed=42"]
+    policy_lines = "".join(f"\n    {k}: {v}" for k, v in policy)
+    env_lines = "".join(f'\n            - name: {k}\n              value: "{v}"' for k, v in env)
     return f"""apiVersion: ddp.dev/v1alpha1
 kind: DDPJob
 metadata:
   name: {name}
 spec:
-  replicas: 2
+  replicas: {replicas}
   failurePolicy:
     restartPolicy: ExitCode
-    maxRestarts: 10000
+    maxRestarts: {max_restarts}
     retryableExitCodes: [75]
-    recovery: {recovery}
+    recovery: {recovery}{policy_lines}
   runPolicy:
     activeDeadlineSeconds: {int(timeout)}
   rendezvous:
-    timeoutSeconds: 60
+    timeoutSeconds: {int(rendezvous_timeout)}
   template:
     spec:
       terminationGracePeriodSeconds: 5
@@ -184,7 +189,7 @@ spec:
           args: [{", ".join(args)}]
           env:
             - name: OMP_NUM_THREADS
-              value: "1"
+              value: "1"{env_lines}
 """
 
 
@@ -382,13 +387,14 @@ def run_once(sysobj, run_dir, steps, a, faulty, rng):
     return {"wall": wall, "rc": rc, "kills": kills}
 
 
-def calibrate(a):
-    """Step time (s) of a 40-step 2-rank ddp-worker run, no operator (the machine as it is now)."""
+def calibrate(a, ranks=2):
+    """Step time (s) of a 40-step ddp-worker run of `ranks` ranks, no operator (the machine as it
+    is now)."""
     port = free_port()
     tmp = tempfile.mkdtemp(prefix="rb-cal-")
     procs = []
-    for r in (1, 0):
-        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(r),
+    for r in reversed(range(ranks)):
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(ranks), RANK=str(r),
                    OMP_NUM_THREADS="1")
         env.pop("DDP_RECOVERY", None)
         p = subprocess.Popen([a.worker, "--model=mingpt", *MODEL, "--steps=40", "--threads=1", "--device=cpu",

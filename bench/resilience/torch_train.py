@@ -11,6 +11,9 @@ PyTorch's DDP tutorial does, run under torchrun which restarts every worker on a
 - The batch of (step, rank) is a pure function of them, so a resumed run replays the same data.
 - Rank 0 prints `step N t=<unix time>` after every step (the bench's progress clock) and every
   rank prints `final rank=R step=N param_checksum=<sha256 prefix of all parameters>` at the end.
+- --start-delay-file F (spares_bench.py): lines `RANK UNIX_TIME`; a worker of that rank starting
+  before that time waits until then, as the replacement of a lost pod starts late on a cluster
+  (the other workers wait for it in init_process_group).
 """
 import argparse
 import hashlib
@@ -18,9 +21,27 @@ import os
 import sys
 import time
 
-import torch
-import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
+
+def wait_start(path, rank):
+    """Before torch is imported: a container that starts late imports it late too."""
+    try:
+        with open(path) as f:
+            until = max([float(t) for r, t in (line.split() for line in f if line.strip()) if int(r) == rank],
+                        default=0.0)
+    except OSError:
+        return
+    late = until - time.time()
+    if late > 0:
+        print(f"rank {rank}: starting {late:.1f}s late (emulated pod start)", flush=True)
+        time.sleep(late)
+
+
+if "--start-delay-file" in sys.argv[:-1]:
+    wait_start(sys.argv[sys.argv.index("--start-delay-file") + 1], int(os.environ.get("RANK", "0")))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "worker"))
 from torch_ddp_bench import MinGpt, synthetic_tokens  # noqa: E402  (same model as the C++ side)
@@ -46,6 +67,7 @@ def main():
                           ("tokens", 200000), ("seed", 42)]:
         p.add_argument("--" + name, type=int, default=default)
     p.add_argument("--snapshot", required=True)
+    p.add_argument("--start-delay-file", default="", help="read before torch is imported (see the header)")
     a = p.parse_args()
 
     torch.set_num_threads(a.threads)

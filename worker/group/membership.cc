@@ -90,6 +90,14 @@ std::string GroupMembership::Ended(c10d::Store& s, GroupEnd* end) {
     *end = GroupEnd::kAbandon;
     return "the group was abandoned (" + Text(s.get(kAbandonKey)) + ")";
   }
+  // Its pod declared lost or departed: the authority fences the pod before it frees its node
+  // rank (whose key is then absent) and moves the generation on, so a trainer that notices
+  // the new generation before its supervisor kills it never arrives in it (a communicator
+  // formed with it would wait on a dead peer).
+  if (s.check({FencedKey(id_.pod)})) {
+    *end = GroupEnd::kFenced;
+    return "pod " + id_.pod + " was declared lost or departed";
+  }
   // Absent keys (a new store, before the supervisors registered again) fence nobody: only a
   // rank or node rank given to another.
   if (const std::string t = GetOr(s, TrainerKey(rank_, "id")); !t.empty() && t != id_.trainer) {
