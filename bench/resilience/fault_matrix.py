@@ -251,14 +251,7 @@ def main():
     bad = [s for s in systems if s not in lj.SYSTEMS] + [k for k in kinds if k not in KINDS]
     if bad:
         sys.exit(f"unknown system or kind: {', '.join(bad)} (systems {lj.SYSTEMS}, kinds {KINDS})")
-    for b in (a.operator, a.worker):
-        if not os.access(b, os.X_OK):
-            sys.exit(f"not found or not executable: {b} (build it first)")
-
-    def on_term(*_):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise SystemExit(143)
-    signal.signal(signal.SIGTERM, on_term)
+    rb.prepare_run(a)
     work = tempfile.mkdtemp(prefix="fault-matrix-")
     runs = []
     try:

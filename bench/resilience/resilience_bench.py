@@ -427,6 +427,19 @@ def stats(vals):
     return sum(v) / len(v), max(v), missing
 
 
+
+def prepare_run(a):
+    """What every bench of this folder does before running: the binaries exist, and a SIGTERM
+    ends the run through its cleanup (finally: rb.cleanup())."""
+    for b in (a.operator, a.worker):
+        if not os.access(b, os.X_OK):
+            sys.exit(f"not found or not executable: {b} (build it first)")
+
+    def on_term(*_):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise SystemExit(143)
+    signal.signal(signal.SIGTERM, on_term)
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--systems", default="inplace,restart,torchrun")
@@ -458,17 +471,11 @@ def main():
         return
     if a.quick:
         a.steps, a.kill_every, a.pod_kill_every, a.run_timeout = a.steps or 300, 6.0, 15.0, 300.0
-    for b in (a.operator, a.worker):
-        if not os.access(b, os.X_OK):
-            sys.exit(f"not found or not executable: {b} (build it first)")
     systems = [s for s in a.systems.split(",") if s]
     for s in systems:
         if s not in ("inplace", "restart", "torchrun"):
             sys.exit(f"--systems: unknown system {s!r} (inplace, restart, torchrun)")
-    def on_term(*_):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise SystemExit(143)
-    signal.signal(signal.SIGTERM, on_term)
+    prepare_run(a)
 
     work = tempfile.mkdtemp(prefix="resilience-bench-")
     try:

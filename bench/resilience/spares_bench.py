@@ -186,14 +186,7 @@ def main():
     bad = [s for s in systems if s not in SYSTEMS] + [x for x in parts if x not in ("loss", "idle", "goodput")]
     if bad:
         sys.exit(f"unknown system or part: {', '.join(bad)}")
-    for b in (a.operator, a.worker):
-        if not os.access(b, os.X_OK):
-            sys.exit(f"not found or not executable: {b} (build it first)")
-
-    def on_term(*_):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise SystemExit(143)
-    signal.signal(signal.SIGTERM, on_term)
+    rb.prepare_run(a)
     work = tempfile.mkdtemp(prefix="spares-bench-")
     runs, refs = [], {}
     try:

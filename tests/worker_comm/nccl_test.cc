@@ -5,6 +5,8 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/torch.h>
 
+#include <unistd.h>
+
 #include <thread>
 
 #include "tests/worker_comm/group.h"
@@ -108,7 +110,7 @@ TEST(NcclTest, AbortReleasesACollectiveStuckOnASilentPeer) {
     CHILD_CHECK_OK(comm.status());
     CHILD_CHECK_OK((*comm)->Barrier());
     if (rank == 1) {
-      while (true) std::this_thread::sleep_for(std::chrono::seconds(1));  // silent peer
+      while (true) pause();  // silent peer
     }
     auto opts = torch::TensorOptions().device(torch::kCUDA, 0);
     torch::Tensor t = torch::ones({1 << 20}, opts);
