@@ -10,7 +10,7 @@ constexpr char kPrefix[] = "ddp: ";
 constexpr EndReason kAll[] = {EndReason::kBudgetSpent, EndReason::kNotRetryable,
                               EndReason::kGroupAbandoned, EndReason::kDeparted,
                               EndReason::kStopped, EndReason::kFenced,
-                              EndReason::kFinished};
+                              EndReason::kFinished, EndReason::kReleased};
 
 }  // namespace
 
@@ -30,6 +30,8 @@ const char* EndReasonName(EndReason r) {
       return "Fenced";
     case EndReason::kFinished:
       return "Finished";
+    case EndReason::kReleased:
+      return "Released";
   }
   return "";
 }
@@ -51,20 +53,56 @@ std::optional<EndReason> ParseEnd(const std::string& message) {
   return std::nullopt;
 }
 
-std::string FormatFinished(int64_t recoveries) {
-  return FormatEnd(EndReason::kFinished,
-                   std::to_string(recoveries) + " recoveries charged in the group this round");
+std::string FormatFinished(const FinishedReport& report) {
+  std::string text = "step " + std::to_string(report.steps) + " of " + std::to_string(report.steps);
+  if (report.recoveries) {
+    text += "; " + std::to_string(*report.recoveries) + " recoveries charged in the group this round";
+  }
+  return FormatEnd(EndReason::kFinished, text);
 }
 
-std::optional<int64_t> ParseFinished(const std::string& message) {
-  if (ParseEnd(message) != EndReason::kFinished) return std::nullopt;
-  const size_t at = message.find(": ", sizeof(kPrefix) - 1);
-  if (at == std::string::npos) return std::nullopt;
-  const char* start = message.c_str() + at + 2;
-  char* end = nullptr;
-  const long long n = std::strtoll(start, &end, 10);
-  if (end == start || n < 0 || std::string(end).rfind(" recoveries", 0) != 0) return std::nullopt;
+namespace {
+
+// A decimal count at `*at` (no sign, at most 18 digits); advances `*at` past it.
+std::optional<int64_t> Count(const std::string& s, size_t* at) {
+  size_t i = *at;
+  int64_t n = 0;
+  while (i < s.size() && i - *at < 18 && s[i] >= '0' && s[i] <= '9') n = n * 10 + (s[i++] - '0');
+  if (i == *at || (i < s.size() && s[i] >= '0' && s[i] <= '9')) return std::nullopt;
+  *at = i;
   return n;
+}
+
+bool Literal(const std::string& s, size_t* at, const char* lit) {
+  const std::string l(lit);
+  if (s.compare(*at, l.size(), l) != 0) return false;
+  *at += l.size();
+  return true;
+}
+
+}  // namespace
+
+std::optional<FinishedReport> ParseFinished(const std::string& message) {
+  if (ParseEnd(message) != EndReason::kFinished) return std::nullopt;
+  const std::string line = message.substr(0, message.find('\n'));
+  size_t at = sizeof(kPrefix) - 1 + std::string(EndReasonName(EndReason::kFinished)).size();
+  if (!Literal(line, &at, ": ")) return std::nullopt;
+  FinishedReport r;
+  if (Literal(line, &at, "step ")) {
+    auto step = Count(line, &at);
+    if (!step || !Literal(line, &at, " of ")) return std::nullopt;
+    auto total = Count(line, &at);
+    if (!total || *total != *step) return std::nullopt;
+    r.steps = *step;
+    if (at == line.size()) return r;
+    if (!Literal(line, &at, "; ")) return std::nullopt;
+  } else {
+    r.steps = -1;  // an earlier supervisor's message: the recoveries only
+  }
+  auto n = Count(line, &at);
+  if (!n || !Literal(line, &at, " recoveries")) return std::nullopt;
+  r.recoveries = *n;
+  return r;
 }
 
 }  // namespace ddp::group

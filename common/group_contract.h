@@ -49,7 +49,9 @@ enum class EndReason {
   kDeparted,        // SIGTERM reached this pod and not the whole job: it left (a disruption)
   kStopped,         // the whole job stopped together, with a checkpoint
   kFenced,          // the group had declared this pod lost; it came back too late
-  kFinished,        // training done (exit 0): the group's recovery count as the pod left
+  kFinished,        // training done (exit 0): the steps trained and the group's recovery count
+  kReleased,        // the job finished while this pod held no rank (an idle spare): exit 0, and
+                    // not a finish of any rank
 };
 const char* EndReasonName(EndReason r);
 // "ddp: BudgetSpent: rank 1 exited 137; 3 of 3 recoveries used".
@@ -57,12 +59,22 @@ std::string FormatEnd(EndReason r, const std::string& text);
 // The reason of a termination message, when its first line is one of ours.
 std::optional<EndReason> ParseEnd(const std::string& message);
 
-// A finished pod's message: the recoveries the group charged this round, read from its store
+// What a pod that trained to the end says as it exits 0 ("ddp: Finished: step 6000 of 6000; 1
+// recoveries charged in the group this round"). Every ddp-worker pod writes it (the supervisor
+// under InPlace, the launcher or the trainer under Restart); the operator takes an exit 0 as a
+// finish only with it (DESIGN.md "Worker exit codes"), so a pod that exits 0 any other way is
+// never a success. `recoveries`: the count the group charged this round, read from its store
 // after every rank finished (so after every charge): a failure in the last seconds of a run
-// reaches the status even if no scrape of the rendezvous pod saw it.
-std::string FormatFinished(int64_t recoveries);
-// The count of a FormatFinished message; nullopt for any other message.
-std::optional<int64_t> ParseFinished(const std::string& message);
+// reaches the status even if no scrape of the rendezvous pod saw it; absent under Restart.
+struct FinishedReport {
+  int64_t steps = 0;                  // the step every rank of the pod reached: the total
+  std::optional<int64_t> recoveries;  // InPlace only
+};
+std::string FormatFinished(const FinishedReport& report);
+// The report of a FormatFinished message; nullopt for any other message, and for one whose
+// step is not its total. The message of an earlier supervisor ("ddp: Finished: N recoveries
+// charged ...", written only when every trainer exited 0) parses with steps -1 (not known).
+std::optional<FinishedReport> ParseFinished(const std::string& message);
 
 // --- The rendezvous pod's /metrics (besides rank 0's series, which it serves as well) ---
 inline constexpr char kGroupGeneration[] = "ddp_group_generation";

@@ -13,6 +13,7 @@
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
+#include "common/group_contract.h"
 #include "common/logging.h"
 #include "worker/comm/factory.h"
 #include "worker/comm/rendezvous.h"
@@ -204,6 +205,11 @@ int TrainMain(const std::vector<std::string>& args) {
     Exit(kExitRetryable);
   }
   if (server) server->Stop();
+  // Trained to the last step: the pod says so (under a launcher or a supervisor, they do).
+  if (!supervised) {
+    (void)WriteTerminationLog(TerminationLogPath(),
+                              ddp::group::FormatFinished({result->step, std::nullopt}));
+  }
   Exit(kExitOk);
 }
 

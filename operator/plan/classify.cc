@@ -20,7 +20,9 @@ bool IsDisruptionReason(const std::string& reason) {
 PodOutcome ClassifyPod(const ObservedPod& pod) {
   // Declared lost by its group (a silent node, a frozen process): taken away, like an eviction.
   if (pod.deleting || pod.disruption_condition || pod.fenced) return PodOutcome::kDisruption;
-  if (pod.phase == "Succeeded") return PodOutcome::kSucceeded;
+  if (pod.phase == "Succeeded") {
+    return pod.exit0_unfinished ? PodOutcome::kFailure : PodOutcome::kSucceeded;
+  }
   if (pod.phase != "Failed") return PodOutcome::kActive;
   if (!pod.exit_code || IsDisruptionReason(pod.reason)) return PodOutcome::kDisruption;
   // Its supervisor says the platform took it away (a SIGTERM to this pod only) or the group had
@@ -37,6 +39,14 @@ failure::Rules FailureRules(const api::FailurePolicy& policy) {
   return failure::Rules{policy.restart_policy, policy.retryable_exit_codes};
 }
 
+bool ExitedWithoutFinishing(const ObservedPod& pod, bool expect_finish_message) {
+  if (pod.phase != "Succeeded") return false;
+  const auto end = group::ParseEnd(pod.message);
+  if (!end) return expect_finish_message;  // torchrun and other images say nothing
+  if (*end == group::EndReason::kReleased) return false;  // a spare that held no rank
+  return !group::ParseFinished(pod.message).has_value();
+}
+
 bool IsRetryable(const api::FailurePolicy& policy, int exit_code) {
   // Never 0 here (a failure has a non-zero code); the decision the pods' supervisors make too.
   return failure::Decide(FailureRules(policy), exit_code == 0 ? 1 : exit_code) ==
@@ -44,6 +54,13 @@ bool IsRetryable(const api::FailurePolicy& policy, int exit_code) {
 }
 
 std::string DescribeOutcome(const ObservedPod& pod, PodOutcome outcome) {
+  if (outcome == PodOutcome::kFailure && pod.exit0_unfinished) {
+    const auto end = group::ParseEnd(pod.message);
+    return end ? std::string("exited 0 but its pod said ") + group::EndReasonName(*end) +
+                     ", not Finished: training did not reach its last step"
+               : "exited 0 without saying it trained to the end (no `ddp: Finished` "
+                 "termination message): not a finish";
+  }
   if (outcome == PodOutcome::kFailure) {
     const int code = pod.exit_code.value_or(-1);
     std::string s = "exited " + std::to_string(code);

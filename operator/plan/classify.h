@@ -23,6 +23,13 @@ enum class PodOutcome {
 // so a deletionTimestamp there was set by someone else).
 PodOutcome ClassifyPod(const ObservedPod& pod);
 
+// Succeeded (exit 0) but not a finish (DESIGN.md "Worker exit codes"): its termination message
+// is one of ddp-worker's but not `ddp: Finished: step N of N` (nor `Released`, an idle spare's
+// end), or it has none while `expect_finish_message` (the job runs ddp-worker, which always
+// says so). Such a pod is a failure, never a success: a pod told to stop that exits 0 must not
+// end a job as Succeeded.
+bool ExitedWithoutFinishing(const ObservedPod& pod, bool expect_finish_message);
+
 // Pod status reasons the platform uses when it takes a pod away.
 bool IsDisruptionReason(const std::string& reason);
 

@@ -78,6 +78,29 @@ std::vector<const ObservedPod*> MemberPods(const Pass& p) {
   return out;
 }
 
+bool NoSurvivor(const Pass& p) {
+  if (!InPlace(p)) return false;
+  for (const ObservedPod* pod : MemberPods(p)) {
+    if (pod->phase == "Running" && !pod->fenced && !pod->disruption_condition &&
+        !ReplacedInThisPass(p, pod->name)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<const ObservedPod*> TakenWithoutSurvivor(const Pass& p) {
+  std::vector<const ObservedPod*> out;
+  if (!NoSurvivor(p)) return out;
+  const auto& last = p.job.status.last_failure;
+  for (const ObservedPod& pod : p.seen->pods) {
+    if (!pod.deleting || !IsMember(p, pod) || ReplacedInThisPass(p, pod.name)) continue;
+    if (last && !pod.uid.empty() && last->pod_uid == pod.uid) continue;  // counted when it went
+    out.push_back(&pod);
+  }
+  return out;
+}
+
 std::optional<Plan> DecideGroup(Pass* p) {
   if (!InPlace(*p)) return std::nullopt;
   const api::FailurePolicy& policy = p->job.spec.failure_policy;
@@ -95,6 +118,19 @@ std::optional<Plan> DecideGroup(Pass* p) {
                         std::to_string(p->st.restarts) + " restarts and " +
                         std::to_string(p->st.recoveries) +
                         " recoveries reached spec.failurePolicy.maxRestarts)");
+    }
+    if (end == EndReason::kStopped) {
+      // Suspend, a deadline and a deleted job never get here (plan.cc returns before): nobody
+      // asked this job to stop, so the stop is not its end.
+      RecordFailure(p, *pod, PodOutcome::kDisruption, GroupRank(*p, *pod));
+      p->st.disruptions += 1;
+      StartNewRound(p, RestartSize(*p), api::kPhaseRestarting, "GroupStopped",
+                    "the group stopped together with a checkpoint (pod " + pod->name +
+                        ": every member got SIGTERM at once) but the job was not stopped: the "
+                        "new round resumes from that checkpoint (disruption " +
+                        std::to_string(p->st.disruptions) + ", not limited)",
+                    true);
+      return std::nullopt;
     }
     if (end != EndReason::kGroupAbandoned) continue;
     const bool never_formed = pod->message.find("never formed") != std::string::npos;
@@ -161,7 +197,9 @@ int64_t FinishedCount(const Pass& p) {
   for (const ObservedPod* s : CurrentSpares(p)) pods.push_back(s);
   for (const ObservedPod* pod : pods) {
     if (pod == nullptr || pod->phase != "Succeeded") continue;
-    if (auto n = group::ParseFinished(pod->message)) most = std::max(most, *n);
+    if (auto n = group::ParseFinished(pod->message); n && n->recoveries) {
+      most = std::max(most, *n->recoveries);
+    }
   }
   return most;
 }

@@ -33,11 +33,25 @@ bool HeldARank(const Pass& p, const ObservedPod& pod);
 // The node rank the group gives `pod`, else its index (a worker's own rank).
 int GroupRank(const Pass& p, const ObservedPod& pod);
 
+// Whether no member pod of the round is left running to hand its state to a replacement: every
+// member pod is being deleted, ended, fenced or replaced in this pass (a pod still Pending holds
+// nothing). Then a disruption is a new round from the checkpoint, not a pod replaced alone.
+// False unless InPlace.
+bool NoSurvivor(const Pass& p);
+
+// Member pods of the round being deleted that no decision counted yet (a pod deleted while
+// another is being replaced is taken for part of that replacement otherwise), when NoSurvivor:
+// every pod of a job deleted at once, seen one pass apart. Empty otherwise.
+std::vector<const ObservedPod*> TakenWithoutSurvivor(const Pass& p);
+
 // The InPlace steps before the round's failure decisions:
 //   1. a pod that ended BudgetSpent fails the job (MaxRestartsExceeded): the group charged the
 //      whole budget; status.recoveries becomes maxRestarts - restarts;
 //   2. a pod that ended GroupAbandoned starts a new round at once; it is charged (a restart,
-//      with backoff) only when the group never formed (no earlier failure was charged);
+//      with backoff) only when the group never formed (no earlier failure was charged); one that
+//      ended Stopped (the group stopped together, with a checkpoint, though the job was not
+//      stopped: every member got SIGTERM at once) starts a new round that resumes from that
+//      checkpoint, one disruption, never a success;
 //   3. the rendezvous pod ended: deleted and replaced, counted nowhere (a permanent error, exit
 //      2/126/127, fails the job: InPlace needs the ddp-worker image); one already being deleted
 //      is left to go (its name is recreated once it is gone);

@@ -42,6 +42,19 @@ using internal::RecordFailure;
 using internal::RestartSize;
 using internal::StartNewRound;
 
+// Whether the job's pods run ddp-worker, which says `ddp: Finished` whenever it exits 0 after
+// the last step: always under InPlace (its supervisor); under Restart once its progress was read
+// from ddp-worker's metrics or one of its pods wrote a ddp-worker termination message. A job of
+// another image (torchrun) says nothing, and its exit 0 is taken at its word.
+bool ExpectsFinishMessage(const api::DDPJob& job, const Observed& seen) {
+  if (job.spec.failure_policy.recovery == api::Recovery::kInPlace) return true;
+  if (job.status.progress && job.status.progress->total_steps) return true;
+  for (const ObservedPod& pod : seen.pods) {
+    if ((job.uid.empty() || pod.owner_uid == job.uid) && group::ParseEnd(pod.message)) return true;
+  }
+  return false;
+}
+
 bool IsFinished(const Pass& p) {
   return p.st.phase == api::kPhaseSucceeded || p.st.phase == api::kPhaseFailed;
 }
@@ -196,7 +209,9 @@ bool AllSucceeded(const Pass& p) {
     for (const ObservedPod* pod : pods) {
       if (pod && pod->phase == "Succeeded" && group::ParseFinished(pod->message)) ++finished;
     }
-    if (finished >= p.size) return true;
+    // Nothing else: a pod that exited 0 without finishing is a failure, one released from a
+    // finished group (held no rank) finished nothing.
+    return finished >= p.size;
   }
   for (const ObservedPod* pod : internal::CurrentPods(p)) {
     if (!pod || ClassifyPod(*pod) != PodOutcome::kSucceeded) return false;
@@ -241,18 +256,36 @@ std::optional<Plan> DecideForRound(Pass* p) {
   if (p->round != round) return std::nullopt;  // the group was abandoned: a new round
   const auto current = internal::MemberPods(*p);
   const auto& policy = p->job.spec.failure_policy;
-  if (auto d = FindDisruption(*p)) {
+  if (auto taken = internal::TakenWithoutSurvivor(*p); !taken.empty()) {
+    // Every member pod taken at once, seen a pass apart: nobody can heal a replacement.
+    for (const ObservedPod* d : taken) {
+      RecordFailure(p, *d, PodOutcome::kDisruption, internal::GroupRank(*p, *d));
+      p->st.disruptions += 1;
+    }
+    const ObservedPod& d = *taken.front();
+    StartNewRound(p, RestartSize(*p), api::kPhaseRestarting, "PodDisrupted",
+                  "rank " + std::to_string(internal::GroupRank(*p, d)) + " " +
+                      DescribeOutcome(d, PodOutcome::kDisruption) +
+                      "; no pod of the round is left to heal a replacement in place: the new "
+                      "round resumes from the checkpoint",
+                  true);
+  } else if (auto d = FindDisruption(*p)) {
     const int rank = internal::GroupRank(*p, *d);
     RecordFailure(p, *d, PodOutcome::kDisruption, rank);
     p->st.disruptions += 1;
     const std::string what =
         "rank " + std::to_string(rank) + " " + DescribeOutcome(*d, PodOutcome::kDisruption);
-    if (internal::CanReplaceAlone(*p, *d)) {
+    if (internal::CanReplaceAlone(*p, *d) && !internal::NoSurvivor(*p)) {
       // As in a new round, a disruption is not the program's fault: not limited by maxRestarts.
       internal::ReplacePod(p, *d, what,
                            "disruption " + std::to_string(p->st.disruptions) + ", not limited");
     } else {
-      StartNewRound(p, RestartSize(*p), api::kPhaseRestarting, "PodDisrupted", what, true);
+      StartNewRound(p, RestartSize(*p), api::kPhaseRestarting, "PodDisrupted",
+                    internal::CanReplaceAlone(*p, *d)
+                        ? what + "; no pod of the round is left to heal a replacement in place: "
+                                 "the new round resumes from the checkpoint"
+                        : what,
+                    true);
     }
   } else if (const ObservedPod* f = RootFailure(*p, current, policy)) {
     const int rank = internal::GroupRank(*p, *f);
@@ -313,7 +346,7 @@ std::optional<Plan> DecideForRound(Pass* p) {
   } else if (AllSucceeded(*p)) {
     return EndJob(p, true, "AllPodsSucceeded",
                   "round " + std::to_string(p->round) + ": all " + std::to_string(p->size) +
-                      " pods exited 0");
+                      " pods exited 0" + internal::FinishedSteps(*p));
   } else if (ResizeRequested(*p)) {
     const int to = internal::DesiredSize(p->job);
     StartNewRound(p, to, api::kPhaseScaling, "Resized",
@@ -360,9 +393,11 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
   own.pod_group = seen.pod_group;
   own.pod_group_api_missing = seen.pod_group_api_missing;
   std::vector<std::string> foreign;
+  const bool expect_finish = ExpectsFinishMessage(job, seen);
   for (const ObservedPod& pod : seen.pods) {
     if (job.uid.empty() || pod.owner_uid == job.uid) {
       own.pods.push_back(pod);
+      own.pods.back().exit0_unfinished = ExitedWithoutFinishing(pod, expect_finish);
       // The group fenced this very pod object (not a successor under its name).
       if (seen.group && seen.group->round == pod.round) {
         for (const auto& [name, uid] : seen.group->report.fenced) {

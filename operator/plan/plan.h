@@ -52,6 +52,10 @@ struct ObservedPod {
   // never rejoin its old generation, so it is replaced at once. Filled by PlanReconcile from
   // Observed::group, for this pod object (its uid), not a successor under its name.
   bool fenced = false;
+  // It exited 0 without saying it trained to the end (no `ddp: Finished` termination message, in
+  // a job whose pods say so: InPlace, or one whose ddp-worker progress was read), or said it
+  // stopped: never a success (ClassifyPod: a failure). Filled by PlanReconcile.
+  bool exit0_unfinished = false;
   std::vector<std::string> scheduling_gates;  // spec.schedulingGates[].name (Kueue's, ...)
 };
 

@@ -2,8 +2,10 @@
 // time in the status".
 #include "operator/plan/progress.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "common/group_contract.h"
 #include "operator/api/time_format.h"
 
 namespace ddp::plan::internal {
@@ -63,6 +65,44 @@ void UpdateProgress(Pass* p) {
     }
   }
   p->st.progress = next;
+}
+
+namespace {
+
+// The highest step the current round's pods say they finished at; -1 when none says.
+int64_t FinishedStep(const Pass& p) {
+  std::vector<const ObservedPod*> pods = CurrentPods(p);
+  for (const ObservedPod* s : CurrentSpares(p)) pods.push_back(s);
+  int64_t most = -1;
+  for (const ObservedPod* pod : pods) {
+    if (pod == nullptr || pod->phase != "Succeeded") continue;
+    if (auto r = group::ParseFinished(pod->message)) most = std::max(most, r->steps);
+  }
+  return most;
+}
+
+}  // namespace
+
+void RecordFinish(Pass* p) {
+  const int64_t step = FinishedStep(*p);
+  auto& prog = p->st.progress;
+  if (step < 0 && !(prog && prog->total_steps)) return;  // nothing known of the steps
+  if (!prog) prog = api::Progress{};
+  if (step >= 0) {
+    prog->step = step;
+    if (!prog->total_steps) prog->total_steps = step;
+  } else {
+    prog->step = *prog->total_steps;
+  }
+  prog->eta_seconds.reset();
+  prog->tokens_per_second.reset();
+  prog->updated_at = p->now;
+}
+
+std::string FinishedSteps(const Pass& p) {
+  const int64_t step = FinishedStep(p);
+  if (step < 0) return "";
+  return " (step " + std::to_string(step) + " of " + std::to_string(step) + ")";
 }
 
 void RecordRecovery(Pass* p) {

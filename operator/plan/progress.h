@@ -32,6 +32,14 @@ std::optional<std::string> HangMessage(Pass* p);
 // is armed for the deferred write). Call last, after every other status change of the pass.
 void UpdateProgress(Pass* p);
 
+// A job about to end Succeeded: status.progress holds the step every rank reached (the steps of
+// its pods' `ddp: Finished` messages, else the total last read), no ETA and no rate. Call after
+// UpdateProgress's last read is in (EndJob calls UpdateProgress first, then this).
+void RecordFinish(Pass* p);
+
+// " (step N of N)" from the pods' `ddp: Finished` messages, "" when none says (torchrun).
+std::string FinishedSteps(const Pass& p);
+
 // When the round has just started running after a failure: status.lastFailure.recoverySeconds,
 // from the failure's time to now. Once per failure.
 void RecordRecovery(Pass* p);

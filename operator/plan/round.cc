@@ -22,6 +22,7 @@ Plan EndJob(Pass* p, bool succeeded, const std::string& reason, const std::strin
   AddEvent(p, succeeded ? "Normal" : "Warning", reason, message);
   CleanUpFinished(p);
   UpdateProgress(p);  // the last progress read rides along with the final status
+  if (succeeded) RecordFinish(p);  // then the step every rank reached, no ETA
   return FinishPass(p);
 }
 

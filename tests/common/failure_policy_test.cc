@@ -66,7 +66,7 @@ TEST(GroupContractTest, TerminationReasonsParseBackAndNothingElseDoes) {
   using group::EndReason;
   for (EndReason r : {EndReason::kBudgetSpent, EndReason::kNotRetryable,
                       EndReason::kGroupAbandoned, EndReason::kDeparted, EndReason::kStopped,
-                      EndReason::kFenced, EndReason::kFinished}) {
+                      EndReason::kFenced, EndReason::kFinished, EndReason::kReleased}) {
     const std::string msg = group::FormatEnd(r, "rank 1 exited 137\nsecond line");
     EXPECT_EQ(msg.rfind("ddp: ", 0), 0u) << msg;
     EXPECT_EQ(group::ParseEnd(msg), r) << msg;
@@ -78,15 +78,37 @@ TEST(GroupContractTest, TerminationReasonsParseBackAndNothingElseDoes) {
   EXPECT_EQ(group::ParseEnd("ddp: Departed"), group::EndReason::kDeparted);
 }
 
-TEST(GroupContractTest, AFinishedPodsCountParsesBackAndNothingElseIsACount) {
-  EXPECT_EQ(group::ParseFinished(group::FormatFinished(0)), 0);
-  EXPECT_EQ(group::ParseFinished(group::FormatFinished(17)), 17);
-  EXPECT_EQ(group::ParseEnd(group::FormatFinished(3)), group::EndReason::kFinished);
-  for (const char* other : {"", "ddp: Finished", "ddp: Finished: ", "ddp: Finished: many recoveries",
-                            "ddp: Finished: -2 recoveries", "ddp: Finished: 3",
-                            "ddp: Stopped: 3 recoveries", "3 recoveries"}) {
+TEST(GroupContractTest, AFinishedReportParsesBackAndNothingElseIsAFinish) {
+  using group::FinishedReport;
+  auto back = [](const FinishedReport& r) { return group::ParseFinished(group::FormatFinished(r)); };
+  ASSERT_TRUE(back({6000, 0}));
+  EXPECT_EQ(back({6000, 0})->steps, 6000);
+  EXPECT_EQ(back({6000, 0})->recoveries, 0);
+  EXPECT_EQ(back({12, 17})->recoveries, 17);
+  ASSERT_TRUE(back({400, std::nullopt}));  // under Restart: no group count
+  EXPECT_EQ(back({400, std::nullopt})->steps, 400);
+  EXPECT_FALSE(back({400, std::nullopt})->recoveries);
+  EXPECT_EQ(group::ParseEnd(group::FormatFinished({5, 3})), group::EndReason::kFinished);
+  // An earlier supervisor's message, written only once every trainer exited 0: steps unknown.
+  ASSERT_TRUE(group::ParseFinished("ddp: Finished: 3 recoveries charged in the group this round"));
+  EXPECT_EQ(group::ParseFinished("ddp: Finished: 3 recoveries charged")->steps, -1);
+  EXPECT_EQ(group::ParseFinished("ddp: Finished: 3 recoveries charged")->recoveries, 3);
+  for (const char* other :
+       {"", "ddp: Finished", "ddp: Finished: ", "ddp: Finished: many recoveries",
+        "ddp: Finished: -2 recoveries", "ddp: Finished: 3", "ddp: Stopped: 3 recoveries",
+        "3 recoveries", "ddp: Finished: step 1184 of 6000",  // not the end: never a finish
+        "ddp: Finished: step 6000 of", "ddp: Finished: step 6000 of 6000;",
+        "ddp: Finished: step 6000 of 6000; x recoveries", "ddp: Finished: step -1 of -1",
+        "ddp: Finished: step 99999999999999999999 of 99999999999999999999",
+        "ddp: Released: the job finished", "ddp: Finished: step 6000 of 6000 and more"}) {
     EXPECT_FALSE(group::ParseFinished(other)) << other;
   }
+}
+
+TEST(GroupContractTest, AReleasedSpareIsItsOwnReason) {
+  const std::string m = group::FormatEnd(group::EndReason::kReleased, "held no rank");
+  EXPECT_EQ(m, "ddp: Released: held no rank");
+  EXPECT_EQ(group::ParseEnd(m), group::EndReason::kReleased);
 }
 
 }  // namespace

@@ -111,9 +111,10 @@ class FakeApiServer {
 
   // --- The test's kubelet (pods; false when the pod does not exist).
   bool SetPodPhase(const std::string& ns, const std::string& name, const std::string& phase);
-  // Every container terminates with exit_code; phase Succeeded (0) or Failed.
+  // Every container terminates with exit_code; phase Succeeded (0) or Failed. `message`: the
+  // containers' termination message (what a process wrote to terminationMessagePath).
   bool TerminatePod(const std::string& ns, const std::string& name, int exit_code,
-                    const std::string& reason = "");
+                    const std::string& reason = "", const std::string& message = "");
   // Node-pressure eviction: phase Failed, reason Evicted, no container exit code.
   bool EvictPod(const std::string& ns, const std::string& name);
   bool SetPodUnschedulable(const std::string& ns, const std::string& name);

@@ -141,15 +141,17 @@ bool FakeApiServer::SetPodPhase(const std::string& ns, const std::string& name,
 }
 
 bool FakeApiServer::TerminatePod(const std::string& ns, const std::string& name, int exit_code,
-                                 const std::string& reason) {
+                                 const std::string& reason, const std::string& message) {
   return Mutate(PodsPath(ns) + "/" + name, [&](json& pod) {
     json& st = pod["status"];
     st["phase"] = exit_code == 0 ? "Succeeded" : "Failed";
     std::string why = !reason.empty() ? reason : exit_code == 0 ? "Completed" : "Error";
+    json terminated = {{"exitCode", exit_code}, {"reason", why}};
+    if (!message.empty()) terminated["message"] = message;
     json statuses = json::array();
     for (const json& c : pod["spec"].value("containers", json::array())) {
       statuses.push_back({{"name", c.value("name", "")}, {"ready", false}, {"restartCount", 0},
-                          {"state", {{"terminated", {{"exitCode", exit_code}, {"reason", why}}}}}});
+                          {"state", {{"terminated", terminated}}}});
     }
     st["containerStatuses"] = statuses;
     st["conditions"] = json::array({{{"type", "Ready"}, {"status", "False"}}});

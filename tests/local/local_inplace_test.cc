@@ -50,7 +50,8 @@ TEST_F(LocalInPlaceTest, FailedPodOneIsReplacedAloneInTheSameRound) {
       "echo \"start rank $RANK recovery $DDP_RECOVERY budget $DDP_MAX_RECOVERIES\"; "
       "if [ $RANK = 1 ] && [ ! -f " + d + "/failed-once ]; then "
       "  touch " + d + "/failed-once; echo 'rank 1 fails'; exit 75; fi; "
-      "while [ ! -f " + d + "/finish ]; do sleep 0.05; done; exit 0";
+      "while [ ! -f " + d + "/finish ]; do sleep 0.05; done; "
+      "echo 'ddp: Finished: step 1 of 1' > $DDP_TERMINATION_LOG; exit 0";
   auto op = Start(ShellJob("heal", 3, script,
                            "  failurePolicy: {recovery: InPlace, maxRestarts: 3}\n"));
   ASSERT_TRUE(WaitFor([&] { return Starts(1).size() == 2; }, seconds(60))) << op->Output();
@@ -134,7 +135,8 @@ TEST_F(LocalInPlaceTest, FailedPodZeroIsReplacedAloneLikeAnyOther) {
       "echo \"$DDP_ROUND $$$$\" >> " + d + "/starts-$RANK; "
       "if [ $RANK = 0 ] && [ ! -f " + d + "/failed-once ]; then "
       "  touch " + d + "/failed-once; exit 75; fi; "
-      "while [ ! -f " + d + "/finish ]; do sleep 0.05; done; exit 0";
+      "while [ ! -f " + d + "/finish ]; do sleep 0.05; done; "
+      "echo 'ddp: Finished: step 1 of 1' > $DDP_TERMINATION_LOG; exit 0";
   auto op = Start(ShellJob("store", 2, script, "  failurePolicy: {recovery: InPlace}\n"));
   ASSERT_TRUE(WaitFor([&] { return Starts(0).size() == 2; }, seconds(60))) << op->Output();
   ASSERT_TRUE(WaitFor(

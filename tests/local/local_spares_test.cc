@@ -8,124 +8,15 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <regex>
 
 #include <gtest/gtest.h>
 
-#include "e2e_util.h"
+#include "worker_job.h"
 
 namespace ddp::testing_local {
 namespace {
 
 using std::chrono::seconds;
-
-struct JobOptions {
-  std::string name;
-  std::string recovery = "InPlace";
-  int replicas = 2;
-  int spares = 0;
-  int max_restarts = 3;
-  int steps = 1500;
-  std::string fault;    // DDP_FAULT for every pod, "" for none
-  std::string wrapper;  // shell run before exec'ing ddp-worker ($(VAR) expansion: write $ as $$)
-};
-
-// A tiny minGPT on synthetic tokens, one thread per rank: a few hundred steps a second here. Each
-// pod writes its main process id (its process group) to <dir>/pid-<pod name>.
-std::string WorkerJob(const TempDir& dir, const JobOptions& o) {
-  const std::string pid_file = dir.path() + "/pid-$DDP_POD_NAME";
-  return "apiVersion: ddp.dev/v1alpha1\n"
-         "kind: DDPJob\n"
-         "metadata: {name: " + o.name + "}\n"
-         "spec:\n"
-         "  replicas: " + std::to_string(o.replicas) + "\n"
-         "  rendezvous: {timeoutSeconds: 60}\n"
-         "  failurePolicy: {recovery: " + o.recovery + ", maxRestarts: " +
-         std::to_string(o.max_restarts) +
-         (o.recovery == "InPlace" ? ", livenessTimeoutSeconds: 5, spares: " +
-                                        std::to_string(o.spares)
-                                  : std::string()) +
-         "}\n"
-         "  template:\n"
-         "    spec:\n"
-         "      terminationGracePeriodSeconds: 5\n"
-         "      containers:\n"
-         "      - name: worker\n"
-         "        image: unused\n"
-         "        command: [sh, -c]\n"
-         "        args: ['echo $$$$ > " + pid_file + "; " + o.wrapper + " exec " + WorkerBin() +
-         " \"$@\"', ddp-worker, --model=mingpt, --dataset=synthetic, --n-layer=1, --n-head=2,"
-         " --n-embd=32, --block-size=16, --steps=" + std::to_string(o.steps) +
-         ", --batch-size=4, --checkpoint-every=1000, --log-every=10, --seed=7, --threads=1]\n"
-         "        env:\n"
-         "        - {name: DDP_FAULT, value: \"" + o.fault + "\"}\n"
-         "        - {name: OMP_NUM_THREADS, value: \"1\"}\n";
-}
-
-// One `ddp-operator local` run of `o` in <dir>/<name>.
-class LocalJob {
- public:
-  LocalJob(const TempDir& dir, const JobOptions& o)
-      : dir_(dir), run_dir_(dir.path() + "/" + o.name), name_(o.name) {
-    const std::string manifest = dir.path() + "/" + o.name + ".yaml";
-    WriteFileAtomic(manifest, WorkerJob(dir, o));
-    op_ = std::make_unique<OperatorProcess>(
-        std::vector<std::string>{DDP_OPERATOR_BIN, "local", "-f", manifest, "--run-dir", run_dir_,
-                                 "--plain"},
-        dir.path() + "/" + o.name + ".out");
-  }
-  OperatorProcess& op() { return *op_; }
-  nlohmann::json Status() const { return ReadStatus(run_dir_); }
-  std::string Log(const std::string& file) const { return ReadFile(run_dir_ + "/" + file); }
-  std::string PodLog(const std::string& pod, int incarnation = 0) const {
-    return Log(name_ + "-" + pod + ".round0" +
-               (incarnation > 0 ? "." + std::to_string(incarnation) : "") + ".log");
-  }
-  // The process group of pod `pod` ("worker-0") as it wrote it; -1 until it did.
-  pid_t PodGroup(const std::string& pod) const {
-    const std::string text = ReadFile(dir_.path() + "/pid-" + name_ + "-" + pod);
-    return text.empty() ? -1 : static_cast<pid_t>(std::stol(text));
-  }
-  // The last step rank 0 logged in `pod_log` ("step N/T"), -1 before any.
-  static int LastStep(const std::string& pod_log) {
-    static const std::regex kRe(R"(\] step (\d+)/)");
-    int last = -1;
-    for (std::sregex_iterator it(pod_log.begin(), pod_log.end(), kRe), end; it != end; ++it) {
-      last = std::stoi((*it)[1]);
-    }
-    return last;
-  }
-
- private:
-  const TempDir& dir_;
-  std::string run_dir_, name_;
-  std::unique_ptr<OperatorProcess> op_;
-};
-
-int Int(const nlohmann::json& status, const char* key) {
-  return status.is_object() ? status.value(key, -1) : -1;
-}
-
-std::string FailedReason(const nlohmann::json& status) {
-  for (const auto& c : status.value("conditions", nlohmann::json::array())) {
-    if (c.value("type", "") == "Failed" && c.value("status", "") == "True") return c["reason"];
-  }
-  return "";
-}
-
-// The fault-free run every faulty run must end on: the same training under recovery Restart.
-std::string ReferenceChecksum(const TempDir& dir, int steps) {
-  JobOptions o;
-  o.name = "clean";
-  o.recovery = "Restart";
-  o.steps = steps;
-  LocalJob clean(dir, o);
-  EXPECT_EQ(clean.op().Wait(seconds(60)), 0) << clean.op().Output();
-  const std::string sum = LastChecksum(clean.PodLog("worker-0"));
-  EXPECT_FALSE(sum.empty()) << clean.PodLog("worker-0");
-  EXPECT_EQ(LastChecksum(clean.PodLog("worker-1")), sum);
-  return sum;
-}
 
 class LocalSparesTest : public ::testing::Test {
  protected:

@@ -61,10 +61,12 @@ DDPJob Mirrored(DDPJob j, int n) {
   j.status.progress->recoveries = n;
   return j;
 }
+// The steps the jobs of these tables train.
+constexpr int64_t kSteps = 6000;
 // Worker `index` of round 1 finished; its supervisor read `n` recoveries from the store.
 ObservedPod Finished(int index, int n) {
   ObservedPod p = Exited(index, 1, 0);
-  p.message = group::FormatFinished(n);
+  p.message = group::FormatFinished({kSteps, n});
   return p;
 }
 // Pod `index`'s disruption was counted in an earlier pass (it was killed and replaced).
@@ -268,7 +270,7 @@ std::vector<Row> Rows() {
        {.deletes = {kW0, kW1, kSpare, "Service mingpt"}, .phase = "Failed",
         .events = {"RendezvousFailed", "CleaningPods"}, .condition = "Failed=True/RendezvousFailed"}},
       {"workers_done_end_the_job_and_clean_the_rendezvous_pod_and_spares", Running2(),
-       Round1(fresh, {Exited(0, 1, 0), Exited(1, 1, 0)}),
+       Round1(fresh, {Finished(0, 0), Finished(1, 0)}),
        {.deletes = {kRdzv, kSpare, "Service mingpt"}, .phase = "Succeeded",
         .events = {"AllPodsSucceeded", "CleaningPods"}}},
       // A failure healed in a run's last second: no scrape saw it, the finished pods did.
@@ -292,7 +294,7 @@ std::vector<Row> Rows() {
       // The spare holding rank 1 and pod 0 finished training while the pod created for rank 1
       // is still Pending (no room after a node loss): the job is done, not waiting for it.
       {"ranks_finished_on_a_spare_end_the_job_without_the_pending_pod", Running2(),
-       Round1(SpareTook(1), {Finished(0, 1), WithMessage(Done(spare), group::FormatFinished(1)),
+       Round1(SpareTook(1), {Finished(0, 1), WithMessage(Done(spare), group::FormatFinished({kSteps, 1})),
                              Pod(1, 1, "Pending")}),
        {.deletes = {kW1, kRdzv, "Service mingpt"}, .phase = "Succeeded",
         .events = {"AllPodsSucceeded", "CleaningPods"}}},
@@ -342,6 +344,49 @@ std::vector<Row> Rows() {
         .message = "round 1 -> 2 (the group could not re-form in place (pod mingpt-worker-0); "
                    "the failure that caused it was counted already)",
         .condition = "Restarting=True/GroupAbandoned", .no_requeue = true}},
+      // Succeeded means trained. The group stopped together with a checkpoint though nobody
+      // asked the job to stop (every member got SIGTERM: all pods deleted or drained at once);
+      // a pod that found the group stopped says so: a new round resumes from the checkpoint, one
+      // disruption, uncharged.
+      {"a_pod_that_found_the_group_stopped_starts_a_new_round_uncharged", Running2(),
+       Round1(fresh, {Ends(Pod(0, 1, "Running"), EndReason::kStopped,
+                           "the group had stopped before pod mingpt-worker-0 held a rank")}),
+       {.deletes = {kW0, kW1, kRdzv, kSpare}, .phase = "Restarting", .round = 2, .restarts = 0,
+        .disruptions = 1, .recoveries = 0, .events = {"GroupStopped", "DeletingPods"},
+        .message = "round 1 -> 2 (the group stopped together with a checkpoint (pod "
+                   "mingpt-worker-0: every member got SIGTERM at once) but the job was not "
+                   "stopped: the new round resumes from that checkpoint",
+        .condition = "Restarting=True/GroupStopped", .no_requeue = true}},
+      // Every member pod deleted at once: nobody is left to heal a replacement in place.
+      {"every_member_pod_deleted_at_once_is_a_new_round", Running2(),
+       Round1(fresh, {Deleting(Pod(0, 1, "Running")), Deleting(Pod(1, 1, "Running"))}),
+       {.deletes = {kRdzv, kSpare}, .phase = "Restarting", .round = 2, .restarts = 0,
+        .disruptions = 2, .recoveries = 0, .events = {"PodDisrupted", "DeletingPods"},
+        .message = "no pod of the round is left to heal a replacement in place: the new round "
+                   "resumes from the checkpoint"}},
+      // One survivor is enough: the deleted pod is replaced alone and healed from it.
+      {"a_pod_deleted_beside_a_survivor_is_replaced_alone", Running2(),
+       Round1(fresh, {Deleting(Pod(0, 1, "Running"))}),
+       {.phase = "Restarting", .round = 1, .disruptions = 1, .events = {"PodReplaced"}}},
+      // A pod that exits 0 without `ddp: Finished` never finishes a job: a failure, healed
+      // under OnFailure like any other.
+      {"exit_0_without_finishing_is_a_failure_not_a_success", Running2(),
+       Round1(fresh, {Exited(0, 1, 0), Finished(1, 0)}),
+       {.deletes = {kW0}, .phase = "Restarting", .round = 1, .restarts = 0, .recoveries = 1,
+        .events = {"PodReplaced"},
+        .message = "rank 0 exited 0 without saying it trained to the end",
+        .failure_rank = 0}},
+      {"a_stopped_pod_that_exited_0_is_not_a_finish", Running2(),
+       Round1(fresh, {Done(WithMessage(Pod(0, 1, "Running"), "ddp: Stopped: the job stopped")),
+                      Finished(1, 0)}),
+       {.deletes = {kW0}, .phase = "Restarting", .recoveries = 1, .events = {"PodReplaced"},
+        .message = "rank 0 exited 0 but its pod said Stopped, not Finished"}},
+      // An idle spare released by a finished group finished nothing: the pod that lost its rank
+      // to it is not a finish either, so one Finished pod of two is not the end.
+      {"a_released_pod_is_not_a_finish", Running2(),
+       Round1(fresh, {Finished(0, 0), Done(WithMessage(Pod(1, 1, "Running"),
+                                                        "ddp: Released: held no rank"))}),
+       {.phase = "Running", .round = 1, .recoveries = 0, .events = {}}},
       {"group_that_never_formed_is_a_charged_restart_with_backoff", Running2(),
        Round1(fresh, {Ends(Pod(1, 1, "Running"), EndReason::kGroupAbandoned,
                            "the group never formed within 600s")}),

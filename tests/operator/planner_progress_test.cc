@@ -109,13 +109,30 @@ TEST(PlannerProgress, TheLastProgressRidesAlongTheEnd) {
   Running r = RunningJob();
   r.world.progress = Progress(0, 100, At(50));
   Apply(PlanReconcile(r.job, r.world, At(50)), &r.job, &r.world, At(50));
-  r.world.progress = Progress(0, 400, At(55));
+  // The last read (step 390 of 400, an ETA) predates the end; the pods say they finished.
+  r.world.progress = Progress(0, 390, At(55));
   r.world.pods = Pods(2, 0, "Succeeded");
+  for (auto& pod : r.world.pods) pod.message = group::FormatFinished({400, std::nullopt});
   Plan plan = PlanReconcile(r.job, r.world, At(56));
   ASSERT_TRUE(plan.status && plan.status->progress) << plan.ToString();
   EXPECT_EQ(plan.status->phase, api::kPhaseSucceeded);
   EXPECT_EQ(plan.status->progress->step, 400);
-  EXPECT_EQ(plan.status->progress->eta_seconds, 0);
+  EXPECT_EQ(plan.status->progress->total_steps, 400);
+  EXPECT_FALSE(plan.status->progress->eta_seconds) << "a finished job has no ETA";
+  EXPECT_EQ(plan.status->progress->loss, 2.5) << "the last read's loss rides along";
+}
+
+// A job whose ddp-worker progress was read and whose pods exit 0 without saying they finished
+// (told to stop, say) is not done: a failure, restarted under OnFailure.
+TEST(PlannerProgress, PodsThatExitZeroWithoutFinishingAfterProgressAreNoSuccess) {
+  Running r = RunningJob();
+  r.world.progress = Progress(0, 100, At(50));
+  Apply(PlanReconcile(r.job, r.world, At(50)), &r.job, &r.world, At(50));
+  r.world.pods = Pods(2, 0, "Succeeded");
+  Plan plan = PlanReconcile(r.job, r.world, At(56));
+  ASSERT_TRUE(plan.status) << plan.ToString();
+  EXPECT_EQ(plan.status->phase, api::kPhaseRestarting);
+  EXPECT_EQ(plan.status->restarts, 1);
 }
 
 TEST(PlannerHang, StepNotAdvancingForTheTimeoutRestarts) {

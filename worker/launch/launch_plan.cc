@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 
+#include "common/group_contract.h"
 #include "worker/comm/rendezvous.h"
 #include "worker/train/exit_codes.h"
 
@@ -54,6 +55,8 @@ StatusOr<LaunchPlan> PlanLaunch(const std::function<const char*(const char*)>& g
     c.env[kEnvLocalRank] = std::to_string(local);
     c.env[kEnvLocalWorldSize] = std::to_string(p.nproc_per_node);
     c.env[kEnvWorldSize] = std::to_string(p.world_size);
+    // The pod's launcher or supervisor says why the pod ended, for every rank: not the trainers.
+    c.env[group::kEnvTerminationLog] = "";
     c.args = args;
     // Appended last so they win over the user's flags: the launcher owns DDP_METRICS_PORT.
     if (metrics) {

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <thread>
 
+#include "common/group_contract.h"
 #include "common/logging.h"
 #include "worker/launch/launch_plan.h"
 #include "worker/launch/pod_metrics.h"
@@ -149,8 +150,14 @@ int LaunchMain(const char* self, const std::vector<std::string>& args) {
   }
   metrics.Stop();
   if (!port_dir.empty()) (void)PosixFileSystem()->RemoveAll(port_dir);
-  // Every child exiting 0 means training finished, even if a signal raced with the end.
-  return LaunchExitCode(exits);
+  // Every child exiting 0 means training finished, even if a signal raced with the end: the
+  // pod says so (the operator takes an exit 0 as a finish only with it).
+  const int code = LaunchExitCode(exits);
+  if (code == kExitOk) {
+    (void)WriteTerminationLog(TerminationLogPath(),
+                              ddp::group::FormatFinished({cfg->steps, std::nullopt}));
+  }
+  return code;
 }
 
 }  // namespace ddp::worker

@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -63,8 +62,10 @@ struct Trainer {
 
 class Supervisor {
  public:
-  Supervisor(const char* self, std::vector<std::string> args, GroupSettings gs, bool warm, int grace)
-      : self_(self), args_(std::move(args)), gs_(std::move(gs)), warm_(warm), grace_(grace) {}
+  Supervisor(const char* self, std::vector<std::string> args, GroupSettings gs, bool warm, int grace,
+             int64_t steps)
+      : self_(self), args_(std::move(args)), gs_(std::move(gs)), warm_(warm), grace_(grace),
+        steps_(steps) {}
 
   int Run(PodMetrics* metrics, const std::string& port_dir);
 
@@ -82,6 +83,7 @@ class Supervisor {
   GroupSettings gs_;
   bool warm_;
   int grace_;
+  int64_t steps_;  // the training's last step: what every trainer reached when it exits 0
   std::string port_dir_;
   PodMetrics* metrics_ = nullptr;
   std::unique_ptr<group::PodClient> client_;
@@ -95,16 +97,10 @@ class Supervisor {
   std::string reason_text_;
 };
 
-void WriteTermination(const std::string& path, const std::string& message) {
-  if (path.empty()) return;
-  std::ofstream f(path, std::ios::trunc);
-  if (f) f << message << "\n";
-}
-
 int Supervisor::End(int code, std::optional<EndReason> reason, const std::string& text) {
   if (reason) {
     const std::string msg = ddp::group::FormatEnd(*reason, text);
-    WriteTermination(gs_.termination_log, msg);
+    (void)WriteTerminationLog(gs_.termination_log, msg);
     DDP_LOG(INFO) << "supervisor: " << msg << " (exit " << code << ")";
   }
   if (metrics_) metrics_->Stop();
@@ -337,9 +333,21 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
           kill_at_ = now + std::chrono::seconds(grace_);
         }
         if (node_ < 0 && p.node >= 0 && !stopping_ && !abandoned_) StartTrainers(p.node);
-        if (node_ < 0 && (p.finished || stopping_ || abandoned_)) {
-          trainers_.clear();  // a spare: nothing to hand over
-          return End(kExitOk, std::nullopt, "");
+        // A pod holding no rank (a spare, or a replacement not placed yet) has nothing to hand
+        // over. Only a finished job lets it exit 0, and as Released, never as a finish: a
+        // replacement that came to a stopped group ends as Stopped, so that the operator
+        // resumes the job from the stop's checkpoint (a whole-job stop nobody asked for is not
+        // the end of training).
+        if (node_ < 0 && p.finished) {
+          trainers_.clear();
+          return End(kExitOk, EndReason::kReleased,
+                     "the job finished; pod " + gs_.pod_name + " held no rank");
+        }
+        if (node_ < 0 && (stopping_ || abandoned_)) {
+          trainers_.clear();
+          return End(kExitRetryable, stopping_ ? EndReason::kStopped : EndReason::kGroupAbandoned,
+                     "the group " + std::string(stopping_ ? "had stopped" : "was abandoned") +
+                         " before pod " + gs_.pod_name + " held a rank");
         }
         for (auto& t : trainers_) {
           auto it = p.stalls.find(t.spec.rank);
@@ -375,19 +383,22 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
                        ? "the group never formed within the rendezvous timeout"
                        : "the group could not re-form in place after a loss: a new round");
       }
-      if (stopping_) return End(code == kExitOk ? kExitOk : kExitRetryable, EndReason::kStopped,
-                                "the job stopped together");
+      // A trainer exits 0 only once it trained to the last step (a stop is 75), so a stop that
+      // raced with the end is still a finish.
+      if (code != kExitOk) {
+        return End(kExitRetryable, stopping_ ? EndReason::kStopped : EndReason::kNotRetryable,
+                   stopping_ ? "the job stopped together with a checkpoint"
+                             : "a trainer exited " + std::to_string(code));
+      }
       // This pod's ranks trained to the end, past every charge made before the last step: the
       // store's count goes to the operator with this pod's end (a failure in a run's last
       // seconds may never reach a scrape of the rendezvous pod; the operator takes the highest).
-      if (code == kExitOk) {
-        if (auto b = client_->Budget(); b.ok()) {
-          const std::string msg = ddp::group::FormatFinished(b->recoveries);
-          WriteTermination(gs_.termination_log, msg);
-          DDP_LOG(INFO) << "supervisor: " << msg;
-        }
-      }
-      return End(code, std::nullopt, "");
+      ddp::group::FinishedReport report{steps_, std::nullopt};
+      if (auto b = client_->Budget(); b.ok()) report.recoveries = b->recoveries;
+      const std::string msg = ddp::group::FormatFinished(report);
+      (void)WriteTerminationLog(gs_.termination_log, msg);
+      DDP_LOG(INFO) << "supervisor: " << msg;
+      return End(kExitOk, std::nullopt, "");
     }
     if (now >= kill_at_) {
       KillAll(SIGKILL);
@@ -445,7 +456,7 @@ int SuperviseMain(const char* self, const std::vector<std::string>& args) {
       return kExitRetryable;
     }
   }
-  Supervisor sup(self, args, *gs, recovery->warm_standby, grace);
+  Supervisor sup(self, args, *gs, recovery->warm_standby, grace, cfg->steps);
   return sup.Run(metrics.get(), port_dir);
 }
 

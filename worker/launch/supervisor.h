@@ -20,8 +20,13 @@
 //      trainers are killed, its state lives on in the others; exit 75, Departed);
 //   6. the group's other decisions: fenced (exit 75, Fenced), abandoned (the trainers save once
 //      and exit; exit 75, GroupAbandoned), a trainer declared stalled (killed, then step 4),
-//      every rank finished (a spare ends with 0);
-//   7. the store lost (the rendezvous pod was replaced): register again, keeping the node rank.
+//      every rank finished (a pod holding no rank ends with 0, Released); a pod holding no rank
+//      that finds the group stopped or abandoned ends as Stopped or GroupAbandoned (exit 75),
+//      never 0: a stop that nobody asked of the job is not its end (the operator resumes it);
+//   7. the store lost (the rendezvous pod was replaced): register again, keeping the node rank;
+//   8. every trainer exited 0 (each reached the last step): the pod exits 0 and says so,
+//      `ddp: Finished: step N of N; R recoveries ...`, the only exit 0 the operator takes as a
+//      finish (group_contract.h FinishedReport).
 // Why the pod ended goes to DDP_TERMINATION_LOG (group_contract.h), read back by the operator.
 #ifndef DDP_WORKER_LAUNCH_SUPERVISOR_H_
 #define DDP_WORKER_LAUNCH_SUPERVISOR_H_

@@ -3,6 +3,8 @@
 #ifndef DDP_WORKER_TRAIN_EXIT_CODES_H_
 #define DDP_WORKER_TRAIN_EXIT_CODES_H_
 
+#include <string>
+
 #include "common/status.h"
 
 namespace ddp::worker {
@@ -16,6 +18,15 @@ inline constexpr int kExitRetryable = 75;     // EX_TEMPFAIL: peer lost, timeout
 // those to main: a corrupt checkpoint is skipped, not fatal); Unavailable/DeadlineExceeded/
 // Aborted-like failures and Internal -> 75 (a retry in a fresh group may well succeed).
 int ExitCodeFor(const Status& status);
+
+// Where a pod's process says why it ended (Kubernetes' terminationMessagePath, read back by the
+// operator): DDP_TERMINATION_LOG when set (empty: nowhere; the supervisor and the launcher give
+// their trainers an empty one, they speak for the pod), else /dev/termination-log when it exists
+// (a container's; never created outside one). Empty when there is nowhere to write.
+std::string TerminationLogPath();
+
+// Overwrites the termination log with `message` and a newline; false when it could not.
+bool WriteTerminationLog(const std::string& path, const std::string& message);
 
 }  // namespace ddp::worker
 

@@ -1,0 +1,100 @@
+// A real ddp-worker job in local mode (see worker_job.h).
+#include "worker_job.h"
+
+#include <regex>
+
+#include <gtest/gtest.h>
+
+namespace ddp::testing_local {
+
+using std::chrono::seconds;
+
+std::string WorkerJob(const TempDir& dir, const JobOptions& o) {
+  // Under Restart a pod has no DDP_POD_NAME: its name from its node rank.
+  const std::string pid_file =
+      dir.path() + "/pid-${DDP_POD_NAME:-" + o.name + "-worker-$NODE_RANK}";
+  return "apiVersion: ddp.dev/v1alpha1\n"
+         "kind: DDPJob\n"
+         "metadata: {name: " + o.name + "}\n"
+         "spec:\n"
+         "  replicas: " + std::to_string(o.replicas) + "\n"
+         "  rendezvous: {timeoutSeconds: 60}\n"
+         "  failurePolicy: {recovery: " + o.recovery + ", maxRestarts: " +
+         std::to_string(o.max_restarts) +
+         (o.recovery == "InPlace" ? ", livenessTimeoutSeconds: 5, spares: " +
+                                        std::to_string(o.spares)
+                                  : std::string()) +
+         "}\n"
+         "  template:\n"
+         "    spec:\n"
+         "      terminationGracePeriodSeconds: 5\n"
+         "      containers:\n"
+         "      - name: worker\n"
+         "        image: unused\n"
+         "        command: [sh, -c]\n"
+         "        args: ['echo $$$$ > " + pid_file + "; " + o.wrapper + " exec " + WorkerBin() +
+         " \"$@\"', ddp-worker, --model=mingpt, --dataset=synthetic, --n-layer=1, --n-head=2,"
+         " --n-embd=32, --block-size=16, --steps=" + std::to_string(o.steps) +
+         ", --batch-size=4, --checkpoint-every=1000, --log-every=10, --seed=7, --threads=1]\n"
+         "        env:\n"
+         "        - {name: DDP_FAULT, value: \"" + o.fault + "\"}\n"
+         "        - {name: OMP_NUM_THREADS, value: \"1\"}\n";
+}
+
+LocalJob::LocalJob(const TempDir& dir, const JobOptions& o)
+    : dir_(dir), run_dir_(dir.path() + "/" + o.name), name_(o.name) {
+  const std::string manifest = dir.path() + "/" + o.name + ".yaml";
+  WriteFileAtomic(manifest, WorkerJob(dir, o));
+  op_ = std::make_unique<OperatorProcess>(
+      std::vector<std::string>{DDP_OPERATOR_BIN, "local", "-f", manifest, "--run-dir", run_dir_,
+                               "--plain"},
+      dir.path() + "/" + o.name + ".out");
+}
+
+std::string LocalJob::PodLog(const std::string& pod, int incarnation, int round) const {
+  return Log(name_ + "-" + pod + ".round" + std::to_string(round) +
+             (incarnation > 0 ? "." + std::to_string(incarnation) : "") + ".log");
+}
+
+pid_t LocalJob::PodGroup(const std::string& pod) const {
+  const std::string text = ReadFile(dir_.path() + "/pid-" + name_ + "-" + pod);
+  return text.empty() ? -1 : static_cast<pid_t>(std::stol(text));
+}
+
+int LocalJob::LastStep(const std::string& pod_log) {
+  static const std::regex kRe(R"(\] step (\d+)/)");
+  int last = -1;
+  for (std::sregex_iterator it(pod_log.begin(), pod_log.end(), kRe), end; it != end; ++it) {
+    last = std::stoi((*it)[1]);
+  }
+  return last;
+}
+
+int Int(const nlohmann::json& status, const char* key) {
+  return status.is_object() ? status.value(key, -1) : -1;
+}
+
+std::string FailedReason(const nlohmann::json& status) {
+  for (const auto& c : status.value("conditions", nlohmann::json::array())) {
+    if (c.value("type", "") == "Failed" && c.value("status", "") == "True") return c["reason"];
+  }
+  return "";
+}
+
+std::string ReferenceChecksum(const TempDir& dir, int steps, int replicas) {
+  JobOptions o;
+  o.name = "clean";
+  o.recovery = "Restart";
+  o.steps = steps;
+  o.replicas = replicas;
+  LocalJob clean(dir, o);
+  EXPECT_EQ(clean.op().Wait(seconds(90)), 0) << clean.op().Output();
+  const std::string sum = LastChecksum(clean.PodLog("worker-0"));
+  EXPECT_FALSE(sum.empty()) << clean.PodLog("worker-0");
+  for (int i = 1; i < replicas; ++i) {
+    EXPECT_EQ(LastChecksum(clean.PodLog("worker-" + std::to_string(i))), sum) << i;
+  }
+  return sum;
+}
+
+}  // namespace ddp::testing_local
