@@ -5,7 +5,10 @@ data generator, batch, thread count and step count. Spawns its ranks itself (no 
   torch_ddp_bench.py --world-size 2 --steps 40 --threads 1 --batch-size 8 --n-layer 4 ...
 
 Rank 0 prints one line: `torch_ddp samples_per_s=... tokens_per_s=... step_ms=... params=...`,
-averaged over the steps after the first 5 (warm-up), like ddp-worker's summary line.
+averaged over the steps after the first --warmup (5), like ddp-worker's summary line; on CUDA also
+the peak memory PyTorch's allocator held. --tie-embeddings 1 is GPT-2's layout (the head is wte);
+--compile 1 runs the DDP model through torch.compile; --log-every N reads the loss on the host
+every N steps (1: every step, a host sync per step).
 """
 import argparse
 import contextlib
@@ -52,7 +55,7 @@ class Block(nn.Module):
 
 
 class MinGpt(nn.Module):
-    def __init__(self, vocab, block, n_layer, n_head, n_embd):
+    def __init__(self, vocab, block, n_layer, n_head, n_embd, tie=False):
         super().__init__()
         self.wte = nn.Embedding(vocab, n_embd)
         self.wpe = nn.Embedding(block, n_embd)
@@ -64,6 +67,8 @@ class MinGpt(nn.Module):
                 nn.init.normal_(m.weight, 0.0, 0.02)
             if isinstance(m, nn.Linear) and m.bias is not None:
                 nn.init.zeros_(m.bias)
+        if tie:
+            self.head.weight = self.wte.weight
 
     def forward(self, idx, targets):
         t = idx.shape[1]
@@ -105,17 +110,23 @@ def worker(a):
         torch.cuda.set_device(device)
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank, world_size=world)
     torch.manual_seed(a.seed)
-    model = MinGpt(a.vocab, a.block_size, a.n_layer, a.n_head, a.n_embd).to(device)
+    model = MinGpt(a.vocab, a.block_size, a.n_layer, a.n_head, a.n_embd, bool(a.tie_embeddings)).to(device)
     ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=a.bucket_cap_mb)
+    if a.compile:
+        ddp = torch.compile(ddp)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=3e-3, betas=(0.9, 0.95))
     data = synthetic_tokens(a.tokens, a.vocab, 1234)
     gen = torch.Generator().manual_seed(a.seed + rank)
-    times = []
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    warmup = min(a.warmup, a.steps - 1)
+    lv = float("nan")
     for step in range(a.steps):
-        t0 = time.perf_counter()
+        if step == warmup:
+            sync()
+            t0 = time.perf_counter()
         ix = torch.randint(len(data) - a.block_size - 1, (a.batch_size,), generator=gen)
         x = torch.stack([data[i:i + a.block_size] for i in ix]).to(device)
         y = torch.stack([data[i + 1:i + 1 + a.block_size] for i in ix]).to(device)
@@ -127,15 +138,18 @@ def worker(a):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=False)
-        lv = loss.item()  # a host sync per step, as ddp-worker's loss agreement
-        times.append(time.perf_counter() - t0)
+        if (step + 1) % a.log_every == 0 or step + 1 == a.steps:
+            lv = loss.item()  # a host sync
+    sync()
+    step = (time.perf_counter() - t0) / (a.steps - warmup)
     if rank == 0:
-        m = sorted(times[5:]) if len(times) > 5 else times
-        step = sum(m) / len(m)
         gsamples = a.batch_size * world
         params = sum(p.numel() for p in model.parameters())
+        mem = (f" peak_alloc_gib={torch.cuda.max_memory_allocated() / 2**30:.2f}"
+               f" peak_reserved_gib={torch.cuda.max_memory_reserved() / 2**30:.2f}") if device.type == "cuda" else ""
         print(f"torch_ddp samples_per_s={gsamples / step:.2f} tokens_per_s={gsamples * a.block_size / step:.1f} "
-              f"step_ms={step * 1e3:.2f} params={params} loss={lv:.4f} torch={torch.__version__}", flush=True)
+              f"step_ms={step * 1e3:.2f} params={params} loss={lv:.4f} compile={a.compile}{mem} "
+              f"torch={torch.__version__}", flush=True)
     dist.destroy_process_group()
 
 
@@ -143,7 +157,8 @@ def main():
     p = argparse.ArgumentParser()
     for name, default in [("world-size", 2), ("steps", 40), ("threads", 1), ("batch-size", 8), ("n-layer", 4),
                           ("n-head", 4), ("n-embd", 128), ("block-size", 64), ("vocab", 32), ("tokens", 200000),
-                          ("seed", 42)]:
+                          ("seed", 42), ("tie-embeddings", 0), ("compile", 0), ("log-every", 1),
+                          ("warmup", 5)]:
         p.add_argument("--" + name, type=int, default=default)
     p.add_argument("--bucket-cap-mb", type=float, default=25.0)
     p.add_argument("--device", default="cpu")

@@ -386,3 +386,30 @@ TEST(CheckpointStoreTest, TwoThreadsSavingOneStepOnDiskLeaveOneCompleteCopy) {
 
 }  // namespace
 }  // namespace ddp::worker
+
+namespace ddp::worker {
+namespace {
+
+// PosixFileSystem's RemoveAll (nftw): a tree goes with its files and empty folders; a link is
+// removed, never followed; a path that does not exist is already removed.
+TEST(PosixFileSystemTest, RemoveAllTakesTheTreeAndNotWhatLinksPointTo) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("ddp-rm-" + std::to_string(::getpid()));
+  fs::create_directories(root / "tree/a/b");
+  fs::create_directories(root / "outside");
+  FileSystem* posix = PosixFileSystem();
+  ASSERT_TRUE(posix->WriteFile((root / "tree/a/b/f").string(), "x").ok());
+  ASSERT_TRUE(posix->WriteFile((root / "outside/keep").string(), "k").ok());
+  fs::create_directories(root / "tree/empty");
+  fs::create_directory_symlink(root / "outside", root / "tree/a/link");
+  EXPECT_TRUE(posix->RemoveAll((root / "tree").string()).ok());
+  EXPECT_FALSE(posix->Exists((root / "tree").string()));
+  EXPECT_TRUE(posix->Exists((root / "outside/keep").string()));
+  EXPECT_TRUE(posix->RemoveAll((root / "tree").string()).ok());  // gone already
+  EXPECT_TRUE(posix->RemoveAll((root / "outside/keep").string()).ok());  // a file
+  EXPECT_FALSE(posix->Exists((root / "outside/keep").string()));
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace ddp::worker

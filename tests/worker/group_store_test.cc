@@ -96,10 +96,30 @@ TEST(FencedStoreTest, ACommunicatorWaitingForAGoneMemberGivesUpWithTheGeneration
 
 TEST(FencedStoreTest, AReadOfAPresentKeyDoesNotWaitAndATimeoutStillApplies) {
   auto store = NewStore();
-  store->set("k", {'v'});
+  store->set("k", std::vector<uint8_t>{'v'});
   FencedStore fenced(store, [] { return std::string(); });
   EXPECT_EQ(fenced.get("k"), (std::vector<uint8_t>{'v'}));
   EXPECT_THROW(fenced.wait({"absent"}, std::chrono::milliseconds(50)), std::runtime_error);
+}
+
+// clone() (LibTorch 2.x calls it; pure virtual in its Store): the same keys and the same
+// cancellation, with the timeout carried over.
+TEST(FencedStoreTest, AClonePollsTheSameKeysAndIsCancelledAlike) {
+  auto store = NewStore();
+  std::string why;
+  auto fenced = c10::make_intrusive<FencedStore>(store, [&] { return why; });
+  fenced->setTimeout(std::chrono::milliseconds(2000));
+  c10::intrusive_ptr<c10d::Store> copy = fenced->clone();
+  EXPECT_EQ(copy->getTimeout(), std::chrono::milliseconds(2000));
+  copy->set("from-clone", std::vector<uint8_t>{'c'});
+  EXPECT_EQ(fenced->get("from-clone"), (std::vector<uint8_t>{'c'}));
+  why = "generation 4 moved on";
+  try {
+    copy->get("never");
+    ADD_FAILURE() << "a cancelled clone still waited";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "generation 4 moved on");
+  }
 }
 
 // A frozen process (SIGSTOP, as a silent node) keeps its socket open: only its bytes stop, and

@@ -218,7 +218,7 @@ TEST(GlooTest, AbortFailsTheWorkInFlightAndThePeersConnections) {
       const auto start = Clock::now();
       Status s = g->comm->AllReduceSumAsync(t)->Wait();
       const double took = Since(start);
-      g->rendezvous.store->set("done", {1});  // rank 0 may exit (its store with it)
+      g->rendezvous.store->set("done", std::vector<uint8_t>{1});  // rank 0 may exit (its store with it)
       std::fprintf(stderr, "rank 1: after the peer's abort -> %s after %.2fs\n", s.ToString().c_str(), took);
       CHILD_CHECK(s.code() == StatusCode::kUnavailable);
       CHILD_CHECK(took < 10.0);
@@ -230,7 +230,7 @@ TEST(GlooTest, AbortFailsTheWorkInFlightAndThePeersConnections) {
                           [&] { return work->IsCompleted(); }) == PollOutcome::kDeadline);
     const auto start = Clock::now();
     g->comm->Abort();
-    g->rendezvous.store->set("aborted", {1});
+    g->rendezvous.store->set("aborted", std::vector<uint8_t>{1});
     while (!work->IsCompleted() && Since(start) < 10.0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -296,7 +296,7 @@ TEST(GlooTest, RepeatedAbortsDoNotAccumulateThreadsOrSockets) {
     CHILD_CHECK(threads <= base_threads);
     CHILD_CHECK(fds <= base_fds);
     // Rank 0 hosts the store: it leaves last.
-    if (rank == 1) store->set("done", {1});
+    if (rank == 1) store->set("done", std::vector<uint8_t>{1});
     if (rank == 0) store->wait({"done"}, std::chrono::seconds(30));
     return 0;
   }, {std::chrono::seconds(90)});

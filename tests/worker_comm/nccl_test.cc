@@ -13,6 +13,12 @@
 #include "tests/worker_comm/multiprocess.h"
 #include "worker/ddp/reducer.h"
 
+// ATen/cuda/Sleep.h's kernel launcher (a single thread spinning for `cycles` clocks on the
+// current stream), declared weak: null where LibTorch has no CUDA, as in the CPU build.
+namespace at::cuda {
+__attribute__((weak)) void sleep(int64_t cycles);
+}  // namespace at::cuda
+
 namespace ddp::worker {
 namespace {
 
@@ -56,6 +62,63 @@ TEST(NcclTest, SingleRankCollectivesAndReducer) {
     CHILD_CHECK(torch::allclose(got, want.detach(), 1e-4, 1e-5));
     return 0;
   }, {std::chrono::seconds(120)});
+  EXPECT_EQ(codes, std::vector<int>{0}) << CodesToString(codes);
+}
+
+// World size 1 (NCCL refuses two ranks on one GPU): an all-reduce queued behind a two-second
+// kernel on the compute stream is in flight when another thread aborts the communicator. Wait
+// returns Unavailable, the Work completes once the queue drains, later launches fail at once
+// without touching NCCL, and a new communicator on the same store (as a re-formed group makes)
+// works. The kernel is ATen's at::cuda::sleep (ATen/cuda/Sleep.h), reached through a weak
+// reference: it exists only in a CUDA LibTorch, and the test skips where it does not.
+TEST(NcclTest, OneRankAbortsAQueuedCollectiveAndReinitializes) {
+  if (!HaveNccl()) GTEST_SKIP() << "built without NCCL";
+  if (at::cuda::sleep == nullptr) GTEST_SKIP() << "LibTorch without CUDA (no at::cuda::sleep)";
+  if (CudaDevices() < 1) GTEST_SKIP() << "no CUDA device";
+  auto codes = RunRanks(1, [](int) {
+    using Clock = std::chrono::steady_clock;
+    auto since = [](Clock::time_point t) {
+      return std::chrono::duration<double>(Clock::now() - t).count();
+    };
+    auto store = c10::make_intrusive<c10d::HashStore>();
+    const c10::Device dev(c10::kCUDA, 0);
+    auto comm = MakeCommunicator(store, 0, 1, dev, std::chrono::seconds(60));
+    CHILD_CHECK_OK(comm.status());
+    auto opts = torch::TensorOptions().device(dev);
+    torch::Tensor t = torch::ones({1 << 20}, opts);
+    torch::cuda::synchronize();
+    at::cuda::sleep(int64_t{4'000'000'000});  // ~2 s at 2 GHz, on the (default) compute stream
+    auto work = (*comm)->AllReduceSumAsync(t);
+    CHILD_CHECK(!work->IsCompleted());  // queued behind the sleep
+    const auto start = Clock::now();
+    std::thread aborter([&] { (*comm)->Abort(); });
+    Status s = work->Wait();
+    aborter.join();
+    std::fprintf(stderr, "aborted -> %s after %.3fs\n", s.ToString().c_str(), since(start));
+    CHILD_CHECK(s.code() == StatusCode::kUnavailable);
+    while (!work->IsCompleted() && since(start) < 60.0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    CHILD_CHECK(work->IsCompleted());
+    std::fprintf(stderr, "queue drained %.3fs after the abort\n", since(start));
+    const auto refused = Clock::now();
+    CHILD_CHECK((*comm)->AllReduceSumAsync(t)->Wait().code() == StatusCode::kUnavailable);
+    CHILD_CHECK(since(refused) < 0.1);
+    comm->reset();  // destroying an aborted communicator touches no NCCL handle
+
+    const auto reinit = Clock::now();
+    auto again = MakeCommunicator(store, 0, 1, dev, std::chrono::seconds(60));
+    CHILD_CHECK_OK(again.status());
+    std::fprintf(stderr, "re-initialised in %.3fs\n", since(reinit));
+    torch::Tensor u = torch::arange(4096, opts.dtype(torch::kFloat));
+    CHILD_CHECK_OK((*again)->AllReduceSumAsync(u)->Wait());
+    CHILD_CHECK(torch::equal(u.cpu(), torch::arange(4096, torch::kFloat)));
+    std::vector<torch::Tensor> ts = {torch::full({5}, 3.0, opts)};
+    CHILD_CHECK_OK((*again)->Broadcast(ts, 0));
+    CHILD_CHECK_OK((*again)->Barrier());
+    CHILD_CHECK(torch::equal(ts[0].cpu(), torch::full({5}, 3.0)));
+    return 0;
+  }, {std::chrono::seconds(150)});
   EXPECT_EQ(codes, std::vector<int>{0}) << CodesToString(codes);
 }
 

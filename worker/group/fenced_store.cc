@@ -5,6 +5,19 @@
 #include <thread>
 
 namespace ddp::worker::group {
+namespace {
+
+// inner->clone() where c10d::Store has it (LibTorch 2.x), else inner itself.
+template <typename S>
+auto CloneOrShare(const c10::intrusive_ptr<S>& inner, int) -> decltype(inner->clone()) {
+  return inner->clone();
+}
+template <typename S>
+c10::intrusive_ptr<c10d::Store> CloneOrShare(const c10::intrusive_ptr<S>& inner, long) {
+  return inner;
+}
+
+}  // namespace
 
 FencedStore::FencedStore(c10::intrusive_ptr<c10d::Store> inner,
                          std::function<std::string()> cancelled, std::chrono::milliseconds interval)
@@ -37,6 +50,12 @@ bool FencedStore::check(const std::vector<std::string>& keys) { return inner_->c
 int64_t FencedStore::getNumKeys() { return inner_->getNumKeys(); }
 
 void FencedStore::wait(const std::vector<std::string>& keys) { wait(keys, timeout_); }
+
+c10::intrusive_ptr<c10d::Store> FencedStore::clone() {
+  auto copy = c10::make_intrusive<FencedStore>(CloneOrShare(inner_, 0), cancelled_, interval_);
+  copy->setTimeout(timeout_);
+  return copy;
+}
 
 void FencedStore::wait(const std::vector<std::string>& keys,
                        const std::chrono::milliseconds& timeout) {

@@ -35,6 +35,11 @@ class FencedStore : public c10d::Store {
   int64_t getNumKeys() override;
   void wait(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
+  // A FencedStore with the same cancellation over a clone of `inner` (over `inner` itself where
+  // LibTorch's Store has no clone()). LibTorch 2.x declares Store::clone() pure virtual, 1.13 not
+  // at all: declared without `override`, it overrides where the base has it and is a plain
+  // member where not, so both build.
+  c10::intrusive_ptr<c10d::Store> clone();
 
  private:
   c10::intrusive_ptr<c10d::Store> inner_;

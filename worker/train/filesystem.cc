@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +16,12 @@ namespace {
 
 Status Errno(const std::string& what, const std::string& path) {
   return Status::Unavailable(what + " " + path + ": " + std::strerror(errno));
+}
+
+// nftw callback, children before their directory (FTW_DEPTH); links are removed, not followed.
+int RemoveEntry(const char* path, const struct stat*, int type, struct FTW*) {
+  const int rc = type == FTW_DP ? ::rmdir(path) : ::unlink(path);
+  return rc == 0 || errno == ENOENT ? 0 : -1;
 }
 
 class PosixFs : public FileSystem {
@@ -106,10 +113,17 @@ class PosixFs : public FileSystem {
     return names;
   }
 
+  // POSIX nftw rather than std::filesystem::remove_all: a PyTorch wheel's libtorch.so defines and
+  // exports its own std::filesystem::remove_all, which the dynamic linker may bind in place of
+  // libstdc++'s; that copy crashed (a call through a null pointer) in a test on a GPU machine.
   Status RemoveAll(const std::string& path) override {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-    if (ec) return Status::Unavailable("rm -rf " + path + ": " + ec.message());
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) {
+      return errno == ENOENT ? Status::OK() : Errno("stat", path);
+    }
+    if (::nftw(path.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
+      return Errno("rm -rf", path);
+    }
     return Status::OK();
   }
 
