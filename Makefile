@@ -1,12 +1,16 @@
 # The two commands of the README:
 #   make demo   install what is missing, build, run examples/local-demo.yaml on this machine
 #   make test   install what is missing, build, run every test (ctest; labels unit, e2e, gpu)
+# And for the container images and a real cluster:
+#   make images       build ddp-operator and ddp-worker-cpu with docker, podman or buildah
+#   make image-test   build them and run them (ctest label image)
+#   make e2e-cluster  the suite of tests/cluster/ on the cluster in KUBECONFIG (skipped without)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
 
-.PHONY: all deps configure build test unit e2e demo clean
+.PHONY: all deps configure build test unit e2e demo clean images image-test e2e-cluster
 
 all: build
 
@@ -32,6 +36,16 @@ unit: build
 
 e2e: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L e2e
+
+images:
+	bash scripts/build-images.sh
+
+# Exit 77 is a skip (no builder, no cluster): said, not an error.
+image-test:
+	bash tests/delivery/image_run_test.sh . || [ $$? -eq 77 ]
+
+e2e-cluster:
+	bash tests/cluster/run.sh || [ $$? -eq 77 ]
 
 demo: build
 	$(BUILD)/operator/ddp-operator local -f examples/local-demo.yaml

@@ -120,6 +120,10 @@ std::optional<double> ProgressSnapshot::EtaSeconds() const {
 
 bool ProgressTracker::Add(const WorkerScrape& page, WallTime now) {
   if (!page.steps || !std::isfinite(*page.steps)) return false;
+  // Step 0 is what a process shows before it trains or resumes: a new rank 0 (a replaced pod,
+  // a resize, a new round) reads 0 until it has loaded its state, then jumps to the step it
+  // resumed at. After a real step, such a page says nothing about the job: it is skipped.
+  if (*page.steps <= 0 && snapshot_ && snapshot_->step > 0) return false;
   const bool advanced = !snapshot_ || *page.steps != snapshot_->step;
   if (!snapshot_) snapshot_.emplace();
   ProgressSnapshot& s = *snapshot_;
@@ -132,6 +136,9 @@ bool ProgressTracker::Add(const WorkerScrape& page, WallTime now) {
   s.last_advance = now;
   // A step that went back (a new process resumed from an older checkpoint) restarts the rate.
   if (!advances_.empty() && *page.steps < advances_.back().step) advances_.clear();
+  // The rate starts at the first real step: from step 0 the next page may be a resume (0 to
+  // the checkpoint's step in a second), not training, and would inflate the rate.
+  if (!advances_.empty() && advances_.back().step <= 0) advances_.clear();
   advances_.push_back({now, *page.steps});
   while (advances_.size() > 2 && now - advances_[1].at >= kRateWindow) {
     advances_.erase(advances_.begin());

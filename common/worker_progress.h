@@ -106,7 +106,9 @@ struct ProgressSnapshot {
 
 // Feeds successive pages of one worker (one round): the step rate is measured between the
 // first page showing a step and the latest, over at most kRateWindow, so one slow step does not
-// swing the ETA. A page without a step leaves the snapshot as it was.
+// swing the ETA. A page without a step leaves the snapshot as it was; so does a page showing
+// step 0 once a later step was seen (a new rank 0 before it resumed). Step 0 never starts the
+// rate: the advance after it may be a resume from a checkpoint, not training.
 class ProgressTracker {
  public:
   static constexpr std::chrono::seconds kRateWindow{120};

@@ -27,6 +27,8 @@ def batch(step, rank, world, size, w_true):
 
 
 def save(path, model, opt, step):
+    # DDP_CHECKPOINT_DIR is the job's own directory under spec.checkpoint.path: make it.
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = path + ".tmp"
     torch.save({"model": model.module.state_dict(), "optimizer": opt.state_dict(), "step": step}, tmp)
     os.replace(tmp, path)  # a crash mid-save leaves the previous snapshot whole

@@ -10,7 +10,7 @@ const std::vector<std::string>& OperatorEnvNames() {
       kEnvMasterAddr, kEnvMasterPort, kEnvWorldSize, kEnvNnodes, kEnvNodeRank,
       kEnvNprocPerNode, kEnvRank, kEnvLocalRank, kEnvLocalWorldSize, kEnvPetNnodes,
       kEnvPetNodeRank, kEnvPetNprocPerNode, kEnvPetMasterAddr, kEnvPetMasterPort, kEnvJobName,
-      kEnvRound, kEnvRendezvousTimeout, kEnvCheckpointDir, kEnvMetricsPort,
+      kEnvRound, kEnvRendezvousTimeout, kEnvCheckpointDir, kEnvCheckpointJob, kEnvMetricsPort,
       kEnvTorchelasticRestartCount, kEnvRecovery, kEnvMaxRecoveries, group::kEnvStoreAddr,
       group::kEnvPodName, group::kEnvPodUid, group::kEnvPodIp, group::kEnvPodRole,
       group::kEnvLivenessTimeout, group::kEnvRestartPolicy, group::kEnvRetryableExitCodes};

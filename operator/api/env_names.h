@@ -29,7 +29,12 @@ inline constexpr char kEnvPetMasterPort[] = "PET_MASTER_PORT";
 inline constexpr char kEnvJobName[] = "DDP_JOB_NAME";      // metrics label `job`
 inline constexpr char kEnvRound[] = "DDP_ROUND";           // metrics label `round`, store prefix
 inline constexpr char kEnvRendezvousTimeout[] = "DDP_RENDEZVOUS_TIMEOUT";  // seconds; then exit 75
-inline constexpr char kEnvCheckpointDir[] = "DDP_CHECKPOINT_DIR";  // only when spec sets it
+// <spec.checkpoint.path>/<namespace>/<name>: a directory of the job's own (plan/names.h
+// CheckpointDir); only when the spec sets a path.
+inline constexpr char kEnvCheckpointDir[] = "DDP_CHECKPOINT_DIR";
+// "<namespace>/<name>", beside DDP_CHECKPOINT_DIR: ddp-worker records it with its checkpoints and
+// refuses to resume from another job's (worker/train/checkpoint_owner.h).
+inline constexpr char kEnvCheckpointJob[] = "DDP_CHECKPOINT_JOB";
 inline constexpr char kEnvMetricsPort[] = "DDP_METRICS_PORT";      // worker serves /metrics there
 // For scripts written for torchelastic: equals the round.
 inline constexpr char kEnvTorchelasticRestartCount[] = "TORCHELASTIC_RESTART_COUNT";

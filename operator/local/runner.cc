@@ -20,6 +20,7 @@
 #include "operator/local/straggler_watch.h"
 #include "operator/local/terminal.h"
 #include "operator/plan/builders.h"
+#include "operator/plan/names.h"
 #include "operator/plan/plan.h"
 
 namespace ddp::controller::local {
@@ -165,6 +166,10 @@ int LocalRun::Init() {
     return kExitUsage;
   }
   job_.spec.checkpoint.path = checkpoint_dir_;
+  // The job's own directory under it (plan/names.h CheckpointDir), made here for programs that
+  // do not create it themselves (a torchrun script's snapshot).
+  const std::string own_checkpoints = plan::CheckpointDir(job_);
+  fs::create_directories(own_checkpoints, ec);
   job_.uid = "local-" + std::to_string(getpid());
   job_.generation = 1;
   // Fail early and clearly when the command cannot run at all, rather than as restarts.
@@ -185,7 +190,7 @@ int LocalRun::Init() {
                  std::to_string(job_.spec.nproc_per_node) + " process(es), command " +
                  path.value());
   terminal_.Line("  run dir " + run_dir_ + " (pod logs, status.json), checkpoints " +
-                 checkpoint_dir_);
+                 own_checkpoints);
   terminal_.Line("  edit " + options_.manifest_path +
                  " to apply changes (replicas, suspend); Ctrl-C stops everything");
   return -1;

@@ -7,6 +7,7 @@
 #include "common/group_contract.h"
 #include "operator/plan/env.h"
 #include "operator/plan/names.h"
+#include "operator/plan/security.h"
 
 namespace ddp::plan {
 namespace {
@@ -142,6 +143,7 @@ json BuildTrainingPod(const api::DDPJob& job, const std::string& name, const cha
     EnsurePort(&container, kRendezvousPortName, job.spec.rendezvous.port);
     EnsurePort(&container, kMetricsPortName, metrics_port);
   }
+  ApplyRunAsGroup(&spec);  // the image's group, not root's, beside runAsUser (security.h)
   // Moved in, not listed in an initializer (which copies every node).
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
   pod["metadata"] = std::move(meta);
@@ -199,6 +201,7 @@ json BuildRendezvousPod(const api::DDPJob& job, int round, int replicas,
   EnsurePort(&c, kRendezvousPortName, job.spec.rendezvous.port);
   EnsurePort(&c, kMetricsPortName, metrics_port);
   spec["containers"] = json::array({std::move(c)});
+  ApplyRunAsGroup(&spec);  // no volumes here: runAsGroup only
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
   pod["metadata"] = std::move(meta);
   pod["spec"] = std::move(spec);

@@ -43,7 +43,8 @@ EnvList RendezvousEnv(const api::DDPJob& job, int index, int round, int replicas
   env.push_back({api::kEnvRound, std::to_string(round)});
   env.push_back({api::kEnvRendezvousTimeout, std::to_string(job.spec.rendezvous.timeout_seconds)});
   if (job.spec.checkpoint.path && !job.spec.checkpoint.path->empty()) {
-    env.push_back({api::kEnvCheckpointDir, *job.spec.checkpoint.path});
+    env.push_back({api::kEnvCheckpointDir, CheckpointDir(job)});
+    env.push_back({api::kEnvCheckpointJob, JobIdentity(job)});
   }
   env.push_back({api::kEnvMetricsPort, std::to_string(job.spec.metrics.port)});
   env.push_back({api::kEnvTorchelasticRestartCount, std::to_string(round)});

@@ -27,4 +27,16 @@ std::string MasterAddr(const api::DDPJob& job) {
   return PodName(job, 0) + "." + ServiceName(job) + "." + job.namespace_name + ".svc";
 }
 
+std::string JobIdentity(const api::DDPJob& job) {
+  return (job.namespace_name.empty() ? std::string("default") : job.namespace_name) + "/" +
+         job.name;
+}
+
+std::string CheckpointDir(const api::DDPJob& job) {
+  if (!job.spec.checkpoint.path || job.spec.checkpoint.path->empty()) return "";
+  std::string root = *job.spec.checkpoint.path;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  return (root == "/" ? "" : root) + "/" + JobIdentity(job);
+}
+
 }  // namespace ddp::plan

@@ -29,6 +29,12 @@ std::string ServiceName(const api::DDPJob& job);
 std::string Selector(const api::DDPJob& job);
 // "<job>-worker-0.<job>.<namespace>.svc": rank 0's stable DNS name.
 std::string MasterAddr(const api::DDPJob& job);
+// "<namespace>/<name>" ("default" for an empty namespace): who owns the job's checkpoints.
+std::string JobIdentity(const api::DDPJob& job);
+// "<spec.checkpoint.path>/<namespace>/<name>": each job checkpoints into a directory of its own,
+// so jobs sharing a volume never read each other's; a job re-applied under the same name finds
+// its own and resumes (docs/failures-and-elasticity.md, "Whose checkpoints"). "" without a path.
+std::string CheckpointDir(const api::DDPJob& job);
 
 }  // namespace ddp::plan
 

@@ -124,6 +124,7 @@ ObservedPod ObservePod(const json& pod) {
       }
       if (type == "PodScheduled" && value == "False" && Str(c, "reason") == "Unschedulable") {
         out.unschedulable_since = Time(c, "lastTransitionTime");
+        out.unschedulable_message = Str(c, "message");
         if (!out.unschedulable_since) out.unschedulable_since = out.created;
       }
     }

@@ -17,7 +17,9 @@ namespace ddp::plan {
 //  - reason: status.reason (Evicted, Preempted, DeadlineExceeded, ...) else the container's
 //    terminated reason (OOMKilled, Error, ...); message likewise;
 //  - disruption_condition: condition DisruptionTarget=True;
-//  - unschedulable_since: condition PodScheduled=False reason Unschedulable, its transition time;
+//  - unschedulable_since, unschedulable_message: condition PodScheduled=False reason
+//    Unschedulable, its transition time and message (the scheduler's: "0/1 nodes are
+//    available: 1 Insufficient cpu.");
 //  - deleting: metadata.deletionTimestamp set; deletion_timestamp and deletion_grace_seconds
 //    from it and metadata.deletionGracePeriodSeconds;
 //  - node_name: spec.nodeName (node_lost and fenced are not in the pod: the caller fills them);

@@ -13,6 +13,7 @@
 #include "operator/plan/names.h"
 #include "operator/plan/progress.h"
 #include "operator/plan/replace.h"
+#include "operator/plan/unschedulable.h"
 
 namespace ddp::plan::internal {
 namespace {
@@ -207,6 +208,7 @@ void CreateMissing(Pass* p, bool hold_pods) {
 }
 
 void Summarize(Pass* p) {
+  RecordUnschedulable(p);
   int ready = 0, started = 0;
   // The pods holding the world's ranks: the worker pods, or under InPlace whichever pods the
   // group's report names (a spare that took a rank counts, the pod it replaced does not).

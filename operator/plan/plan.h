@@ -36,6 +36,7 @@ struct ObservedPod {
   bool ready = false;
   bool disruption_condition = false;  // condition DisruptionTarget=True
   std::optional<TimePoint> unschedulable_since;
+  std::string unschedulable_message;  // the scheduler's, from that condition
   TimePoint created{};
   std::string uid;
   std::string owner_uid;  // uid of the controller ownerReference; "" when none

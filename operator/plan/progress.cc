@@ -50,8 +50,11 @@ std::optional<std::string> HangMessage(Pass* p) {
 void UpdateProgress(Pass* p) {
   const ObservedProgress* prog = CurrentProgress(*p);
   if (!prog) return;
-  api::Progress next = FromSnapshot(prog->snapshot, p->now);
   const auto& cur = p->st.progress;
+  // A new rank 0 (a new round, a replaced pod 0) shows step 0 until it has resumed: the job is
+  // still where it was, so its progress stays (and its ETA with it) until a real step is read.
+  if (cur && cur->step > 0 && prog->snapshot.step <= 0) return;
+  api::Progress next = FromSnapshot(prog->snapshot, p->now);
   // In-place recoveries inside the pods reach status.recoveries through MirrorGroup
   // (inplace.h); progress.recoveries, how many of this round were added, is kept here.
   next.recoveries = cur ? cur->recoveries : 0;

@@ -157,5 +157,38 @@ TEST(ProgressTracker, AStepGoingBackRestartsTheRate) {
   EXPECT_FALSE(t.snapshot()->steps_per_second);
 }
 
+// Issue: after worker-0 was replaced the ETA read 24 s with about 72 s left. The new rank 0's
+// page shows step 0 until it resumes; kept as the rate's start, the jump from 0 to the resumed
+// step counted as training. Expected rates are the steps trained over the seconds they took.
+TEST(ProgressTracker, ANewRankZeroShowingStepZeroIsNotProgress) {
+  ProgressTracker t;
+  t.Add(Page(300, 1000), At(0));
+  t.Add(Page(400, 1000), At(10));                 // 10 steps/s
+  EXPECT_FALSE(t.Add(Page(0, 1000), At(20)));     // the replacement, before it resumed
+  EXPECT_EQ(t.snapshot()->step, 400);             // the job is still at 400
+  EXPECT_EQ(t.snapshot()->last_advance, At(10));  // and has not advanced (hang clock)
+  EXPECT_EQ(t.snapshot()->steps_per_second, 10.0);
+  // It resumed from the checkpoint of step 200: the step went back, the rate starts over there.
+  EXPECT_TRUE(t.Add(Page(200, 1000), At(30)));
+  EXPECT_FALSE(t.snapshot()->steps_per_second);
+  EXPECT_FALSE(t.snapshot()->EtaSeconds());       // no ETA rather than a false one
+  EXPECT_TRUE(t.Add(Page(220, 1000), At(40)));
+  EXPECT_EQ(t.snapshot()->steps_per_second, 2.0);                // 20 steps in 10 s
+  EXPECT_EQ(t.snapshot()->EtaSeconds(), (1000 - 220) / 2.0);
+}
+
+TEST(ProgressTracker, AResumeFromStepZeroIsNotARate) {
+  // A new round's rank 0 (a fresh tracker): 0 while it loads, then the checkpoint's 400 a second
+  // later. Before: 400 steps/s and an ETA of 1.5 s. The rate starts at 400.
+  ProgressTracker t;
+  EXPECT_TRUE(t.Add(Page(0, 1000), At(0)));
+  EXPECT_EQ(t.snapshot()->step, 0);  // a job at step 0 shows it (and can be hung there)
+  EXPECT_TRUE(t.Add(Page(400, 1000), At(1)));
+  EXPECT_FALSE(t.snapshot()->steps_per_second);
+  EXPECT_TRUE(t.Add(Page(410, 1000), At(6)));
+  EXPECT_EQ(t.snapshot()->steps_per_second, 2.0);  // 10 steps in 5 s
+  EXPECT_EQ(t.snapshot()->EtaSeconds(), (1000 - 410) / 2.0);
+}
+
 }  // namespace
 }  // namespace ddp::metrics

@@ -19,6 +19,19 @@ const exists = (rel) => fs.existsSync(path.join(root, rel));
 const listDir = (rel, re) =>
   exists(rel) ? fs.readdirSync(path.join(root, rel)).filter((f) => re.test(f)).sort() : [];
 
+// Files under `rel` (relative paths), skipping build trees and dot entries.
+function listTree(rel) {
+  const out = [];
+  if (!exists(rel)) return out;
+  for (const e of fs.readdirSync(path.join(root, rel), { withFileTypes: true })) {
+    if (e.name.startsWith('.') || e.name === 'build' || e.name.startsWith('build-')) continue;
+    const child = rel + '/' + e.name;
+    if (e.isDirectory()) out.push(...listTree(child));
+    else out.push(child);
+  }
+  return out;
+}
+
 // ---- Dockerfiles: lint clean, and every COPY source exists and is in the build context.
 function dockerIgnoreAllows(rel) {
   // .dockerignore is "exclude everything, then let back in": evaluate its rules in order.
@@ -67,8 +80,16 @@ function checkDockerfiles() {
     if (!/^ENTRYPOINT\s+\[/m.test(text)) fail(`dockerfiles/${f}: no exec-form ENTRYPOINT`);
   }
   // Build outputs never enter the context.
-  for (const p of ['build/x', 'build-foo/ddp-operator', 'tests/delivery/node_modules/a', '.git/HEAD']) {
+  for (const p of ['build/x', 'build-foo/ddp-operator', 'tests/delivery/node_modules/a', '.git/HEAD',
+                   'operator/build/x.o', 'worker/build-rel/ddp-worker', 'common/CMakeFiles/a']) {
     if (dockerIgnoreAllows(p)) fail(`.dockerignore lets ${p} into the build context`);
+  }
+  // Every tracked source file under a copied folder reaches the build (a pattern like `build*/`
+  // matches operator/plan/builders.cc once the matcher drops its trailing slash).
+  for (const dir of ['common', 'operator', 'worker']) {
+    for (const rel of listTree(dir)) {
+      if (!dockerIgnoreAllows(rel)) fail(`.dockerignore drops ${rel} from the build context`);
+    }
   }
 }
 

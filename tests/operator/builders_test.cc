@@ -42,7 +42,8 @@ TEST(RendezvousEnv, Rank0WithOneProcessPerPod) {
       {"PET_NNODES", "4"}, {"PET_NODE_RANK", "0"}, {"PET_NPROC_PER_NODE", "1"},
       {"PET_MASTER_ADDR", kMaster}, {"PET_MASTER_PORT", "29500"},
       {"DDP_JOB_NAME", "mingpt"}, {"DDP_ROUND", "2"}, {"DDP_RENDEZVOUS_TIMEOUT", "600"},
-      {"DDP_CHECKPOINT_DIR", "/ckpt"}, {"DDP_METRICS_PORT", "9400"},
+      {"DDP_CHECKPOINT_DIR", "/ckpt/ml/mingpt"}, {"DDP_CHECKPOINT_JOB", "ml/mingpt"},
+      {"DDP_METRICS_PORT", "9400"},
       {"TORCHELASTIC_RESTART_COUNT", "2"},
       {"DDP_RECOVERY", "Restart"}, {"DDP_MAX_RECOVERIES", "3"}};
   EXPECT_EQ(WorkerEnv(pod), want);
@@ -57,7 +58,8 @@ TEST(RendezvousEnv, LastRankWithOneProcessPerPod) {
       {"PET_NNODES", "4"}, {"PET_NODE_RANK", "3"}, {"PET_NPROC_PER_NODE", "1"},
       {"PET_MASTER_ADDR", kMaster}, {"PET_MASTER_PORT", "29500"},
       {"DDP_JOB_NAME", "mingpt"}, {"DDP_ROUND", "0"}, {"DDP_RENDEZVOUS_TIMEOUT", "600"},
-      {"DDP_CHECKPOINT_DIR", "/ckpt"}, {"DDP_METRICS_PORT", "9400"},
+      {"DDP_CHECKPOINT_DIR", "/ckpt/ml/mingpt"}, {"DDP_CHECKPOINT_JOB", "ml/mingpt"},
+      {"DDP_METRICS_PORT", "9400"},
       {"TORCHELASTIC_RESTART_COUNT", "0"},
       {"DDP_RECOVERY", "Restart"}, {"DDP_MAX_RECOVERIES", "3"}};
   EXPECT_EQ(WorkerEnv(pod), want);
@@ -72,7 +74,8 @@ TEST(RendezvousEnv, Rank0WithEightProcessesPerPod) {
       {"PET_NNODES", "2"}, {"PET_NODE_RANK", "0"}, {"PET_NPROC_PER_NODE", "8"},
       {"PET_MASTER_ADDR", kMaster}, {"PET_MASTER_PORT", "29500"},
       {"DDP_JOB_NAME", "mingpt"}, {"DDP_ROUND", "1"}, {"DDP_RENDEZVOUS_TIMEOUT", "600"},
-      {"DDP_CHECKPOINT_DIR", "/ckpt"}, {"DDP_METRICS_PORT", "9400"},
+      {"DDP_CHECKPOINT_DIR", "/ckpt/ml/mingpt"}, {"DDP_CHECKPOINT_JOB", "ml/mingpt"},
+      {"DDP_METRICS_PORT", "9400"},
       {"TORCHELASTIC_RESTART_COUNT", "1"},
       {"DDP_RECOVERY", "Restart"}, {"DDP_MAX_RECOVERIES", "3"}};
   EXPECT_EQ(WorkerEnv(pod), want);

@@ -361,5 +361,23 @@ TEST(PlannerInPodRecoveries, PastMaxRestartsTheJobFails) {
   EXPECT_EQ(at_limit.status->recoveries, 3);
 }
 
+TEST(PlannerProgress, ANewRankZeroAtStepZeroKeepsTheJobsProgress) {
+  // Round 0 reached step 300; round 1's rank 0 shows step 0 before it resumes. The status keeps
+  // step 300 (not 0) until round 1 reads a real step.
+  Running r = RunningJob(1);
+  r.world.progress = Progress(1, 300, At(50));
+  Apply(PlanReconcile(r.job, r.world, At(50)), &r.job, &r.world, At(50));
+  ASSERT_TRUE(r.job.status.progress);
+  ObservedProgress starting = Progress(1, 0, At(90));
+  starting.snapshot.steps_per_second.reset();
+  r.world.progress = starting;
+  Plan plan = PlanReconcile(r.job, r.world, At(90));
+  EXPECT_FALSE(plan.status) << plan.ToString();
+  r.world.progress = Progress(1, 310, At(95));
+  plan = PlanReconcile(r.job, r.world, At(95));
+  ASSERT_TRUE(plan.status && plan.status->progress) << plan.ToString();
+  EXPECT_EQ(plan.status->progress->step, 310);
+}
+
 }  // namespace
 }  // namespace ddp::plan::testing

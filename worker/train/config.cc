@@ -117,6 +117,7 @@ const std::vector<Option>& Options() {
       Opt("checkpoint.dir", "checkpoint-dir", &TrainConfig::checkpoint_dir),
       Opt("checkpoint.every", "checkpoint-every", &TrainConfig::checkpoint_every),
       Opt("checkpoint.keep", "keep-checkpoints", &TrainConfig::keep_checkpoints),
+      Opt("checkpoint.job", "checkpoint-job", &TrainConfig::checkpoint_job),
       Opt("metrics.port", "metrics-port", &TrainConfig::metrics_port),
       Opt("metrics.addr", "metrics-addr", &TrainConfig::metrics_addr),
       Opt("metrics.port_file", "metrics-port-file", &TrainConfig::metrics_port_file),

@@ -53,6 +53,10 @@ struct TrainConfig {
   std::string checkpoint_dir;         // empty = no checkpoints (env DDP_CHECKPOINT_DIR)
   int64_t checkpoint_every = 0;       // 0 = only on SIGTERM
   int64_t keep_checkpoints = 3;
+  // The job the checkpoints belong to ("namespace/name"; env DDP_CHECKPOINT_JOB, which the
+  // operator sets): recorded beside them and checked before a resume (checkpoint_owner.h).
+  // Empty = a run by hand: its directory is claimed by no job and checked for the model only.
+  std::string checkpoint_job;
   // metrics (env DDP_METRICS_PORT; -1 = no endpoint)
   int64_t metrics_port = -1;
   std::string metrics_addr = "0.0.0.0";

@@ -5,6 +5,7 @@
 #include <torch/cuda.h>
 
 #include "common/logging.h"
+#include "worker/train/checkpoint_owner.h"
 #include "worker/train/checkpoint_store.h"
 #include "worker/train/foreach_adamw.h"
 
@@ -98,6 +99,11 @@ StatusOr<TrainProgress> ResumeFromCheckpoint(const TrainConfig& cfg, FileSystem*
   CheckpointStore store(fs, cfg.checkpoint_dir, static_cast<int>(cfg.keep_checkpoints));
   int64_t chosen = -1;
   if (comm->rank() == 0) {
+    // Only this job's checkpoints, of this model (checkpoint_owner.h); the directory is claimed
+    // before anything is read or written, so the first save of a new job is recorded too.
+    const CheckpointOwner ours{cfg.checkpoint_job, ModelFingerprint(cfg.model, vocab_size)};
+    DDP_RETURN_IF_ERROR(ClaimCheckpointDir(fs, cfg.checkpoint_dir, ours)
+                            .WithContext("checkpoint directory"));
     bool touched = false;
     Status unusable_here;  // a checkpoint this process cannot restore, though it is intact
     auto loaded = store.LoadLatest([&](const CheckpointStore::Loaded& l) {
