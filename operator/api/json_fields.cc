@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <regex>
 
 #include "operator/api/time_format.h"
 
@@ -28,6 +29,11 @@ Status TypeError(const std::string& path, const char* key, const char* want,
 
 // Accepts integers and integral floats (JSON from some clients writes 3.0).
 bool AsInt64(const nlohmann::json& v, int64_t* out) {
+  // An unsigned value past INT64_MAX would wrap to a negative one.
+  if (v.is_number_unsigned() &&
+      v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return false;
+  }
   if (v.is_number_integer()) {
     *out = v.get<int64_t>();
     return true;
@@ -45,9 +51,33 @@ bool AsInt64(const nlohmann::json& v, int64_t* out) {
 }  // namespace
 
 std::string Describe(const nlohmann::json& value) {
-  std::string s = value.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
+  return TruncateUtf8(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 60);
+}
+
+const char* JsonTypeName(const nlohmann::json& value) {
+  switch (value.type()) {
+    case nlohmann::json::value_t::null: return "null";
+    case nlohmann::json::value_t::boolean: return "a boolean";
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned: return "an integer";
+    case nlohmann::json::value_t::number_float: return "a number";
+    case nlohmann::json::value_t::string: return "a string";
+    case nlohmann::json::value_t::array: return "a list";
+    case nlohmann::json::value_t::object: return "an object";
+    default: return "a value";
+  }
+}
+
+bool IsResourceName(const std::string& s) {
+  static const std::regex kRe(
+      "([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?");
+  return !s.empty() && s.size() <= 253 && std::regex_match(s, kRe);
+}
+
+bool IsQuantity(const std::string& s) {
+  static const std::regex kRe(
+      "([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][-+]?[0-9]+)?");
+  return s.size() <= 64 && std::regex_match(s, kRe);
 }
 
 Status ReadInt(const nlohmann::json& parent, const char* key, const std::string& path, int* out) {

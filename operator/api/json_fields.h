@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "operator/api/types.h"
+#include "operator/api/utf8.h"
 
 namespace ddp::api::internal {
 
@@ -31,8 +32,16 @@ Status ReadStringMap(const nlohmann::json& parent, const char* key, const std::s
 Status ReadObject(const nlohmann::json& parent, const char* key, const std::string& path,
                   const nlohmann::json** out);
 
-// A short rendering of a JSON value for messages: strings quoted, long values cut.
+// A short rendering of a JSON value for messages: strings quoted, long values cut on a character
+// boundary. Never throws (invalid UTF-8 is shown as U+FFFD).
 std::string Describe(const nlohmann::json& value);
+// "null", "a boolean", "an integer", "a number", "a string", "a list", "an object".
+const char* JsonTypeName(const nlohmann::json& value);
+
+// A ResourceList key ("cpu", "nvidia.com/gpu") and a non-negative quantity ("8", "500m",
+// "64Gi", "1e3"), the forms the API server accepts.
+bool IsResourceName(const std::string& s);
+bool IsQuantity(const std::string& s);
 
 }  // namespace ddp::api::internal
 

@@ -3,7 +3,6 @@
 
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "operator/api/serialize.h"
 #include "operator/api/validate.h"
@@ -11,17 +10,32 @@
 
 namespace ddp::api {
 
-StatusOr<std::string> ReadManifestText(const std::string& path) {
-  std::ostringstream buf;
-  if (path == "-") {
-    buf << std::cin.rdbuf();
-    return buf.str();
+namespace {
+
+// Reads at most kMaxYamlBytes: a bigger input is refused before it is held in memory.
+StatusOr<std::string> ReadBounded(std::istream& in, const std::string& name) {
+  std::string out;
+  char buf[64 << 10];
+  while (in) {
+    in.read(buf, sizeof(buf));
+    out.append(buf, static_cast<size_t>(in.gcount()));
+    if (out.size() > kMaxYamlBytes) {
+      return Status::InvalidArgument(name + " is larger than " +
+                                     std::to_string(kMaxYamlBytes >> 20) +
+                                     " MiB: not a manifest");
+    }
   }
+  if (in.bad()) return Status::DataLoss("cannot read " + name);
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::string> ReadManifestText(const std::string& path) {
+  if (path == "-") return ReadBounded(std::cin, "standard input");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound("cannot open " + path);
-  buf << in.rdbuf();
-  if (in.bad()) return Status::DataLoss("cannot read " + path);
-  return buf.str();
+  return ReadBounded(in, path);
 }
 
 StatusOr<std::vector<ManifestDocument>> ParseManifestDocuments(const std::string& text) {

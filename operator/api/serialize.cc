@@ -6,6 +6,7 @@
 #include "operator/api/progress_fields.h"
 #include "operator/api/scheduling_fields.h"
 #include "operator/api/time_format.h"
+#include "operator/api/utf8.h"
 #include "operator/api/yaml_json.h"
 
 namespace ddp::api {
@@ -325,8 +326,8 @@ json StatusToJson(const DDPJobStatus& s) {
   for (const auto& c : s.conditions) {
     conds.push_back({{"type", c.type},
                      {"status", c.status},
-                     {"reason", c.reason},
-                     {"message", c.message},
+                     {"reason", SanitizeUtf8(c.reason)},
+                     {"message", SanitizeUtf8(c.message)},
                      {"lastTransitionTime", FormatTime(c.last_transition_time)},
                      {"observedGeneration", c.observed_generation}});
   }
@@ -343,7 +344,11 @@ json StatusToJson(const DDPJobStatus& s) {
   out["readySpares"] = s.ready_spares;
   if (s.last_failure) {
     const LastFailure& f = *s.last_failure;
-    json lf = {{"pod", f.pod}, {"rank", f.rank}, {"reason", f.reason}, {"message", f.message}};
+    // Texts from pods (termination messages) may be anything: a status write must not throw.
+    json lf = {{"pod", f.pod},
+               {"rank", f.rank},
+               {"reason", SanitizeUtf8(f.reason)},
+               {"message", SanitizeUtf8(f.message)}};
     if (f.exit_code) lf["exitCode"] = *f.exit_code;
     if (f.time) lf["time"] = FormatTime(*f.time);
     if (!f.pod_uid.empty()) lf["podUID"] = f.pod_uid;

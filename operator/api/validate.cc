@@ -5,13 +5,19 @@
 #include <regex>
 
 #include "operator/api/env_names.h"
+#include "operator/api/json_fields.h"
 #include "operator/api/labels.h"
+#include "operator/api/pod_template.h"
 
 namespace ddp::api {
 namespace {
 
 constexpr size_t kMaxLabelLength = 63;  // DNS label limit, for pod and service names
 constexpr int kMaxSpares = 64;
+// Bounds that keep one job's plan finite: every pod of a round is built in one pass, and the
+// world size (replicas x nprocPerNode) must fit an int.
+constexpr int kMaxReplicas = 10000;
+constexpr int kMaxNprocPerNode = 1024;
 
 bool IsDns1123Label(const std::string& s) {
   static const std::regex kRe("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
@@ -30,7 +36,8 @@ bool IsDns1123Subdomain(const std::string& s) {
   return !s.empty() && s.size() <= 253 && std::regex_match(s, kRe);
 }
 
-std::string Quote(const std::string& s) { return "\"" + s + "\""; }
+// User text in a message is cut (on a character boundary): a status holds every message.
+std::string Quote(const std::string& s) { return "\"" + TruncateUtf8(s, 100) + "\""; }
 std::string Num(int64_t v) { return "(" + std::to_string(v) + ")"; }
 
 // The largest replica index any round of this job can have.
@@ -72,13 +79,24 @@ void CheckNames(const DDPJob& job, std::vector<std::string>* errs) {
 
 void CheckSizes(const DDPJobSpec& spec, std::vector<std::string>* errs) {
   if (spec.replicas < 1) errs->push_back("spec.replicas " + Num(spec.replicas) + " must be >= 1");
+  if (spec.replicas > kMaxReplicas) {
+    errs->push_back("spec.replicas " + Num(spec.replicas) + " must be <= " +
+                    std::to_string(kMaxReplicas));
+  }
   if (spec.nproc_per_node < 1) {
     errs->push_back("spec.nprocPerNode " + Num(spec.nproc_per_node) + " must be >= 1");
+  } else if (spec.nproc_per_node > kMaxNprocPerNode) {
+    errs->push_back("spec.nprocPerNode " + Num(spec.nproc_per_node) + " must be <= " +
+                    std::to_string(kMaxNprocPerNode));
   }
   if (!spec.elastic) return;
   const ElasticPolicy& e = *spec.elastic;
   if (e.min_replicas < 1) {
     errs->push_back("spec.elastic.minReplicas " + Num(e.min_replicas) + " must be >= 1");
+  }
+  if (e.max_replicas > kMaxReplicas) {
+    errs->push_back("spec.elastic.maxReplicas " + Num(e.max_replicas) + " must be <= " +
+                    std::to_string(kMaxReplicas));
   }
   if (e.min_replicas > e.max_replicas) {
     errs->push_back("spec.elastic.minReplicas " + Num(e.min_replicas) +
@@ -154,19 +172,8 @@ void CheckPolicies(const DDPJobSpec& spec, std::vector<std::string>* errs) {
   }
 }
 
-// A resource name of a ResourceList ("cpu", "nvidia.com/gpu") and a non-negative quantity
-// ("8", "500m", "64Gi", "1e3"), the forms the API server accepts.
-bool IsResourceName(const std::string& s) {
-  static const std::regex kRe(
-      "([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?");
-  return !s.empty() && s.size() <= 253 && std::regex_match(s, kRe);
-}
-
-bool IsQuantity(const std::string& s) {
-  static const std::regex kRe(
-      "([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][-+]?[0-9]+)?");
-  return std::regex_match(s, kRe);
-}
+using internal::IsQuantity;
+using internal::IsResourceName;
 
 void CheckSchedulingPolicy(const DDPJobSpec& spec, std::vector<std::string>* errs) {
   if (!spec.run_policy.scheduling_policy) return;
@@ -234,43 +241,19 @@ void CheckGangKeys(const DDPJob& job, std::vector<std::string>* errs) {
                         kVolcanoGroupNameAnnotation});
 }
 
-// Only the worker container receives the operator's env, so only its env is checked: a sidecar
-// with its own RANK does not disturb rendezvous.
+// Every field the operator reads, copies or hands to local mode is typed (pod_template.h). Only
+// the worker container receives the operator's env, so only its env is checked for our names: a
+// sidecar with its own RANK does not disturb rendezvous.
 void CheckTemplate(const nlohmann::json& tmpl, std::vector<std::string>* errs) {
-  const nlohmann::json* containers = nullptr;
-  if (tmpl.is_object() && tmpl.contains("spec") && tmpl["spec"].is_object() &&
-      tmpl["spec"].contains("containers")) {
-    containers = &tmpl["spec"]["containers"];
-  }
-  if (!containers || !containers->is_array() || containers->empty()) {
-    errs->push_back("spec.template.spec.containers: at least one container is required");
-    return;
-  }
-  size_t worker = 0;
-  for (size_t i = 0; i < containers->size(); ++i) {
-    const auto& c = (*containers)[i];
-    if (!c.is_object() || !c.contains("name") || !c["name"].is_string() ||
-        c["name"].get<std::string>().empty()) {
-      errs->push_back("spec.template.spec.containers[" + std::to_string(i) +
-                      "].name is required");
-    } else if (c["name"] == "worker") {
-      worker = i;
-    }
-  }
-  const auto& c = (*containers)[worker];
-  if (!c.is_object() || !c.contains("env")) return;
+  const PodTemplate t = ParsePodTemplate(tmpl, errs);
+  const int worker = t.WorkerIndex();
+  if (worker < 0) return;
   const std::string path = "spec.template.spec.containers[" + std::to_string(worker) + "].env";
-  if (!c["env"].is_array()) {
-    errs->push_back(path + ": expected a list");
-    return;
-  }
   const auto& reserved = ReservedEnvNames();
-  for (size_t i = 0; i < c["env"].size(); ++i) {
-    const auto& e = c["env"][i];
-    if (!e.is_object() || !e.contains("name") || !e["name"].is_string()) continue;
-    const std::string name = e["name"].get<std::string>();
-    if (std::find(reserved.begin(), reserved.end(), name) != reserved.end()) {
-      errs->push_back(path + "[" + std::to_string(i) + "].name (" + Quote(name) +
+  const std::vector<EnvVar>& env = t.containers[worker].env;
+  for (size_t i = 0; i < env.size(); ++i) {
+    if (std::find(reserved.begin(), reserved.end(), env[i].name) != reserved.end()) {
+      errs->push_back(path + "[" + std::to_string(i) + "].name (" + Quote(env[i].name) +
                       ") is reserved: the operator sets it for rendezvous");
     }
   }

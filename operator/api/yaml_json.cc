@@ -7,7 +7,10 @@
 #include <limits>
 #include <regex>
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
+
+#include "operator/api/utf8.h"
 
 namespace ddp::api {
 namespace {
@@ -23,21 +26,54 @@ std::optional<bool> BoolScalar(const std::string& s) {
   return std::nullopt;
 }
 
+bool IsDigits(const std::string& s, size_t from, size_t to, bool (*digit)(char)) {
+  if (from >= to) return false;
+  for (size_t i = from; i < to; ++i) {
+    if (!digit(s[i])) return false;
+  }
+  return true;
+}
+
+bool Dec(char c) { return c >= '0' && c <= '9'; }
+bool Hex(char c) { return Dec(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool Oct(char c) { return c >= '0' && c <= '7'; }
+
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?, scanned by hand: std::regex recurses per
+// character and overflows the stack on a long scalar.
+bool IsFloatText(const std::string& s) {
+  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  size_t int_digits = 0, frac_digits = 0;
+  while (i < s.size() && Dec(s[i])) ++i, ++int_digits;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    while (i < s.size() && Dec(s[i])) ++i, ++frac_digits;
+  }
+  if (int_digits == 0 && frac_digits == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    if (!IsDigits(s, i, s.size(), Dec)) return false;
+    i = s.size();
+  }
+  return i == s.size();
+}
+
 std::optional<nlohmann::json> NumberScalar(const std::string& s) {
-  static const std::regex kInt("[-+]?[0-9]+");
-  static const std::regex kHex("0x[0-9a-fA-F]+");
-  static const std::regex kOct("0o[0-7]+");
-  static const std::regex kFloat(
-      "[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?");
+  if (s.empty() || s.size() > 400) return std::nullopt;  // no number is written that long
+  const size_t sign = (s[0] == '-' || s[0] == '+') ? 1 : 0;
   errno = 0;
-  if (std::regex_match(s, kInt)) {
+  if (IsDigits(s, sign, s.size(), Dec)) {
     long long v = std::strtoll(s.c_str(), nullptr, 10);
     if (errno == 0) return nlohmann::json(static_cast<int64_t>(v));
     return nlohmann::json(std::strtod(s.c_str(), nullptr));
   }
-  if (std::regex_match(s, kHex)) return nlohmann::json(std::strtoll(s.c_str() + 2, nullptr, 16));
-  if (std::regex_match(s, kOct)) return nlohmann::json(std::strtoll(s.c_str() + 2, nullptr, 8));
-  if (std::regex_match(s, kFloat)) return nlohmann::json(std::strtod(s.c_str(), nullptr));
+  if (s.size() <= 18 && s.rfind("0x", 0) == 0 && IsDigits(s, 2, s.size(), Hex)) {
+    return nlohmann::json(std::strtoll(s.c_str() + 2, nullptr, 16));
+  }
+  if (s.size() <= 23 && s.rfind("0o", 0) == 0 && IsDigits(s, 2, s.size(), Oct)) {
+    return nlohmann::json(std::strtoll(s.c_str() + 2, nullptr, 8));
+  }
+  if (IsFloatText(s)) return nlohmann::json(std::strtod(s.c_str(), nullptr));
   if (s == ".inf" || s == ".Inf" || s == ".INF" || s == "+.inf") {
     return nlohmann::json(std::numeric_limits<double>::infinity());
   }
@@ -58,7 +94,38 @@ nlohmann::json ResolveScalar(const YAML::Node& node) {
   return s;
 }
 
-nlohmann::json ToJsonNode(const YAML::Node& node) {
+// What one conversion may produce; aliases are expanded here, so a small file can describe a
+// huge tree ("billion laughs"): the budget stops it.
+struct Budget {
+  size_t nodes = 0;
+  size_t bytes = 0;
+  Status error;
+  bool Spend(size_t scalar_bytes) {
+    if (!error.ok()) return false;
+    ++nodes;
+    bytes += scalar_bytes;
+    if (nodes > kMaxYamlNodes || bytes > kMaxYamlBytes) {
+      error = Status::InvalidArgument(
+          "YAML: the document expands to more than " + std::to_string(kMaxYamlNodes) +
+          " values or " + std::to_string(kMaxYamlBytes >> 20) +
+          " MiB (aliases repeat what they point at)");
+      return false;
+    }
+    return true;
+  }
+};
+
+nlohmann::json ToJsonNode(const YAML::Node& node, int depth, Budget* budget) {
+  if (depth > kMaxYamlDepth) {
+    if (budget->error.ok()) {
+      budget->error = Status::InvalidArgument(
+          "YAML: line " + std::to_string(node.Mark().line + 1) + ": nested deeper than " +
+          std::to_string(kMaxYamlDepth) + " levels");
+    }
+    return nullptr;
+  }
+  const size_t size = node.Type() == YAML::NodeType::Scalar ? node.Scalar().size() : 0;
+  if (!budget->Spend(size)) return nullptr;
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
     case YAML::NodeType::Null:
@@ -67,12 +134,26 @@ nlohmann::json ToJsonNode(const YAML::Node& node) {
       return ResolveScalar(node);
     case YAML::NodeType::Sequence: {
       nlohmann::json out = nlohmann::json::array();
-      for (const auto& item : node) out.push_back(ToJsonNode(item));
+      for (const auto& item : node) {
+        out.push_back(ToJsonNode(item, depth + 1, budget));
+        if (!budget->error.ok()) return nullptr;
+      }
       return out;
     }
     case YAML::NodeType::Map: {
       nlohmann::json out = nlohmann::json::object();
-      for (const auto& kv : node) out[kv.first.as<std::string>()] = ToJsonNode(kv.second);
+      for (const auto& kv : node) {
+        if (!kv.first.IsScalar() && !kv.first.IsNull()) {
+          budget->error = Status::InvalidArgument(
+              "YAML: line " + std::to_string(kv.first.Mark().line + 1) +
+              ": a mapping key must be a scalar");
+          return nullptr;
+        }
+        const std::string key = kv.first.IsNull() ? "null" : kv.first.Scalar();
+        if (!budget->Spend(key.size())) return nullptr;
+        out[key] = ToJsonNode(kv.second, depth + 1, budget);
+        if (!budget->error.ok()) return nullptr;
+      }
       return out;
     }
   }
@@ -84,7 +165,7 @@ bool NeedsQuotes(const std::string& s) {
   if (IsNullScalar(s) || BoolScalar(s) || NumberScalar(s)) return true;
   // YAML 1.1 readers (many Kubernetes tools) take these as booleans.
   static const std::regex kYaml11Bool("y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF");
-  return std::regex_match(s, kYaml11Bool);
+  return s.size() <= 3 && std::regex_match(s, kYaml11Bool);
 }
 
 void Emit(YAML::Emitter& out, const nlohmann::json& v) {
@@ -143,18 +224,58 @@ void Emit(YAML::Emitter& out, const nlohmann::json& v) {
   }
 }
 
+// True when every string and key of the tree is valid UTF-8.
+bool IsValidUtf8Tree(const nlohmann::json& v) {
+  switch (v.type()) {
+    case nlohmann::json::value_t::string:
+      return SanitizeUtf8(v.get_ref<const std::string&>()) == v.get_ref<const std::string&>();
+    case nlohmann::json::value_t::array:
+      for (const auto& item : v) {
+        if (!IsValidUtf8Tree(item)) return false;
+      }
+      return true;
+    case nlohmann::json::value_t::object:
+      for (const auto& [key, item] : v.items()) {
+        if (SanitizeUtf8(key) != key || !IsValidUtf8Tree(item)) return false;
+      }
+      return true;
+    default:
+      return true;
+  }
+}
+
 }  // namespace
 
 StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(const std::string& text) {
+  if (text.size() > kMaxYamlBytes) {
+    return Status::InvalidArgument("YAML: the text has " + std::to_string(text.size()) +
+                                   " bytes, more than the limit of " +
+                                   std::to_string(kMaxYamlBytes >> 20) + " MiB");
+  }
   std::vector<nlohmann::json> docs;
+  Budget budget;
   try {
     for (const YAML::Node& node : YAML::LoadAll(text)) {
       if (node.IsNull() || !node.IsDefined()) continue;
-      docs.push_back(ToJsonNode(node));
+      docs.push_back(ToJsonNode(node, 0, &budget));
+      if (!budget.error.ok()) return budget.error;
     }
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own guard (its message reads "bad file").
+    return Status::InvalidArgument("YAML: line " + std::to_string(e.mark.line + 1) +
+                                   ": nested deeper than " + std::to_string(kMaxYamlDepth) +
+                                   " levels");
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument("YAML: line " + std::to_string(e.mark.line + 1) + ", column " +
                                    std::to_string(e.mark.column + 1) + ": " + e.msg);
+  } catch (const std::exception& e) {  // std::bad_alloc and friends: refused, not fatal
+    return Status::InvalidArgument(std::string("YAML: cannot read the text: ") + e.what());
+  }
+  for (const nlohmann::json& doc : docs) {
+    // JSON output (render -o json, every API request) throws on invalid UTF-8: refuse it here.
+    if (!IsValidUtf8Tree(doc)) {
+      return Status::InvalidArgument("YAML: the text is not valid UTF-8");
+    }
   }
   return docs;
 }

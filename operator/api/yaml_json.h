@@ -14,8 +14,14 @@
 
 namespace ddp::api {
 
+// Limits of ParseYamlDocuments: a manifest is a few KB to a few hundred KB (the CRD).
+inline constexpr size_t kMaxYamlBytes = 16 << 20;  // the text, and the scalars after expansion
+inline constexpr size_t kMaxYamlNodes = 1 << 20;   // values and keys after alias expansion
+inline constexpr int kMaxYamlDepth = 200;          // nesting (yaml-cpp itself stops near 500)
+
 // Every document in the stream, in order; documents that are entirely empty are skipped.
-// Returns InvalidArgument with line:column on a YAML syntax error.
+// Returns InvalidArgument with line:column on a YAML syntax error, and a clear error (never a
+// crash or gigabytes of memory) for a document past the limits above or not valid UTF-8.
 StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(const std::string& text);
 
 // One YAML document (no leading "---").

@@ -4,6 +4,7 @@
 
 #include "common/logging.h"
 #include "operator/api/serialize.h"
+#include "operator/api/utf8.h"
 #include "operator/plan/names.h"
 #include "operator/plan/observe.h"
 
@@ -206,7 +207,7 @@ void Controller::Worker() {
   std::string key;
   while (queue_.Get(&key)) {
     auto start = SteadyClock::now();
-    Status s = Reconcile(key);
+    Status s = ReconcileIsolated(key);
     double secs = std::chrono::duration<double>(SteadyClock::now() - start).count();
     metrics_->reconcile_total.Get().Inc();
     metrics_->reconcile_duration_seconds.Get().Observe(secs);
@@ -214,11 +215,43 @@ void Controller::Worker() {
       queue_.Forget(key);
     } else {
       metrics_->reconcile_errors_total.Get().Inc();
-      DDP_LOG(WARNING) << key << ": reconcile failed, will retry with backoff: " << s.ToString();
+      if (s.code() != StatusCode::kInternal) {
+        DDP_LOG(WARNING) << key << ": reconcile failed, will retry with backoff: " << s.ToString();
+      }
       queue_.AddRateLimited(key);
     }
     queue_.Done(key);
   }
+}
+
+Status Controller::ReconcileIsolated(const std::string& key) {
+  std::string what;
+  try {
+    Status s = Reconcile(key);
+    std::lock_guard<std::mutex> l(panics_mu_);
+    panicked_.erase(key);
+    return s;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "an exception that is not a std::exception";
+  }
+  // A bug met by one object: that job waits (backoff), every other job is served. Logged once
+  // per key and message, so a job retried for hours does not flood the log.
+  metrics_->reconcile_panics_total.Get().Inc();
+  const std::string message = key + ": reconcile threw: " + api::SanitizeUtf8(what);
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> l(panics_mu_);
+    std::string& last = panicked_[key];
+    first = last != message;
+    last = message;
+  }
+  if (first) {
+    DDP_LOG(ERROR) << message << " (a bug: please report it with the DDPJob; the job is retried "
+                   << "with backoff, other jobs are not affected)";
+  }
+  return Status::Internal(message);
 }
 
 plan::Observed Controller::Observe(const std::string& key) const {

@@ -80,6 +80,9 @@ class Controller {
     std::string phase;
   };
   void Worker();
+  // Reconcile(key), with any exception it throws turned into that key's Internal error: counted
+  // (reconcile_panics_total), logged once per key and message, never the process's end.
+  Status ReconcileIsolated(const std::string& key);
   void OnPodChange(const std::string& job, const plan::ObservedPod* old,
                    const plan::ObservedPod* now);
   plan::Observed Observe(const std::string& key) const;
@@ -135,6 +138,8 @@ class Controller {
   };
   mutable std::mutex stragglers_mu_;  // guards stragglers_ (workers and UpdateGauges)
   std::map<std::string, JobStragglers> stragglers_;  // running jobs with busy reads seen
+  std::mutex panics_mu_;                       // guards panicked_
+  std::map<std::string, std::string> panicked_;  // key -> last exception logged for it
   std::atomic<bool> stopped_{false};
 };
 

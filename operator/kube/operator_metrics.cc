@@ -15,6 +15,10 @@ OperatorMetrics::OperatorMetrics()
                                           "Reconcile passes, successful or not.")),
       reconcile_errors_total(registry.AddCounter("ddp_operator_reconcile_errors_total",
                                                  "Reconcile passes that returned an error.")),
+      reconcile_panics_total(registry.AddCounter(
+          "ddp_operator_reconcile_panics_total",
+          "Reconcile passes ended by an exception; also counted in reconcile_errors_total. The "
+          "job is retried with backoff, the operator runs on.")),
       reconcile_duration_seconds(registry.AddHistogram(
           "ddp_operator_reconcile_duration_seconds", "Wall time of one reconcile pass.",
           ReconcileBuckets())),
@@ -51,7 +55,8 @@ OperatorMetrics::OperatorMetrics()
           "ddp_operator_straggler_events_total",
           "Straggler Events recorded (one per rank each time it becomes a straggler).")),
       process(&registry) {
-  for (CounterFamily* f : {&reconcile_total, &reconcile_errors_total, &pods_created_total,
+  for (CounterFamily* f : {&reconcile_total, &reconcile_errors_total, &reconcile_panics_total,
+                           &pods_created_total,
                            &pods_deleted_total, &straggler_events_total}) {
     f->Get();
   }

@@ -32,6 +32,7 @@ struct OperatorMetrics {
   metrics::Registry registry;
   metrics::CounterFamily& reconcile_total;
   metrics::CounterFamily& reconcile_errors_total;
+  metrics::CounterFamily& reconcile_panics_total;  // passes ended by an exception (a bug)
   metrics::HistogramFamily& reconcile_duration_seconds;
   metrics::GaugeFamily& queue_depth;
   metrics::GaugeFamily& jobs;  // {phase}

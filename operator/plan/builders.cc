@@ -22,13 +22,23 @@ json ObjectAt(const json& parent, const char* key) {
   return json::object();
 }
 
+// The string at `key`, or "" when absent or not a string. Never throws: user data is read only
+// through these (api::ParsePodTemplate rejected ill-typed templates before any builder runs).
+std::string StringAt(const json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 // Adds a named container port unless the container already exposes that port number.
 void EnsurePort(json* container, const char* name, int port) {
   json& ports = (*container)["ports"];
   if (!ports.is_array()) ports = json::array();
   for (const auto& p : ports) {
-    if (p.is_object() && p.value("containerPort", -1) == port) return;
-    if (p.is_object() && p.value("name", "") == name) return;  // names must stay unique
+    if (!p.is_object()) continue;
+    auto number = p.find("containerPort");
+    if (number != p.end() && number->is_number() && *number == port) return;
+    if (StringAt(p, "name") == name) return;  // names must stay unique
   }
   ports.push_back({{"name", name}, {"containerPort", port}, {"protocol", "TCP"}});
 }
@@ -41,15 +51,16 @@ json OwnerReference(const api::DDPJob& job) {
 }
 
 int WorkerContainerIndex(const json& pod_spec) {
-  if (!pod_spec.is_object() || !pod_spec.contains("containers")) return -1;
-  const json& containers = pod_spec["containers"];
-  if (!containers.is_array() || containers.empty()) return -1;
+  if (!pod_spec.is_object()) return -1;
+  auto it = pod_spec.find("containers");
+  if (it == pod_spec.end() || !it->is_array() || it->empty()) return -1;
+  const json& containers = *it;
   for (size_t i = 0; i < containers.size(); ++i) {
-    if (containers[i].is_object() && containers[i].value("name", "") == kWorkerContainerName) {
+    if (StringAt(containers[i], "name") == kWorkerContainerName) {
       return static_cast<int>(i);
     }
   }
-  return 0;
+  return containers[0].is_object() ? 0 : -1;
 }
 
 json BuildService(const api::DDPJob& job) {
@@ -93,9 +104,10 @@ json ContainerEnv(const api::DDPJob& job, const json& container, EnvList ours, i
   // Ours first, so the user's values may refer to them as $(MASTER_ADDR). Validation rejects
   // user entries with our names; an unvalidated duplicate is dropped rather than let it win.
   const std::vector<std::string>& reserved = api::OperatorEnvNames();
-  if (container.contains("env") && container["env"].is_array()) {
-    for (const auto& e : container["env"]) {
-      const std::string n = e.is_object() ? e.value("name", "") : "";
+  auto user = container.is_object() ? container.find("env") : container.end();
+  if (container.is_object() && user != container.end() && user->is_array()) {
+    for (const auto& e : *user) {
+      const std::string n = StringAt(e, "name");
       if (std::find(reserved.begin(), reserved.end(), n) == reserved.end()) env.push_back(e);
     }
   }
@@ -174,18 +186,19 @@ json BuildRendezvousPod(const api::DDPJob& job, int round, int replicas,
   for (const char* key : {"nodeSelector", "tolerations", "affinity", "imagePullSecrets",
                           "serviceAccountName", "securityContext", "priorityClassName",
                           "schedulerName", "runtimeClassName", "dnsPolicy", "dnsConfig"}) {
-    if (tmpl_spec.contains(key)) spec[key] = tmpl_spec[key];
+    if (auto v = tmpl_spec.find(key); v != tmpl_spec.end()) spec[key] = *v;
   }
   spec["hostname"] = name;
   spec["subdomain"] = ServiceName(job);
   spec["restartPolicy"] = "Never";
   const int w = WorkerContainerIndex(tmpl_spec);
-  const json worker = w >= 0 ? tmpl_spec["containers"][w] : json::object();
+  const json worker = w >= 0 ? (*tmpl_spec.find("containers"))[w] : json::object();
   const int metrics_port = overrides.metrics_port > 0 ? overrides.metrics_port
                                                       : job.spec.metrics.port;
   json c = {{"name", "rendezvous"}, {"command", json::array({"ddp-worker", "rendezvous"})}};
   for (const char* key : {"image", "imagePullPolicy", "securityContext"}) {
-    if (worker.contains(key)) c[key] = worker[key];
+    if (!worker.is_object()) break;
+    if (auto v = worker.find(key); v != worker.end()) c[key] = *v;
   }
   c["env"] = ContainerEnv(job, json::object(),
                           RendezvousEnv(job, -1, round, replicas, overrides.master_addr,

@@ -50,7 +50,7 @@ nlohmann::json BuildRendezvousPod(const api::DDPJob& job, int round, int replica
 nlohmann::json OwnerReference(const api::DDPJob& job);
 
 // Index of the container that gets the env in a PodSpec's containers: the one named "worker",
-// else 0; -1 when there are none.
+// else 0; -1 when there are none (or the first is not an object). Never throws.
 int WorkerContainerIndex(const nlohmann::json& pod_spec);
 
 }  // namespace ddp::plan

@@ -15,6 +15,7 @@ namespace {
 const std::vector<std::pair<std::string, metrics::LabelPairs>> kZeroSeries = {
     {"ddp_operator_reconcile_total", {}},
     {"ddp_operator_reconcile_errors_total", {}},
+    {"ddp_operator_reconcile_panics_total", {}},
     {"ddp_operator_reconcile_duration_seconds_count", {}},
     {"ddp_operator_queue_depth", {}},
     {"ddp_operator_pods_created_total", {}},

@@ -41,9 +41,13 @@ bool IsMap(const json& node) { return node.contains("additionalProperties"); }
 
 // Field paths of a schema ("spec.elastic.minReplicas", "status.conditions[].type"). Below an
 // object that preserves unknown fields, or a map, nothing is listed: that subtree is the user's.
+// spec.template is Kubernetes' PodTemplateSpec (scripts/gen_crd_pod_template.py and
+// crd_template_schema_test.py check it); the C++ API keeps it as JSON, so it is one leaf here.
+constexpr char kTemplatePath[] = "spec.template";
+
 void SchemaPaths(const json& node, const std::string& prefix, std::set<std::string>* out,
                  std::set<std::string>* maps = nullptr) {
-  if (IsOpaque(node)) return;
+  if (IsOpaque(node) || prefix == kTemplatePath) return;
   if (IsMap(node)) {
     if (maps) maps->insert(prefix);
     return;
@@ -157,8 +161,10 @@ api::DDPJob FullyPopulatedJob() {
 }
 
 // A value the schema accepts, with every declared property present.
+const json& TemplateSchema() { return Schema()["properties"]["spec"]["properties"]["template"]; }
+
 json ExampleFromSchema(const json& node) {
-  if (IsOpaque(node)) {
+  if (&node == &TemplateSchema()) {
     return {{"spec", {{"containers", {{{"name", "worker"}, {"image", "w"}}}}}}};
   }
   if (node.contains("enum")) return node["enum"][0];
@@ -246,7 +252,7 @@ TEST(CrdApiSync, DefaultsAgreeWithTheCppDefaults) {
           EXPECT_EQ(node["default"], value) << path << ": CRD default vs C++ default";
           ++compared;
         }
-        if (node.contains("properties") && !IsOpaque(node)) {
+        if (node.contains("properties") && !IsOpaque(node) && path != kTemplatePath) {
           for (const auto& [key, child] : node["properties"].items()) {
             json v = value.is_object() && value.contains(key) ? value[key] : json();
             walk(child, v, path + "." + key);
@@ -281,10 +287,13 @@ TEST(CrdApiSync, EnumsAgreeWithTheCppNames) {
             phases);
 }
 
-TEST(CrdApiSync, UnknownFieldsArePreservedOnlyInTheTemplate) {
+// Unknown fields are refused everywhere but inside the template, where Kubernetes' own schema
+// preserves them (the template's metadata, RawExtension); the template itself is strict.
+TEST(CrdApiSync, UnknownFieldsArePreservedOnlyInsideTheTemplate) {
   std::vector<std::string> opaque;
   std::function<void(const json&, const std::string&)> walk = [&](const json& node,
                                                                   const std::string& path) {
+    if (path.rfind(".spec.template.", 0) == 0) return;
     if (IsOpaque(node)) opaque.push_back(path);
     if (node.contains("properties")) {
       for (const auto& [key, child] : node["properties"].items()) walk(child, path + "." + key);
@@ -292,7 +301,11 @@ TEST(CrdApiSync, UnknownFieldsArePreservedOnlyInTheTemplate) {
     if (node.contains("items")) walk(node["items"], path + "[]");
   };
   walk(Schema(), "");
-  EXPECT_EQ(opaque, std::vector<std::string>{".spec.template"});
+  EXPECT_EQ(opaque, std::vector<std::string>{});
+  EXPECT_EQ(TemplateSchema()["type"], "object");
+  EXPECT_EQ(TemplateSchema()["properties"]["spec"]["required"], json::array({"containers"}));
+  EXPECT_TRUE(TemplateSchema()["properties"]["metadata"].value(
+      "x-kubernetes-preserve-unknown-fields", false));
 }
 
 // Resolves ".status.replicas" against the schema; nullptr when a segment is missing.

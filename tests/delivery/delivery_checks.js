@@ -143,18 +143,20 @@ function crdValidator() {
   const crd = yaml.load(read('crds/ddpjob.yaml'));
   const schema = JSON.parse(JSON.stringify(crd.spec.versions[0].schema.openAPIV3Schema));
   // OpenAPI v3 -> JSON Schema: drop Kubernetes extensions, keep the rest (ajv knows nullable).
+  // Objects with properties refuse other fields (kubectl's strict field validation), unless
+  // they preserve unknown fields (the template's metadata).
   const strip = (n) => {
     if (Array.isArray(n)) return n.forEach(strip);
     if (n === null || typeof n !== 'object') return;
+    const preserve = n['x-kubernetes-preserve-unknown-fields'] === true;
     for (const k of Object.keys(n)) {
       if (k.startsWith('x-kubernetes-')) delete n[k];
       else if (k !== 'default' && k !== 'enum') strip(n[k]);
     }
-    if (n.type === 'object' && n.properties) n.additionalProperties = false;  // the API server prunes
+    if (n.type === 'object' && n.properties && !preserve) n.additionalProperties = false;
   };
   strip(schema);
   schema.properties.metadata.additionalProperties = true;
-  schema.properties.spec.properties.template.additionalProperties = true;
   const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false });
   return { validate: ajv.compile(schema), ajv };
 }
@@ -219,6 +221,24 @@ function checkExamples() {
   const broken = { apiVersion: 'ddp.dev/v1alpha1', kind: 'DDPJob', metadata: { name: 'x' },
     spec: { replicas: 0, template: {}, failurePolicy: { restartPolicy: 'Sometimes' } } };
   if (validate(broken)) fail('the CRD schema accepts replicas 0 and restartPolicy Sometimes');
+  // The embedded PodTemplateSpec schema refuses mistyped and unknown template fields.
+  const withContainer = (c) => ({ apiVersion: 'ddp.dev/v1alpha1', kind: 'DDPJob',
+    metadata: { name: 'x' }, spec: { template: { spec: { containers: [c] } } } });
+  const good = { name: 'worker', image: 'w', ports: [{ containerPort: 9000 }], env: [{ name: 'A' }],
+    resources: { limits: { cpu: 2, memory: '1Gi' } } };
+  if (!validate(withContainer(good))) {
+    fail(`the CRD schema refuses a good template: ${ajv.errorsText(validate.errors)}`);
+  }
+  const bad = [
+    { ...good, ports: [{ containerPort: '9000' }] },
+    { ...good, ports: [{ containerPort: 9000, name: 7 }] },
+    { ...good, env: [{ name: 5 }] },
+    { ...good, prots: [] },
+    { ...good, resources: { limits: { cpu: [2] } } },
+  ];
+  for (const c of bad) {
+    if (validate(withContainer(c))) fail(`the CRD schema accepts the container ${JSON.stringify(c)}`);
+  }
 }
 
 // ---- RBAC: the chart grants exactly what the operator's client calls.

@@ -228,4 +228,42 @@ TEST(RenderCommand, InvalidManifestAndBadFlags) {
   EXPECT_EQ(r.code, 2);
 }
 
+// The report's hostile manifests: validate names every field, render refuses with exit 1 (it
+// aborted with 134), and the YAML reader refuses an alias bomb instead of growing to gigabytes.
+TEST(HostileManifests, ValidateNamesTheFieldsAndRenderRefuses) {
+  const char kBad[] = R"(apiVersion: ddp.dev/v1alpha1
+kind: DDPJob
+metadata: {name: bad}
+spec:
+  template:
+    spec:
+      containers:
+        - name: worker
+          image: w
+          ports: [{containerPort: "9000"}, {name: 7, containerPort: 9001}]
+          env: [{name: 5}]
+)";
+  const std::string c0 = "document 1 (bad): spec.template.spec.containers[0].";
+  for (const char* cmd : {"validate -f -", "render -f -", "render -f - -o json"}) {
+    Result r = RunOperator(cmd, kBad);
+    EXPECT_EQ(r.code, 1) << cmd << "\n" << r.out;
+    for (const std::string& line :
+         {c0 + "ports[0].containerPort: want an integer, got a string \"9000\"\n",
+          c0 + "ports[1].name: want a string, got an integer 7\n",
+          c0 + "env[0].name: want a string, got an integer 5\n"}) {
+      EXPECT_NE(r.out.find(line), std::string::npos) << cmd << ": " << line << "\n" << r.out;
+    }
+  }
+  std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'i'; ++c) {
+    const std::string p = std::string("*") + static_cast<char>(c - 1);
+    laughs += std::string(1, c) + ": &" + c + " [" + p;
+    for (int k = 1; k < 10; ++k) laughs += ", " + p;
+    laughs += "]\n";
+  }
+  Result r = RunOperator("validate -f -", laughs);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("expands to more than"), std::string::npos) << r.out;
+}
+
 }  // namespace
