@@ -63,7 +63,12 @@ std::optional<int64_t> ParseFinished(const std::string& message) {
   const char* start = message.c_str() + at + 2;
   char* end = nullptr;
   const long long n = std::strtoll(start, &end, 10);
-  if (end == start || n < 0 || std::string(end).rfind(" recoveries", 0) != 0) return std::nullopt;
+  // A pod writes this message: a count past kMaxFinishedCount is a lie or an overflow, never
+  // something to add to status.recoveries.
+  if (end == start || n < 0 || n > kMaxFinishedCount ||
+      std::string(end).rfind(" recoveries", 0) != 0) {
+    return std::nullopt;
+  }
   return n;
 }
 

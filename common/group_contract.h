@@ -61,7 +61,9 @@ std::optional<EndReason> ParseEnd(const std::string& message);
 // after every rank finished (so after every charge): a failure in the last seconds of a run
 // reaches the status even if no scrape of the rendezvous pod saw it.
 std::string FormatFinished(int64_t recoveries);
-// The count of a FormatFinished message; nullopt for any other message.
+// The count of a FormatFinished message; nullopt for any other message, and for a count past
+// kMaxFinishedCount (the bound the operator puts on every count a pod reports).
+inline constexpr int64_t kMaxFinishedCount = 1000000000;
 std::optional<int64_t> ParseFinished(const std::string& message);
 
 // --- The rendezvous pod's /metrics (besides rank 0's series, which it serves as well) ---

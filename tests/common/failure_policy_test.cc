@@ -84,6 +84,8 @@ TEST(GroupContractTest, AFinishedPodsCountParsesBackAndNothingElseIsACount) {
   EXPECT_EQ(group::ParseEnd(group::FormatFinished(3)), group::EndReason::kFinished);
   for (const char* other : {"", "ddp: Finished", "ddp: Finished: ", "ddp: Finished: many recoveries",
                             "ddp: Finished: -2 recoveries", "ddp: Finished: 3",
+                            "ddp: Finished: 4294967291 recoveries",
+                            "ddp: Finished: 99999999999999999999 recoveries",
                             "ddp: Stopped: 3 recoveries", "3 recoveries"}) {
     EXPECT_FALSE(group::ParseFinished(other)) << other;
   }

@@ -166,7 +166,7 @@ int RendezvousMain() {
       const GroupReport r = authority.Report();
       return HttpResponse{200, kPrometheusContentType,
                           RenderGroupReport(r, job, round) + Rank0Page(r)};
-    });
+    }, HttpServer::Dispatch::kMayBlock);  // it reads rank 0's page: /healthz must not wait
     server->Handle("/healthz", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
     if (Status s = server->Start("0.0.0.0:" + std::to_string(gs.metrics_port)); !s.ok()) {
       std::cerr << "ddp-worker rendezvous: metrics endpoint: " << s.ToString() << std::endl;
