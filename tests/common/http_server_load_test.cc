@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -65,6 +66,22 @@ bool ClosedWithin(int fd, milliseconds timeout) {
 
 HttpResponse Ok() { return {200, "text/plain", "ok\n"}; }
 
+// The median latency of `n` GET /healthz, each of which must succeed. The median, so that one
+// scheduling hiccup of a loaded machine does not decide; a server that makes probes wait (as
+// one serving a connection at a time did, 2 s per idle client) makes every request slow.
+Clock::duration MedianHealthz(int port, int n = 5) {
+  std::vector<Clock::duration> took;
+  for (int i = 0; i < n; ++i) {
+    const auto start = Clock::now();
+    auto r = HttpGet("127.0.0.1", port, "/healthz", 2000);
+    took.push_back(Clock::now() - start);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (r.ok()) EXPECT_EQ(*r, "ok\n");
+  }
+  std::sort(took.begin(), took.end());
+  return took[took.size() / 2];
+}
+
 // The target: with 50 idle connections held open, /healthz answers within 100 ms.
 TEST(HttpServerLoad, FiftyIdleConnectionsLeaveHealthzFast) {
   HttpServer srv;
@@ -77,20 +94,13 @@ TEST(HttpServerLoad, FiftyIdleConnectionsLeaveHealthzFast) {
   }
   Send(idle[0], "GET /hea");  // half a head, then nothing
   ASSERT_TRUE(PollUntil([&] { return srv.connections() == 50; }, milliseconds(5000)));
-  for (int i = 0; i < 5; ++i) {
-    const auto start = Clock::now();
-    auto r = HttpGet("127.0.0.1", srv.port(), "/healthz", 1000);
-    const auto took = Clock::now() - start;
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    EXPECT_EQ(*r, "ok\n");
-    EXPECT_LT(took, milliseconds(100));
-  }
+  EXPECT_LT(MedianHealthz(srv.port()), milliseconds(100));
   for (int fd : idle) ::close(fd);
 }
 
 TEST(HttpServerLoad, AClientThatNeverReadsBlocksNobody) {
-  HttpServer srv;
   const std::string big(8 << 20, 'x');  // far more than the socket buffers hold
+  HttpServer srv;  // after `big`: stopped before the page its handler reads goes away
   srv.Handle("/metrics", [&] { return HttpResponse{200, kPrometheusContentType, big}; });
   srv.Handle("/healthz", Ok);
   ASSERT_TRUE(srv.Start("127.0.0.1:0").ok());
@@ -100,13 +110,9 @@ TEST(HttpServerLoad, AClientThatNeverReadsBlocksNobody) {
     Send(stuck.back(), "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
   }
   // Once their pages are rendered (the handler's own cost) and stuck in the sockets:
-  ASSERT_TRUE(HttpGet("127.0.0.1", srv.port(), "/healthz", 5000).ok());
-  for (int i = 0; i < 5; ++i) {
-    const auto start = Clock::now();
-    auto r = HttpGet("127.0.0.1", srv.port(), "/healthz", 1000);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    EXPECT_LT(Clock::now() - start, milliseconds(100)) << "request " << i;
-  }
+  EXPECT_TRUE(PollUntil([&] { return HttpGet("127.0.0.1", srv.port(), "/healthz", 2000).ok(); },
+                        milliseconds(20000)));
+  EXPECT_LT(MedianHealthz(srv.port()), milliseconds(100));
   for (int fd : stuck) ::close(fd);
 }
 
@@ -176,8 +182,8 @@ TEST(HttpServerLoad, AFullTableEvictsTheLongestIdleClient) {
 }
 
 TEST(HttpServerLoad, ABlockingHandlerDelaysNoProbe) {
-  HttpServer srv;
   std::atomic<bool> release{false};
+  HttpServer srv;
   srv.Handle("/metrics", [&] {
     PollUntil([&] { return release.load(); }, milliseconds(5000));
     return HttpResponse{200, kPrometheusContentType, "x 1\n"};
@@ -185,10 +191,7 @@ TEST(HttpServerLoad, ABlockingHandlerDelaysNoProbe) {
   srv.Handle("/healthz", Ok);
   ASSERT_TRUE(srv.Start("127.0.0.1:0").ok());
   std::thread slow([&] { EXPECT_TRUE(HttpGet("127.0.0.1", srv.port(), "/metrics", 6000).ok()); });
-  const auto start = Clock::now();
-  auto r = HttpGet("127.0.0.1", srv.port(), "/healthz", 1000);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_LT(Clock::now() - start, milliseconds(100));
+  EXPECT_LT(MedianHealthz(srv.port()), milliseconds(100));
   release = true;
   slow.join();
 }
