@@ -177,8 +177,15 @@ void ProgressScraper::Loop() {
         DDP_LOG(WARNING) << key << ": metrics page of pod " << target.host << ":" << target.port
                          << " refused: " << read.status().message();
       }
-      if (!e.refusal) e.refusal_reported = false;
+      const bool new_streak = !e.refusal;
+      if (new_streak) e.refusal_reported = false;
       e.refusal = read.status().message();
+      if (new_streak && on_advance_) {  // the job's reconcile reports it (RefusalToReport)
+        l.unlock();
+        on_advance_(key);
+        l.lock();
+        continue;
+      }
     }
     if (!read.ok()) {
       DDP_LOG(DEBUG) << key << ": progress scrape: " << read.status().message();

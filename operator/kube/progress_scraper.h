@@ -85,7 +85,7 @@ class ProgressScraper {
   using Fetch = std::function<StatusOr<std::string>(const std::string& host, int port,
                                                     const std::string& path, int timeout_ms)>;
   // Called (from a scraper thread, no lock held) when a job's step was first seen, and then on
-  // an advance at most once per min_wake_interval.
+  // an advance at most once per min_wake_interval; and on the first refused page of a streak.
   using OnAdvance = std::function<void(const std::string& key)>;
   // Called after every fetch with its result (for metrics).
   using OnFetch = std::function<void(ScrapeResult)>;
