@@ -231,5 +231,6 @@ int main(int argc, char** argv) {
   ::kill(pid, SIGTERM);
   int st = 0;
   ::waitpid(pid, &st, 0);
+  std::fflush(stdout);
   std::_Exit(0);  // the hostile server's threads may still be dripping
 }
