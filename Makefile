@@ -10,7 +10,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
 
-.PHONY: all deps configure build test unit e2e demo clean images image-test e2e-cluster
+.PHONY: all deps configure build test unit e2e demo clean images image-test e2e-cluster fuzz
 
 all: build
 
@@ -49,6 +49,22 @@ e2e-cluster:
 
 demo: build
 	$(BUILD)/operator/ddp-operator local -f examples/local-demo.yaml
+
+# libFuzzer with ASan and UBSan (clang) in a build of its own: every fuzz/*_fuzz.cc for
+# FUZZ_SECONDS each; new crashers land in fuzz/crashers/<stem>/ (`make test` replays them).
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS = -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -g
+fuzz:
+	@bash scripts/install-deps.sh --fuzz
+	@mkdir -p $(FUZZ_BUILD)
+	@cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DDDP_FUZZ=ON \
+		-DDDP_BUILD_WORKER=OFF -DDDP_BUILD_BENCH=OFF -DBUILD_TESTING=OFF \
+		"-DCMAKE_CXX_FLAGS=$(FUZZ_FLAGS)" "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" \
+		> $(FUZZ_BUILD)/configure.log 2>&1 || { cat $(FUZZ_BUILD)/configure.log; exit 1; }
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target ddp_fuzz_targets
+	@bash scripts/run-fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD)

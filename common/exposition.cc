@@ -3,14 +3,17 @@
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <string_view>
+#include <unordered_map>
 
 #include "common/prometheus.h"
 
 namespace ddp::metrics {
 namespace {
 
-std::string Unescape(const std::string& s) {
+std::string Unescape(std::string_view s) {
   std::string out;
+  out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '\\' && i + 1 < s.size()) {
       char n = s[++i];
@@ -27,12 +30,36 @@ bool IsNameChar(char c, bool first) {
          (!first && c >= '0' && c <= '9');
 }
 
+bool IsSpace(char c) { return c == ' ' || c == '\t'; }
+
+// The next whitespace-separated word of `s` from *i on; empty at the end.
+std::string_view NextWord(std::string_view s, size_t* i) {
+  while (*i < s.size() && IsSpace(s[*i])) ++*i;
+  const size_t start = *i;
+  while (*i < s.size() && !IsSpace(s[*i])) ++*i;
+  return s.substr(start, *i - start);
+}
+
+bool ParseValue(std::string_view text, double* out) {
+  if (text == "+Inf" || text == "Inf") *out = HUGE_VAL;
+  else if (text == "-Inf") *out = -HUGE_VAL;
+  else if (text == "NaN") *out = std::nan("");
+  else {
+    // strtod needs a terminated string; a value is short, so a copy costs nothing that counts.
+    const std::string value(text);
+    char* end = nullptr;
+    *out = std::strtod(value.c_str(), &end);
+    return end != value.c_str() && *end == '\0';
+  }
+  return true;
+}
+
 // Parses `name{a="b",...} value [ts]`. Returns false on malformed input.
-bool ParseSampleLine(const std::string& line, Sample* out) {
+bool ParseSampleLine(std::string_view line, Sample* out) {
   size_t i = 0;
   while (i < line.size() && IsNameChar(line[i], i == 0)) ++i;
   if (i == 0) return false;
-  out->name = line.substr(0, i);
+  out->name.assign(line.substr(0, i));
   out->labels.clear();
   if (i < line.size() && line[i] == '{') {
     ++i;
@@ -40,81 +67,104 @@ bool ParseSampleLine(const std::string& line, Sample* out) {
       size_t k = i;
       while (i < line.size() && IsNameChar(line[i], i == k)) ++i;
       if (i == k || i + 1 >= line.size() || line[i] != '=' || line[i + 1] != '"') return false;
-      std::string key = line.substr(k, i - k);
+      std::string_view key = line.substr(k, i - k);
       i += 2;
-      std::string raw;
-      while (i < line.size() && line[i] != '"') {
-        if (line[i] == '\\' && i + 1 < line.size()) raw += line[i++];
-        raw += line[i++];
-      }
+      const size_t raw_start = i;
+      while (i < line.size() && line[i] != '"') i += line[i] == '\\' && i + 1 < line.size() ? 2 : 1;
       if (i >= line.size()) return false;
+      out->labels.emplace_back(std::string(key), Unescape(line.substr(raw_start, i - raw_start)));
       ++i;  // closing quote
-      out->labels.emplace_back(key, Unescape(raw));
       if (i < line.size() && line[i] == ',') ++i;
     }
     if (i >= line.size()) return false;
     ++i;  // '}'
   }
-  std::istringstream rest(line.substr(i));
-  std::string value;
-  if (!(rest >> value)) return false;
-  if (value == "+Inf") out->value = HUGE_VAL;
-  else if (value == "-Inf") out->value = -HUGE_VAL;
-  else if (value == "NaN") out->value = std::nan("");
-  else {
-    char* end = nullptr;
-    out->value = std::strtod(value.c_str(), &end);
-    if (end == value.c_str() || *end != '\0') return false;
-  }
-  return true;
+  std::string_view value = NextWord(line, &i);
+  if (value.empty() || !ParseValue(value, &out->value)) return false;
+  return true;  // a timestamp, if any, is ignored
 }
 
-bool BelongsTo(const std::string& sample, const ParsedFamily& f) {
+bool BelongsTo(std::string_view sample, const ParsedFamily& f) {
   if (sample == f.name) return true;
   if (f.type != "histogram" && f.type != "summary") return false;
-  for (const char* suffix : {"_bucket", "_sum", "_count"}) {
-    if (sample == f.name + suffix) return true;
+  if (sample.size() <= f.name.size() || sample.compare(0, f.name.size(), f.name) != 0) {
+    return false;
   }
-  return false;
+  const std::string_view suffix = sample.substr(f.name.size());
+  return suffix == "_bucket" || suffix == "_sum" || suffix == "_count";
 }
 
-ParsedFamily& FamilyNamed(std::vector<ParsedFamily>* fams, const std::string& name) {
-  for (auto& f : *fams) if (f.name == name) return f;
-  fams->push_back(ParsedFamily{name, "", "untyped", {}});
-  return fams->back();
+// Families in order of first appearance, found by name in O(1).
+class FamilyIndex {
+ public:
+  explicit FamilyIndex(std::vector<ParsedFamily>* fams) : fams_(fams) {}
+  // The family `name`, appended (untyped) when new; its index in *fams.
+  size_t Named(std::string_view name) {
+    auto [it, added] = by_name_.try_emplace(std::string(name), fams_->size());
+    if (added) fams_->push_back(ParsedFamily{std::string(name), "", "untyped", {}});
+    return it->second;
+  }
+
+ private:
+  std::vector<ParsedFamily>* fams_;
+  std::unordered_map<std::string, size_t> by_name_;
+};
+
+Status TooLarge(const std::string& what, size_t limit) {
+  return Status::FailedPrecondition("metrics page has more than " + std::to_string(limit) + " " +
+                                    what);
 }
 
 }  // namespace
 
-StatusOr<std::vector<ParsedFamily>> ParseExposition(const std::string& text) {
+StatusOr<std::vector<ParsedFamily>> ParseExposition(const std::string& text,
+                                                    const ParseLimits& limits) {
+  if (limits.max_bytes && text.size() > limits.max_bytes) return TooLarge("bytes", limits.max_bytes);
   std::vector<ParsedFamily> fams;
-  std::istringstream in(text);
-  std::string line;
+  FamilyIndex index(&fams);
+  const std::string_view all(text);
+  size_t pos = 0, series = 0;
   int line_no = 0;
-  ParsedFamily* current = nullptr;
-  while (std::getline(in, line)) {
+  constexpr size_t kNone = static_cast<size_t>(-1);
+  size_t current = kNone;
+  while (pos < all.size()) {
+    size_t nl = all.find('\n', pos);
+    if (nl == std::string_view::npos) nl = all.size();
+    std::string_view line = all.substr(pos, nl - pos);
+    pos = nl + 1;
     ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
     if (line[0] == '#') {
-      std::istringstream words(line.substr(1));
-      std::string kind, name;
-      words >> kind >> name;
+      size_t i = 1;
+      const std::string_view kind = NextWord(line, &i);
+      const std::string_view name = NextWord(line, &i);
       if (kind != "HELP" && kind != "TYPE") continue;  // a plain comment
-      current = &FamilyNamed(&fams, name);
-      std::string rest;
-      std::getline(words >> std::ws, rest);
-      if (kind == "HELP") current->help = Unescape(rest);
-      else current->type = rest;
+      current = index.Named(name);
+      if (limits.max_series && fams.size() > limits.max_series) {
+        return TooLarge("series", limits.max_series);
+      }
+      while (i < line.size() && IsSpace(line[i])) ++i;
+      const std::string_view rest = line.substr(i);
+      if (kind == "HELP") fams[current].help = Unescape(rest);
+      else fams[current].type.assign(rest);
       continue;
     }
     Sample s;
     if (!ParseSampleLine(line, &s)) {
       return Status::InvalidArgument("metrics line " + std::to_string(line_no) +
-                                     " is not a sample: " + line);
+                                     " is not a sample: " + std::string(line.substr(0, 200)));
     }
-    if (!current || !BelongsTo(s.name, *current)) current = &FamilyNamed(&fams, s.name);
-    current->samples.push_back(std::move(s));
+    if (limits.max_series && ++series > limits.max_series) {
+      return TooLarge("series", limits.max_series);
+    }
+    if (current == kNone || !BelongsTo(s.name, fams[current])) {
+      current = index.Named(s.name);
+      if (limits.max_series && fams.size() > limits.max_series) {
+        return TooLarge("series", limits.max_series);
+      }
+    }
+    fams[current].samples.push_back(std::move(s));
   }
   return fams;
 }
@@ -139,6 +189,7 @@ std::optional<double> FindSample(const std::vector<ParsedFamily>& families,
 std::string MergeExpositions(const std::vector<std::pair<LabelPairs, std::string>>& sources,
                              std::vector<std::string>* errors) {
   std::vector<ParsedFamily> merged;
+  FamilyIndex index(&merged);
   for (size_t i = 0; i < sources.size(); ++i) {
     auto parsed = ParseExposition(sources[i].second);
     if (!parsed.ok()) {
@@ -146,7 +197,7 @@ std::string MergeExpositions(const std::vector<std::pair<LabelPairs, std::string
       continue;
     }
     for (auto& f : *parsed) {
-      ParsedFamily& into = FamilyNamed(&merged, f.name);
+      ParsedFamily& into = merged[index.Named(f.name)];
       if (into.help.empty()) into.help = f.help;
       if (into.type == "untyped") into.type = f.type;
       for (auto& s : f.samples) {

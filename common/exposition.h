@@ -28,9 +28,18 @@ struct ParsedFamily {
   std::vector<Sample> samples;
 };
 
-// Returns InvalidArgument naming the line number for a line that is neither a comment, blank,
-// nor `name{labels} value [timestamp]`.
-StatusOr<std::vector<ParsedFamily>> ParseExposition(const std::string& text);
+// Bounds on one page, so a hostile page costs at most a known amount of time and memory.
+// 0 means unbounded (a page this process rendered itself).
+struct ParseLimits {
+  size_t max_bytes = 0;   // the text's size
+  size_t max_series = 0;  // samples, and families (a HELP/TYPE without samples is one too)
+};
+
+// Linear in the text's size (families are found through an index, not a scan). Returns
+// InvalidArgument naming the line number for a line that is neither a comment, blank, nor
+// `name{labels} value [timestamp]`; FailedPrecondition naming the limit for a page past one.
+StatusOr<std::vector<ParsedFamily>> ParseExposition(const std::string& text,
+                                                    const ParseLimits& limits = {});
 
 // The value of the first sample called `name` whose labels include every pair of `match`.
 std::optional<double> FindSample(const std::vector<ParsedFamily>& families,

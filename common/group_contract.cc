@@ -101,7 +101,8 @@ std::optional<FinishedReport> ParseFinished(const std::string& message) {
   }
   auto n = Count(line, &at);
   if (!n || !Literal(line, &at, " recoveries")) return std::nullopt;
-  r.recoveries = *n;
+  // A count past the bound is a lie or an overflow: the finish stands, the count is not taken.
+  if (*n <= kMaxFinishedCount) r.recoveries = *n;
   return r;
 }
 

@@ -75,6 +75,9 @@ std::string FormatFinished(const FinishedReport& report);
 // step is not its total. The message of an earlier supervisor ("ddp: Finished: N recoveries
 // charged ...", written only when every trainer exited 0) parses with steps -1 (not known).
 std::optional<FinishedReport> ParseFinished(const std::string& message);
+// The bound the operator puts on every count a pod reports: a recoveries count past it is a lie
+// or an overflow, never something to add to status.recoveries (ParseFinished refuses it).
+inline constexpr int64_t kMaxFinishedCount = 1000000000;
 
 // --- The rendezvous pod's /metrics (besides rank 0's series, which it serves as well) ---
 inline constexpr char kGroupGeneration[] = "ddp_group_generation";

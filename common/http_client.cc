@@ -5,7 +5,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <cstdint>
+#include <optional>
+#include <string_view>
 #include <chrono>
 #include <cstring>
 
@@ -16,6 +20,32 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr size_t kMaxResponseHead = 16 << 10;
+
+// The Content-Length of a response head, when it has a well-formed one.
+std::optional<size_t> ContentLength(std::string_view head) {
+  size_t at = 0;
+  while ((at = head.find("\r\n", at)) != std::string_view::npos) {
+    at += 2;
+    constexpr std::string_view kName = "content-length:";
+    if (head.size() - at < kName.size()) break;
+    bool same = true;
+    for (size_t i = 0; i < kName.size() && same; ++i) {
+      same = std::tolower(static_cast<unsigned char>(head[at + i])) == kName[i];
+    }
+    if (!same) continue;
+    size_t i = at + kName.size();
+    while (i < head.size() && (head[i] == ' ' || head[i] == '\t')) ++i;
+    size_t value = 0, digits = 0;
+    for (; i < head.size() && std::isdigit(static_cast<unsigned char>(head[i])); ++i, ++digits) {
+      if (value > (SIZE_MAX - 9) / 10) return SIZE_MAX;  // absurd: certainly past any cap
+      value = value * 10 + static_cast<size_t>(head[i] - '0');
+    }
+    if (digits > 0) return value;
+  }
+  return std::nullopt;
+}
+
 int MillisLeft(Clock::time_point deadline) {
   return static_cast<int>(
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
@@ -24,7 +54,7 @@ int MillisLeft(Clock::time_point deadline) {
 }  // namespace
 
 StatusOr<std::string> HttpGet(const std::string& host, int port, const std::string& path,
-                              int timeout_ms) {
+                              int timeout_ms, size_t max_body_bytes) {
   const std::string where = "GET http://" + host + ":" + std::to_string(port) + path;
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   addrinfo hints{};
@@ -66,8 +96,17 @@ StatusOr<std::string> HttpGet(const std::string& host, int port, const std::stri
     if (n <= 0) return fail(std::string("send: ") + std::strerror(errno));
     off += static_cast<size_t>(n);
   }
+  // A body past the cap is refused as soon as it is known to be: by its Content-Length, or by
+  // the bytes received, so at most one read past the cap is ever buffered.
+  const size_t max_total = max_body_bytes ? max_body_bytes + kMaxResponseHead : 0;
+  auto too_large = [&] {
+    ::close(fd);
+    return Status::FailedPrecondition(where + ": response body larger than " +
+                                      std::to_string(max_body_bytes) + " bytes");
+  };
   std::string resp;
   char buf[8192];
+  bool head_checked = false;
   for (;;) {
     int left = MillisLeft(deadline);
     if (left <= 0) return fail("read timed out");
@@ -78,6 +117,23 @@ StatusOr<std::string> HttpGet(const std::string& host, int port, const std::stri
     if (n < 0) return fail(std::string("recv: ") + std::strerror(errno));
     if (n == 0) break;
     resp.append(buf, static_cast<size_t>(n));
+    if (!max_body_bytes) continue;
+    if (!head_checked) {
+      const size_t end = resp.find("\r\n\r\n");
+      if (end != std::string::npos) {
+        head_checked = true;
+        if (auto length = ContentLength(std::string_view(resp).substr(0, end));
+            length && *length > max_body_bytes) {
+          return too_large();
+        }
+        if (resp.size() - end - 4 > max_body_bytes) return too_large();
+      } else if (resp.size() > kMaxResponseHead) {
+        return fail("response head larger than " + std::to_string(kMaxResponseHead) + " bytes");
+      }
+    } else if (resp.size() > max_total) {
+      const size_t end = resp.find("\r\n\r\n");
+      if (resp.size() - end - 4 > max_body_bytes) return too_large();
+    }
   }
   ::close(fd);
   size_t head_end = resp.find("\r\n\r\n");

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 
 namespace ddp::metrics {
 namespace {
@@ -19,7 +20,8 @@ int RankOf(const LabelPairs& labels, const std::string& key = "rank") {
     if (k != key) continue;
     char* end = nullptr;
     long r = std::strtol(v.c_str(), &end, 10);
-    return end != v.c_str() && *end == '\0' && r >= 0 ? static_cast<int>(r) : -1;
+    return end != v.c_str() && *end == '\0' && r >= 0 && r <= kMaxPageRank ? static_cast<int>(r)
+                                                                            : -1;
   }
   return -1;
 }
@@ -107,10 +109,80 @@ WorkerScrape ReadWorkerScrape(const std::vector<ParsedFamily>& families) {
   return s;
 }
 
+Status CheckWorkerScrape(WorkerScrape* s) {
+  auto bad = [](const std::string& series, double v, const char* want) {
+    std::ostringstream o;
+    o << series << " is " << v << " (want " << want << ")";
+    return Status::FailedPrecondition(o.str());
+  };
+  auto whole = [](double v, double lo, double hi) {
+    return std::isfinite(v) && v >= lo && v <= hi && v == std::floor(v);
+  };
+  auto time_ok = [](double v) { return std::isfinite(v) && v >= 0; };
+  using Count = std::pair<const char*, std::optional<double>*>;
+  for (const Count& c : {Count{kWorkerSteps, &s->steps}, Count{kWorkerTotalSteps, &s->total_steps}}) {
+    if (*c.second && !whole(**c.second, 0, kMaxPageSteps)) {
+      return bad(c.first, **c.second, "a whole number >= 0, <= 2^53");
+    }
+  }
+  if (s->loss && !std::isfinite(*s->loss)) s->loss.reset();
+  if (s->tokens_per_second && std::isnan(*s->tokens_per_second)) s->tokens_per_second.reset();
+  if (s->tokens_per_second && !time_ok(*s->tokens_per_second)) {
+    return bad(kWorkerTokensPerSecond, *s->tokens_per_second, "a finite rate >= 0");
+  }
+  if (s->generation && !whole(*s->generation, 0, kMaxPageCount)) {
+    return bad(kWorkerGeneration, *s->generation, "a whole number >= 0, <= 1e9");
+  }
+  const std::string rec = kWorkerRecoverySeconds;
+  if (s->recovery_seconds_sum && !time_ok(*s->recovery_seconds_sum)) {
+    return bad(rec + "_sum", *s->recovery_seconds_sum, "finite seconds >= 0");
+  }
+  if (s->recovery_seconds_count && !whole(*s->recovery_seconds_count, 0, kMaxPageSteps)) {
+    return bad(rec + "_count", *s->recovery_seconds_count, "a whole number >= 0");
+  }
+  const GroupScrape& g = s->group;
+  if (g.present) {
+    if (!whole(g.generation, 0, kMaxPageCount)) {
+      return bad(group::kGroupGeneration, g.generation, "a whole number >= 0, <= 1e9");
+    }
+    if (!whole(g.recoveries, 0, kMaxPageCount)) {
+      return bad(group::kGroupRecoveries, g.recoveries, "a whole number >= 0, <= 1e9");
+    }
+    if (!whole(g.budget_left, -kMaxPageCount, kMaxPageCount)) {
+      return bad(group::kGroupBudgetLeft, g.budget_left, "a whole number, |n| <= 1e9");
+    }
+  }
+  const std::string step = kWorkerStepSeconds;
+  for (const auto& [rank, t] : s->step_time_by_rank) {
+    const std::string of = "{rank=\"" + std::to_string(rank) + "\"}";
+    if (!time_ok(t.sum_seconds)) return bad(step + "_sum" + of, t.sum_seconds, "finite seconds >= 0");
+    if (!time_ok(t.count)) return bad(step + "_count" + of, t.count, "a finite count >= 0");
+    if (!time_ok(t.exposed_allreduce_seconds)) {
+      return bad(kWorkerExposedAllreduceSeconds + of, t.exposed_allreduce_seconds,
+                 "finite seconds >= 0");
+    }
+  }
+  for (const auto& [peer, t] : s->busy_by_rank) {
+    const std::string of = "{peer_rank=\"" + std::to_string(peer) + "\"}";
+    if (!time_ok(t.sum_seconds)) {
+      return bad(kWorkerRankBusySeconds + of, t.sum_seconds, "finite seconds >= 0");
+    }
+    if (!time_ok(t.count)) return bad(kWorkerRankBusySteps, t.count, "a finite count >= 0");
+  }
+  return Status::OK();
+}
+
+StatusOr<WorkerScrape> ReadWorkerPage(const std::string& text, const ParseLimits& limits) {
+  auto families = ParseExposition(text, limits);
+  if (!families.ok()) return families.status();
+  WorkerScrape s = ReadWorkerScrape(families.value());
+  DDP_RETURN_IF_ERROR(CheckWorkerScrape(&s));
+  return s;
+}
+
 WorkerScrape ParseWorkerScrape(const std::string& text) {
-  auto families = ParseExposition(text);
-  if (!families.ok()) return {};
-  return ReadWorkerScrape(families.value());
+  auto s = ReadWorkerPage(text);
+  return s.ok() ? std::move(s).value() : WorkerScrape{};
 }
 
 std::optional<double> ProgressSnapshot::EtaSeconds() const {

@@ -85,8 +85,26 @@ struct WorkerScrape {
 // without it, the first series of each name.
 WorkerScrape ReadWorkerScrape(const std::vector<ParsedFamily>& families);
 
-// Parses `text` and reads it; a page that does not parse yields an empty WorkerScrape (a scrape
-// racing a worker's shutdown is no error).
+// Bounds on the numbers a page may carry. A value past them refuses the page: a count of
+// 4294967291 recoveries is an overflow or a lie, never something to add to a status.
+inline constexpr double kMaxPageSteps = 9007199254740992.0;  // 2^53: exact in a double
+inline constexpr double kMaxPageCount = 1e9;  // generations, recoveries: an int with room to add
+inline constexpr int kMaxPageRank = 1 << 20;  // a rank label past this is not a rank
+
+// Checks the values of a read page before any reaches a status, fixing what is merely absent:
+// a loss or token rate that is NaN or infinite is dropped (a diverging run is no hostile page).
+// FailedPrecondition naming the series and its value for: a step count or total that is not a
+// whole number in [0, kMaxPageSteps]; a group count (generation, recoveries, budget) not whole
+// or past kMaxPageCount in size; a negative token rate; a step time, count or busy time that is
+// negative or not finite.
+Status CheckWorkerScrape(WorkerScrape* s);
+
+// Parses `text` within `limits`, reads it and checks it (CheckWorkerScrape); the parser's
+// errors otherwise.
+StatusOr<WorkerScrape> ReadWorkerPage(const std::string& text, const ParseLimits& limits = {});
+
+// ReadWorkerPage without limits; a page that does not parse or fails the checks yields an
+// empty WorkerScrape (a scrape racing a worker's shutdown is no error).
 WorkerScrape ParseWorkerScrape(const std::string& text);
 
 using WallTime = std::chrono::system_clock::time_point;

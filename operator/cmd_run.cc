@@ -165,6 +165,8 @@ int RunMain(int argc, char** argv) {
     co.progress = ProgressScraperOptions{};
     co.progress->interval = f.progress_interval;
     co.progress->max_in_flight = f.progress_scrapers;
+    co.progress->max_page_bytes = f.scrape_max_bytes;
+    co.progress->max_page_series = f.scrape_max_series;
     co.progress->busy_reads_wake = f.straggler_reads;
   }
   co.stragglers = {f.straggler_factor, f.straggler_reads};

@@ -4,6 +4,10 @@
 # anyone else goes through sudo.
 set -euo pipefail
 
+# `install-deps.sh --fuzz` (from `make fuzz`) adds clang and its libFuzzer/sanitizer runtimes,
+# which nothing else needs: `make test` replays the fuzz corpora with the ordinary compiler.
+FUZZ_PACKAGES=(clang libclang-rt-14-dev)
+
 APT_PACKAGES=(
   cmake ninja-build g++ make pkg-config
   libtorch-dev            # LibTorch (CPU) with c10d TCPStore and ProcessGroupGloo
@@ -16,6 +20,8 @@ APT_PACKAGES=(
   python3-torch           # the Python DDP peer (benchmarks, TorchScript and torchrun tests)
   nodejs npm              # dockerfile-utils, to lint the Dockerfiles in tests
 )
+
+if [ "${1:-}" = "--fuzz" ]; then APT_PACKAGES+=("${FUZZ_PACKAGES[@]}"); fi
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

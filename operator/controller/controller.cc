@@ -121,7 +121,13 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
   if (options_.progress) {
     scraper_ = std::make_unique<ProgressScraper>(
         *options_.progress, [this](const std::string& key) { queue_.Add(key); },
-        [this](bool ok) { metrics_->progress_scrapes_total.Labels({ok ? kScrapeOk : kScrapeError}).Inc(); });
+        [this](ScrapeResult r) {
+          metrics_->progress_scrapes_total
+              .Labels({r == ScrapeResult::kOk      ? kScrapeOk
+                       : r == ScrapeResult::kError ? kScrapeError
+                                                   : kScrapeRefused})
+              .Inc();
+        });
   }
 }
 
@@ -198,7 +204,7 @@ void Controller::UpdateGauges() {
   size_t flagged = 0;
   {
     std::lock_guard<std::mutex> l(stragglers_mu_);
-    for (const auto& [key, s] : stragglers_) flagged += s.detector.flagged();
+    for (const auto& [key, s] : stragglers_) flagged += s->flagged.load();
   }
   metrics_->stragglers.Get().Set(static_cast<double>(flagged));
 }

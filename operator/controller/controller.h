@@ -102,7 +102,8 @@ class Controller {
   // puts the latest snapshot into `seen` (controller_progress.cc).
   void ObserveProgress(const api::DDPJob& job, plan::Observed* seen);
   // Feeds the scraper's busy reads of `job` to its straggler detector (reset on a new round or
-  // rank 0 pod) and records one Event per newly flagged rank; never a status write or restart.
+  // rank 0 pod; ranks at or past the job's world size are ignored) and records one Event per
+  // newly flagged rank; never a status write or restart.
   void ObserveStragglers(const api::DDPJob& job, const plan::ObservedPod& rank0);
   // Stops reading `key` and drops its straggler state.
   void ForgetProgress(const std::string& key);
@@ -131,13 +132,17 @@ class Controller {
       pod_group_informer_;
   std::vector<std::thread> workers_;
   std::unique_ptr<ProgressScraper> scraper_;  // null when options_.progress is unset
+  // One job's detector: fed under its own lock, so a job whose page claims many ranks delays
+  // only its own reconcile, never another job's.
   struct JobStragglers {
+    std::mutex mu;  // guards the fields below but `flagged`
     int round = -1;
     std::string rank0_uid;
     plan::StragglerDetector detector;
+    std::atomic<size_t> flagged{0};  // detector.flagged() as of the last read (UpdateGauges)
   };
-  mutable std::mutex stragglers_mu_;  // guards stragglers_ (workers and UpdateGauges)
-  std::map<std::string, JobStragglers> stragglers_;  // running jobs with busy reads seen
+  mutable std::mutex stragglers_mu_;  // guards the map stragglers_ only, held for a lookup
+  std::map<std::string, std::shared_ptr<JobStragglers>> stragglers_;  // jobs with busy reads
   std::mutex panics_mu_;                       // guards panicked_
   std::map<std::string, std::string> panicked_;  // key -> last exception logged for it
   std::atomic<bool> stopped_{false};

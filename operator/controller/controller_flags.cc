@@ -26,6 +26,22 @@ bool ParseDouble(const std::string& s, double* out) {
 
 }  // namespace
 
+bool ParseByteSize(const std::string& text, size_t* out) {
+  size_t i = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  if (i == 0 || i > 12) return false;  // at most 999 GiB-ish digits: no overflow below
+  const std::string unit = text.substr(i);
+  size_t shift = 0;
+  if (unit == "KiB" || unit == "Ki") shift = 10;
+  else if (unit == "MiB" || unit == "Mi") shift = 20;
+  else if (unit == "GiB" || unit == "Gi") shift = 30;
+  else if (!unit.empty() && unit != "B") return false;
+  const unsigned long long n = std::strtoull(text.substr(0, i).c_str(), nullptr, 10);
+  if (n == 0 || n > (1ULL << 40) >> shift) return false;  // 1 TiB at most
+  *out = static_cast<size_t>(n << shift);
+  return true;
+}
+
 bool ParseDuration(const std::string& text, std::chrono::milliseconds* out) {
   if (text.empty()) return false;
   size_t i = 0;
@@ -69,6 +85,14 @@ Status ParseRunFlags(int argc, char** argv, RunFlags* f) {
       {"progress-scrapers",
        [f](const std::string& v) { return ParseInt(v, &f->progress_scrapers) && f->progress_scrapers >= 1; }},
       {"cache-sync-timeout", dur(&f->sync_timeout)},
+      {"scrape-max-bytes", [f](const std::string& v) { return ParseByteSize(v, &f->scrape_max_bytes); }},
+      {"scrape-max-series",
+       [f](const std::string& v) {
+         int n = 0;
+         if (!ParseInt(v, &n) || n < 1) return false;
+         f->scrape_max_series = static_cast<size_t>(n);
+         return true;
+       }},
       {"straggler-factor",
        [f](const std::string& v) { return ParseDouble(v, &f->straggler_factor) && f->straggler_factor > 1; }},
       {"straggler-reads",
@@ -138,6 +162,9 @@ const char* RunUsage() {
          "  --progress-interval D             read rank 0's /metrics of running jobs this often,\n"
          "                                    for status.progress and hangs (default 10s; 0: off)\n"
          "  --progress-scrapers N             /metrics reads in flight at most (default 8)\n"
+         "  --scrape-max-bytes SIZE           refuse a /metrics page larger than SIZE (bytes, or\n"
+         "                                    with KiB, MiB, GiB; default 4MiB)\n"
+         "  --scrape-max-series N             refuse a page with more series (default 50000)\n"
          "  --straggler-factor F              a Straggler Event for a rank busy F (> 1) times the\n"
          "                                    other ranks' median per step (default 1.5) ...\n"
          "  --straggler-reads N               ... in N consecutive progress reads (default 3)\n"

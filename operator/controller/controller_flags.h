@@ -33,6 +33,9 @@ struct RunFlags {
   // --progress-interval: how often rank 0's /metrics of a running job is read ("0" disables).
   std::chrono::milliseconds progress_interval{std::chrono::seconds(10)};
   int progress_scrapers = 8;  // --progress-scrapers: fetches in flight at most
+  // A page larger (--scrape-max-bytes) or with more series (--scrape-max-series) is refused.
+  size_t scrape_max_bytes = 4 << 20;
+  size_t scrape_max_series = 50000;
   // A rank whose busy time per step is --straggler-factor (> 1) times the other ranks' median
   // in --straggler-reads (>= 1) consecutive progress reads gets a Straggler Event.
   double straggler_factor = 1.5;
@@ -53,6 +56,8 @@ struct RunFlags {
 Status ParseRunFlags(int argc, char** argv, RunFlags* flags);
 // "15s", "500ms", "2m", "1h", or a bare number of seconds. False on anything else or < 0.
 bool ParseDuration(const std::string& text, std::chrono::milliseconds* out);
+// "4194304", "4MiB", "512KiB", "1Gi": a positive size up to 1 TiB. False on anything else.
+bool ParseByteSize(const std::string& text, size_t* out);
 const char* RunUsage();
 
 }  // namespace ddp::controller

@@ -34,6 +34,13 @@ void Controller::ObserveProgress(const api::DDPJob& job, plan::Observed* seen) {
     return;
   }
   scraper_->Track(key, {rank0->uid, rank0->pod_ip, job.spec.metrics.port, job.status.round, in_place});
+  // A refused page leaves the progress as it was: say so, once per streak, on the job itself.
+  if (std::optional<std::string> why = scraper_->RefusalToReport(key)) {
+    EmitEvents(job, {plan::Event{"Warning", kMetricsRefusedReason,
+                                 "metrics page of pod " + rank0->name + " refused: " + *why +
+                                     "; status.progress is not updated until a page is read "
+                                     "(flags --scrape-max-bytes, --scrape-max-series)"}});
+  }
   if (std::optional<ScrapedProgress> s = scraper_->Get(key)) {
     seen->progress = plan::ObservedProgress{s->round, s->snapshot};
   }
@@ -45,19 +52,28 @@ void Controller::ObserveStragglers(const api::DDPJob& job, const plan::ObservedP
   const std::string key = job.Key();
   std::vector<BusyRead> reads = scraper_->TakeBusyReads(key);
   if (reads.empty()) return;  // no new page, or a worker without the per-rank series
-  std::vector<plan::Event> events;
+  std::shared_ptr<JobStragglers> st;
   {
     std::lock_guard<std::mutex> l(stragglers_mu_);
-    JobStragglers& st = stragglers_[key];
+    std::shared_ptr<JobStragglers>& slot = stragglers_[key];
+    if (!slot) slot = std::make_shared<JobStragglers>();
+    st = slot;
+  }
+  std::vector<plan::Event> events;
+  {
+    std::lock_guard<std::mutex> l(st->mu);
     // Another round or rank 0 pod: other processes, counters from zero.
-    if (st.round != job.status.round || st.rank0_uid != rank0.uid) {
-      st = JobStragglers{job.status.round, rank0.uid, plan::StragglerDetector(options_.stragglers)};
+    if (st->round != job.status.round || st->rank0_uid != rank0.uid) {
+      st->round = job.status.round;
+      st->rank0_uid = rank0.uid;
+      st->detector = plan::StragglerDetector(options_.stragglers);
     }
     for (const BusyRead& read : reads) {
-      for (const plan::Straggler& s : st.detector.Add(read)) {
+      for (const plan::Straggler& s : st->detector.Add(read, job.status.world_size)) {
         events.push_back(plan::StragglerEvent(job, s));
       }
     }
+    st->flagged = st->detector.flagged();
   }
   if (events.empty()) return;
   metrics_->straggler_events_total.Get().Inc(static_cast<double>(events.size()));

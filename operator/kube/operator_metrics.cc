@@ -46,7 +46,8 @@ OperatorMetrics::OperatorMetrics()
           {1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800})),
       progress_scrapes_total(registry.AddCounter(
           "ddp_operator_progress_scrapes_total",
-          "Reads of rank 0's /metrics for status.progress, by result.", {"result"})),
+          "Reads of rank 0's /metrics for status.progress, by result (refused: past "
+          "--scrape-max-bytes or --scrape-max-series, or a value out of range).", {"result"})),
       stragglers(registry.AddGauge(
           "ddp_operator_stragglers",
           "Ranks of running jobs currently flagged as stragglers (busy time per step a set "
@@ -63,7 +64,7 @@ OperatorMetrics::OperatorMetrics()
   for (const char* kind : {kRestartKindFailure, kRestartKindDisruption, kRestartKindRecovery}) {
     job_restarts_total.Labels({kind});
   }
-  for (const char* result : {kScrapeOk, kScrapeError}) progress_scrapes_total.Labels({result});
+  for (const char* result : {kScrapeOk, kScrapeError, kScrapeRefused}) progress_scrapes_total.Labels({result});
   for (const char* phase : {api::kPhasePending, api::kPhaseRunning, api::kPhaseRestarting,
                             api::kPhaseScaling, api::kPhaseSucceeded, api::kPhaseFailed,
                             api::kPhaseSuspended}) {

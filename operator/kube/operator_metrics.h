@@ -20,6 +20,7 @@ inline constexpr char kRestartKindRecovery[] = "recovery";
 // ddp_operator_progress_scrapes_total{result}.
 inline constexpr char kScrapeOk[] = "ok";
 inline constexpr char kScrapeError[] = "error";
+inline constexpr char kScrapeRefused[] = "refused";  // past a cap, or a value out of range
 
 // Every series whose labels are known in advance exists from construction, at 0 (Prometheus'
 // instrumentation guidelines): a rate, an increase or an absence alert has a series before the
@@ -43,7 +44,7 @@ struct OperatorMetrics {
   metrics::GaugeFamily& leader;
   // From a failure being observed to every pod of the next round running.
   metrics::HistogramFamily& recovery_seconds;
-  metrics::CounterFamily& progress_scrapes_total;  // {result="ok|error"}
+  metrics::CounterFamily& progress_scrapes_total;  // {result="ok|error|refused"}
   metrics::GaugeFamily& stragglers;                // ranks flagged now, over all running jobs
   metrics::CounterFamily& straggler_events_total;  // Straggler Events recorded
   // process_cpu_seconds_total, process_resident_memory_bytes, ...: call process.Update() before

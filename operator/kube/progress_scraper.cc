@@ -17,7 +17,11 @@ ProgressScraper::ProgressScraper(ProgressScraperOptions options, OnAdvance on_ad
     : options_(options),
       on_advance_(std::move(on_advance)),
       on_fetch_(std::move(on_fetch)),
-      fetch_(fetch ? std::move(fetch) : Fetch(HttpGet)) {}
+      fetch_(fetch ? std::move(fetch)
+                   : Fetch([max = options.max_page_bytes](const std::string& host, int port,
+                                                          const std::string& path, int timeout_ms) {
+                       return HttpGet(host, port, path, timeout_ms, max);
+                     })) {}
 
 ProgressScraper::~ProgressScraper() { Stop(); }
 
@@ -87,17 +91,53 @@ size_t ProgressScraper::Tracked() const {
   return entries_.size();
 }
 
+std::optional<std::string> ProgressScraper::RefusalToReport(const std::string& key) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end() || !it->second.refusal || it->second.refusal_reported) return std::nullopt;
+  it->second.refusal_reported = true;
+  return it->second.refusal;
+}
+
+std::optional<std::string> ProgressScraper::Refusal(const std::string& key) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = entries_.find(key);
+  return it == entries_.end() ? std::nullopt : it->second.refusal;
+}
+
+std::map<std::string, ProgressScraper::Entry>::iterator ProgressScraper::NextDue() {
+  // A linear scan: a few thousand jobs cost microseconds, at most max_in_flight times per fetch.
+  const int suspect_quota = std::max(1, options_.max_in_flight / 2);
+  auto due = entries_.end();
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->second.in_flight) continue;
+    if (it->second.slow_streak > 0 && suspects_in_flight_ >= suspect_quota) continue;
+    if (due == entries_.end() || it->second.next_due < due->second.next_due) due = it;
+  }
+  return due;
+}
+
+StatusOr<metrics::WorkerScrape> ProgressScraper::ReadPage(const ScrapeTarget& target,
+                                                          ScrapeResult* result) {
+  StatusOr<std::string> page =
+      fetch_(target.host, target.port, "/metrics", static_cast<int>(options_.timeout.count()));
+  if (!page.ok()) {
+    // A body past the cap is the page's fault, not the network's.
+    const bool too_large = page.status().code() == StatusCode::kFailedPrecondition;
+    *result = too_large ? ScrapeResult::kRefused : ScrapeResult::kError;
+    return page.status();
+  }
+  StatusOr<metrics::WorkerScrape> scrape = metrics::ReadWorkerPage(
+      page.value(), {options_.max_page_bytes, options_.max_page_series});
+  *result = scrape.ok() ? ScrapeResult::kOk : ScrapeResult::kRefused;
+  return scrape;
+}
+
 void ProgressScraper::Loop() {
   std::unique_lock<std::mutex> l(mu_);
   while (!stopping_) {
-    // The entry due first that no other thread is reading. A linear scan: a few thousand jobs
-    // cost microseconds, at most max_in_flight times per fetch.
     auto now = SteadyClock::now();
-    std::map<std::string, Entry>::iterator due = entries_.end();
-    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-      if (it->second.in_flight) continue;
-      if (due == entries_.end() || it->second.next_due < due->second.next_due) due = it;
-    }
+    auto due = NextDue();
     if (due == entries_.end()) {
       cv_.wait(l);
       continue;
@@ -109,24 +149,51 @@ void ProgressScraper::Loop() {
     const std::string key = due->first;
     const ScrapeTarget target = due->second.target;
     const uint64_t epoch = due->second.epoch;
+    const bool suspect = due->second.slow_streak > 0;
+    suspects_in_flight_ += suspect ? 1 : 0;
     due->second.in_flight = true;
-    due->second.next_due = now + (target_group(due->second.target) ? options_.group_interval
-                                                                   : options_.interval);
+    const auto interval = target_group(target) ? options_.group_interval : options_.interval;
+    due->second.next_due = now + interval;
     l.unlock();
-    StatusOr<std::string> page =
-        fetch_(target.host, target.port, "/metrics", static_cast<int>(options_.timeout.count()));
-    metrics::WorkerScrape scrape;
-    if (page.ok()) scrape = metrics::ParseWorkerScrape(page.value());
-    if (on_fetch_) on_fetch_(page.ok());
+    ScrapeResult result = ScrapeResult::kOk;
+    StatusOr<metrics::WorkerScrape> read = ReadPage(target, &result);
+    const auto took = SteadyClock::now() - now;
+    if (on_fetch_) on_fetch_(result);
     l.lock();
+    suspects_in_flight_ -= suspect ? 1 : 0;
+    if (suspect) cv_.notify_one();  // a suspect's slot is free again
     auto it = entries_.find(key);
     if (it == entries_.end() || it->second.epoch != epoch) continue;  // forgotten or retargeted
-    it->second.in_flight = false;
-    if (!page.ok()) {
-      DDP_LOG(DEBUG) << key << ": progress scrape: " << page.status().message();
+    Entry& e = it->second;
+    e.in_flight = false;
+    const bool slow = result == ScrapeResult::kRefused || took * 2 > options_.timeout;
+    e.slow_streak = slow ? std::min(e.slow_streak + 1, 30) : 0;
+    if (slow) {
+      const int factor = std::min(kMaxBackoff, 1 << std::min(e.slow_streak - 1, 3));
+      e.next_due = now + interval * factor;
+    }
+    if (result == ScrapeResult::kRefused) {
+      if (e.refusal != read.status().message()) {
+        DDP_LOG(WARNING) << key << ": metrics page of pod " << target.host << ":" << target.port
+                         << " refused: " << read.status().message();
+      }
+      const bool new_streak = !e.refusal;
+      if (new_streak) e.refusal_reported = false;
+      e.refusal = read.status().message();
+      if (new_streak && on_advance_) {  // the job's reconcile reports it (RefusalToReport)
+        l.unlock();
+        on_advance_(key);
+        l.lock();
+        continue;
+      }
+    }
+    if (!read.ok()) {
+      DDP_LOG(DEBUG) << key << ": progress scrape: " << read.status().message();
       continue;
     }
-    auto& busy = it->second.busy_reads;
+    e.refusal.reset();
+    metrics::WorkerScrape scrape = std::move(read).value();
+    auto& busy = e.busy_reads;
     if (!scrape.busy_by_rank.empty()) {
       if (busy.size() == kMaxBusyReads) busy.erase(busy.begin());
       busy.push_back(scrape.busy_by_rank);
@@ -134,10 +201,9 @@ void ProgressScraper::Loop() {
     const bool busy_due =
         !scrape.busy_by_rank.empty() && static_cast<int>(busy.size()) >= options_.busy_reads_wake;
     // A changed group report (a member fenced, a spare taken) is news the job acts on at once.
-    const bool group_changed = scrape.group.present && !(scrape.group == it->second.last_page.group);
-    it->second.last_page = std::move(scrape);
-    const bool advanced =
-        it->second.tracker.Add(it->second.last_page, std::chrono::system_clock::now());
+    const bool group_changed = scrape.group.present && !(scrape.group == e.last_page.group);
+    e.last_page = std::move(scrape);
+    const bool advanced = e.tracker.Add(e.last_page, std::chrono::system_clock::now());
     if (group_changed && on_advance_) {
       l.unlock();
       on_advance_(key);
@@ -146,7 +212,7 @@ void ProgressScraper::Loop() {
     }
     if (!advanced || !on_advance_) continue;
     const auto fetched = SteadyClock::now();
-    auto& last_wake = it->second.last_wake;
+    auto& last_wake = e.last_wake;
     if (last_wake && fetched - *last_wake < options_.min_wake_interval && !busy_due) continue;
     last_wake = fetched;
     l.unlock();

@@ -3,6 +3,14 @@
 // a few threads of its own fetch pages, each job at most once per interval, each fetch with a
 // short timeout, at most max_in_flight at a time. It decides nothing: the planner does (and the
 // straggler detector, fed by the controller from TakeBusyReads).
+//
+// Bounded and fair, since a page is written by a tenant: a page is capped in bytes (reading
+// stops there) and in series, parsed in linear time on the fetching thread with no lock held,
+// and its values are checked before they are kept; a page past a cap or with a bad value is
+// refused (RefusalToReport says so once per streak, for an Event). A job holds at most one
+// thread at a time; a job whose last read was slow or refused is a suspect: its reads back off
+// (up to kMaxBackoff intervals) and suspects together hold at most half the threads, so
+// healthy jobs always have the other half, whatever other tenants' pods do.
 // Thread-safe.
 #ifndef DDP_OPERATOR_KUBE_PROGRESS_SCRAPER_H_
 #define DDP_OPERATOR_KUBE_PROGRESS_SCRAPER_H_
@@ -47,6 +55,10 @@ struct ProgressScraperOptions {
   std::chrono::milliseconds group_interval{std::chrono::seconds(2)};
   std::chrono::milliseconds timeout{std::chrono::seconds(2)};
   int max_in_flight = 8;
+  // A page larger than this (bytes of body) or with more series (samples or families) than
+  // this is refused. --scrape-max-bytes, --scrape-max-series.
+  size_t max_page_bytes = 4 << 20;
+  size_t max_page_series = 50000;
   // After the first step seen, an advance wakes the job's reconcile at most this often: the
   // planner writes progress-only changes at most every 30 s anyway, and arms its own timer for
   // the hang deadline.
@@ -57,6 +69,13 @@ struct ProgressScraperOptions {
   int busy_reads_wake = 3;
 };
 
+// The reason of the Warning Event on a job whose page was refused (once per refusal streak).
+inline constexpr char kMetricsRefusedReason[] = "MetricsRefused";
+
+// How one read ended: a page kept, no page (unreachable, timed out, not 200), or a page refused
+// (past a cap, or a value out of range).
+enum class ScrapeResult { kOk, kError, kRefused };
+
 // Every rank's cumulative busy time as of one page (WorkerScrape::busy_by_rank).
 using BusyRead = std::map<int, metrics::RankStepTime>;
 
@@ -66,10 +85,13 @@ class ProgressScraper {
   using Fetch = std::function<StatusOr<std::string>(const std::string& host, int port,
                                                     const std::string& path, int timeout_ms)>;
   // Called (from a scraper thread, no lock held) when a job's step was first seen, and then on
-  // an advance at most once per min_wake_interval.
+  // an advance at most once per min_wake_interval; and on the first refused page of a streak.
   using OnAdvance = std::function<void(const std::string& key)>;
-  // Called after every fetch: ok or not (for metrics).
-  using OnFetch = std::function<void(bool ok)>;
+  // Called after every fetch with its result (for metrics).
+  using OnFetch = std::function<void(ScrapeResult)>;
+  // A read slower than half the timeout, or refused, backs the job's reads off: the next one
+  // is due after interval * 2^(streak) , at most kMaxBackoff intervals.
+  static constexpr int kMaxBackoff = 8;
 
   ProgressScraper(ProgressScraperOptions options, OnAdvance on_advance, OnFetch on_fetch = {},
                   Fetch fetch = {});
@@ -91,6 +113,11 @@ class ProgressScraper {
   // the last page had none.
   std::optional<std::pair<int, metrics::GroupScrape>> GetGroup(const std::string& key) const;
   size_t Tracked() const;
+  // Why `key`'s last page was refused, the first time it is asked after a refusal that followed
+  // a kept page (or the first read); nullopt otherwise, and while the refusal goes on.
+  std::optional<std::string> RefusalToReport(const std::string& key);
+  // Why `key`'s last page was refused; nullopt when it was not.
+  std::optional<std::string> Refusal(const std::string& key) const;
   // The busy reads of `key` gathered since the last call, oldest first (at most kMaxBusyReads;
   // older ones are dropped: the values are cumulative, so only resolution is lost). Empty for
   // pages without the per-rank series (an older worker, a torchrun image).
@@ -107,8 +134,15 @@ class ProgressScraper {
     metrics::ProgressTracker tracker;
     metrics::WorkerScrape last_page;
     std::vector<BusyRead> busy_reads;
+    int slow_streak = 0;                 // consecutive slow or refused reads
+    std::optional<std::string> refusal;  // the last page's, when it was refused
+    bool refusal_reported = false;
   };
   void Loop();
+  // The entry due first that no thread is reading and the suspects' quota allows; end() if none.
+  std::map<std::string, Entry>::iterator NextDue();
+  // Reads one page and checks it; no lock held.
+  StatusOr<metrics::WorkerScrape> ReadPage(const ScrapeTarget& target, ScrapeResult* result);
 
   const ProgressScraperOptions options_;
   OnAdvance on_advance_;
@@ -118,6 +152,7 @@ class ProgressScraper {
   std::condition_variable cv_;
   std::map<std::string, Entry> entries_;
   uint64_t next_epoch_ = 1;
+  int suspects_in_flight_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

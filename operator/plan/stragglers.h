@@ -36,9 +36,13 @@ class StragglerDetector {
   explicit StragglerDetector(StragglerOptions options = {}) : options_(options) {}
 
   // Feeds one read of every rank's cumulative times (a rank missing from a read keeps its
-  // streak; a rank whose counters went back, a restarted process, gives no interval this read). Returns the ranks that just became stragglers: each once, until it has been back
-  // within the factor for a read.
-  std::vector<Straggler> Add(const std::map<int, metrics::RankStepTime>& by_rank);
+  // streak; a rank whose counters went back, a restarted process, gives no interval this read).
+  // Returns the ranks that just became stragglers: each once, until it has been back within
+  // the factor for a read. With world_size > 0, ranks outside [0, world_size) are ignored (a
+  // page cannot claim more ranks than the job has). O(n log n) in the ranks read: one sort
+  // gives every rank's median of the others.
+  std::vector<Straggler> Add(const std::map<int, metrics::RankStepTime>& by_rank,
+                             int world_size = 0);
   // Ranks currently flagged.
   size_t flagged() const;
 

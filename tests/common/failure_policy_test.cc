@@ -93,6 +93,9 @@ TEST(GroupContractTest, AFinishedReportParsesBackAndNothingElseIsAFinish) {
   ASSERT_TRUE(group::ParseFinished("ddp: Finished: 3 recoveries charged in the group this round"));
   EXPECT_EQ(group::ParseFinished("ddp: Finished: 3 recoveries charged")->steps, -1);
   EXPECT_EQ(group::ParseFinished("ddp: Finished: 3 recoveries charged")->recoveries, 3);
+  // A count past the bound (an overflow, or a lie) is not taken; the finish stands.
+  ASSERT_TRUE(group::ParseFinished("ddp: Finished: step 5 of 5; 4294967291 recoveries"));
+  EXPECT_FALSE(group::ParseFinished("ddp: Finished: step 5 of 5; 4294967291 recoveries")->recoveries);
   for (const char* other :
        {"", "ddp: Finished", "ddp: Finished: ", "ddp: Finished: many recoveries",
         "ddp: Finished: -2 recoveries", "ddp: Finished: 3", "ddp: Stopped: 3 recoveries",
@@ -100,7 +103,8 @@ TEST(GroupContractTest, AFinishedReportParsesBackAndNothingElseIsAFinish) {
         "ddp: Finished: step 6000 of", "ddp: Finished: step 6000 of 6000;",
         "ddp: Finished: step 6000 of 6000; x recoveries", "ddp: Finished: step -1 of -1",
         "ddp: Finished: step 99999999999999999999 of 99999999999999999999",
-        "ddp: Released: the job finished", "ddp: Finished: step 6000 of 6000 and more"}) {
+        "ddp: Released: the job finished", "ddp: Finished: step 6000 of 6000 and more",
+        "ddp: Finished: 99999999999999999999 recoveries"}) {
     EXPECT_FALSE(group::ParseFinished(other)) << other;
   }
 }

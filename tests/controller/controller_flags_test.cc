@@ -29,6 +29,28 @@ TEST(ParseDurationTest, Units) {
   }
 }
 
+TEST(ParseByteSizeTest, UnitsAndBounds) {
+  struct Row { const char* text; size_t bytes; } rows[] = {
+      {"4MiB", 4u << 20}, {"4Mi", 4u << 20}, {"512KiB", 512u << 10}, {"1Gi", 1u << 30},
+      {"1000", 1000}, {"1000B", 1000}};
+  for (const auto& r : rows) {
+    size_t n = 0;
+    EXPECT_TRUE(ParseByteSize(r.text, &n)) << r.text;
+    EXPECT_EQ(n, r.bytes) << r.text;
+  }
+  for (const char* bad : {"", "0", "MiB", "4MB", "-1", "4.5MiB", "2048GiB", "99999999999999"}) {
+    size_t n = 0;
+    EXPECT_FALSE(ParseByteSize(bad, &n)) << bad;
+  }
+  RunFlags f;
+  ASSERT_TRUE(Parse({"--scrape-max-bytes=8MiB", "--scrape-max-series", "1000"}, &f).ok());
+  EXPECT_EQ(f.scrape_max_bytes, 8u << 20);
+  EXPECT_EQ(f.scrape_max_series, 1000u);
+  RunFlags d;
+  EXPECT_EQ(d.scrape_max_bytes, 4u << 20);
+  EXPECT_FALSE(Parse({"--scrape-max-series=0"}, &d).ok());
+}
+
 TEST(ParseRunFlagsTest, DefaultsMatchTheIssue) {
   RunFlags f;
   ASSERT_TRUE(Parse({}, &f).ok());

@@ -3,6 +3,8 @@
 // process. Targets (issue 10): progress in the status within 15 s of a step; a hung job
 // restarted within hangTimeoutSeconds + 15 s.
 #include <atomic>
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -218,6 +220,72 @@ TEST(ProgressE2eTest, AStragglerGetsOneEventAndAMetricNotARestart) {
   ASSERT_TRUE(WaitFor(
       [&] { return w.JobStatus("old").value("progress", json::object()).value("step", -1) == 3; },
       milliseconds(15000)));
+}
+
+// A page written by a tenant is hostile input: past the byte cap, past the series cap, or with a
+// count that would overflow the status. Each such job gets one MetricsRefused Event naming why;
+// its neighbour's progress is read and written as usual.
+TEST(ProgressE2eTest, HostilePagesAreRefusedWithOneEventEachAndTheNeighbourMovesOn) {
+  World w;
+  std::string many_names, big(200 << 10, '#');
+  for (int i = 0; i < 5000; ++i) many_names += "m" + std::to_string(i) + " 1\n";
+  big += "\nddp_worker_steps_total 1\n";
+  struct Hostile {
+    const char* job;
+    std::string page;
+    const char* reason;  // in the Event's message
+  };
+  std::vector<Hostile> hostile = {
+      {"names", many_names, "more than 1000 series"},
+      {"bytes", big, "larger than 65536 bytes"},
+      {"overflow", "ddp_worker_steps_total 3\nddp_group_generation 1\nddp_group_recoveries 4294967291\n",
+       "ddp_group_recoveries"}};
+  std::vector<std::unique_ptr<HttpServer>> servers;
+  FakeWorkerMetrics good;
+  good.SetStep(5);
+  auto op = w.StartOperator("op", {"--progress-interval", "1s", "--scrape-max-bytes", "64KiB",
+                                   "--scrape-max-series", "1000"});
+  for (const Hostile& h : hostile) {
+    servers.push_back(std::make_unique<HttpServer>());
+    const std::string page = h.page;
+    servers.back()->Handle("/metrics", [page] { return HttpResponse{200, kPrometheusContentType, page}; });
+    ASSERT_TRUE(servers.back()->Start("127.0.0.1:0").ok());
+    w.CreateJob(World::Job(h.job, 1, {{"metrics", {{"port", servers.back()->port()}}}}));
+  }
+  w.CreateJob(World::Job("good", 1, {{"metrics", {{"port", good.port()}}}}));
+  for (const char* name : {"names", "bytes", "overflow", "good"}) {
+    ASSERT_TRUE(w.RunRound(name, 0, 1, milliseconds(20000))) << op->Log();
+    PointRank0At127(&w, name);
+  }
+  ASSERT_TRUE(WaitFor(
+      [&] { return w.JobStatus("good").value("progress", json::object()).value("step", -1) == 5; },
+      milliseconds(15000)))
+      << op->Log();
+  for (const Hostile& h : hostile) {
+    ASSERT_TRUE(WaitFor([&] { return !EventsOf(&w, h.job, "MetricsRefused").empty(); },
+                        milliseconds(15000)))
+        << h.job << "\n" << op->Log();
+  }
+  // Several refused reads later: still one Event per job, each naming its reason, no progress.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string page = OperatorPage(op.get());
+        const std::string key = "ddp_operator_progress_scrapes_total{result=\"refused\"} ";
+        const size_t at = page.find(key);
+        return at != std::string::npos && std::atoi(page.c_str() + at + key.size()) >= 9;
+      },
+      milliseconds(30000)))
+      << OperatorPage(op.get());
+  for (const Hostile& h : hostile) {
+    std::vector<json> events = EventsOf(&w, h.job, "MetricsRefused");
+    ASSERT_EQ(events.size(), 1u) << h.job;
+    EXPECT_EQ(events[0].value("type", ""), "Warning");
+    EXPECT_NE(events[0].value("message", "").find(h.reason), std::string::npos)
+        << events[0].dump();
+    EXPECT_FALSE(w.JobStatus(h.job).contains("progress")) << h.job;
+    EXPECT_EQ(w.JobStatus(h.job).value("recoveries", 0), 0) << h.job;
+  }
+  EXPECT_TRUE(EventsOf(&w, "good", "MetricsRefused").empty());
 }
 
 TEST(ProgressE2eTest, AJobWithoutMetricsHasNoProgressAndIsNeverHung) {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "tests/common/poll.h"
 
@@ -175,6 +176,83 @@ TEST(ProgressScraper, FetchesInFlightNeverExceedTheBound) {
   ASSERT_TRUE(PollUntil([&] { std::lock_guard<std::mutex> l(mu); return done == 10; }, seconds(10)));
   std::lock_guard<std::mutex> l(mu);
   EXPECT_EQ(peak, 3);
+}
+
+// A refused page (past a cap, or a value out of range) keeps the last progress, is reported
+// once per streak, and a good page ends the streak.
+TEST(ProgressScraper, ARefusedPageIsReportedOncePerStreak) {
+  std::atomic<int> mode{0};  // 0 good, 1 too many series, 2 an overflowing count
+  std::atomic<int> refused{0};
+  ProgressScraperOptions o;
+  o.interval = milliseconds(5);
+  o.max_page_series = 10;
+  ProgressScraper s(
+      o, {}, [&](ScrapeResult r) { refused += r == ScrapeResult::kRefused ? 1 : 0; },
+      [&](const std::string&, int, const std::string&, int) {
+        std::string page = Page(4);
+        if (mode == 1) {
+          for (int i = 0; i < 20; ++i) page += "x" + std::to_string(i) + " 1\n";
+        }
+        if (mode == 2) page += "ddp_group_generation 1\nddp_group_recoveries 4294967291\n";
+        return StatusOr<std::string>(page);
+      });
+  s.Start();
+  s.Track("ml/a", Target("uid-a"));
+  ASSERT_TRUE(PollUntil([&] { return s.Get("ml/a").has_value(); }, seconds(10)));
+  EXPECT_FALSE(s.RefusalToReport("ml/a"));
+  mode = 1;
+  ASSERT_TRUE(PollUntil([&] { return s.Refusal("ml/a").has_value(); }, seconds(10)));
+  EXPECT_NE(s.Refusal("ml/a")->find("more than 10 series"), std::string::npos);
+  auto first = s.RefusalToReport("ml/a");
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(PollUntil([&] { return refused.load() >= 3; }, seconds(10)));
+  EXPECT_FALSE(s.RefusalToReport("ml/a")) << "once per streak";
+  EXPECT_EQ(s.Get("ml/a")->snapshot.step, 4);  // the last kept page's
+  mode = 0;
+  ASSERT_TRUE(PollUntil([&] { return !s.Refusal("ml/a").has_value(); }, seconds(10)));
+  mode = 2;  // a new streak, another reason
+  ASSERT_TRUE(PollUntil([&] { return s.Refusal("ml/a").has_value(); }, seconds(10)));
+  auto second = s.RefusalToReport("ml/a");
+  ASSERT_TRUE(second);
+  EXPECT_NE(second->find("ddp_group_recoveries"), std::string::npos) << *second;
+  EXPECT_FALSE(s.GetGroup("ml/a")) << "the overflowing report never reaches the planner";
+}
+
+// Eight jobs whose pods stall every read until nearly the timeout, beside one good job: the
+// stalling jobs become suspects, back off and hold at most half the threads, so the good job
+// keeps its cadence.
+TEST(ProgressScraper, StallingPodsDelayOnlyTheirOwnJobs) {
+  std::atomic<int> good_reads{0}, bad_reads{0};
+  std::atomic<int> step{0};
+  ProgressScraperOptions o;
+  o.interval = milliseconds(20);
+  o.timeout = milliseconds(400);
+  o.max_in_flight = 4;
+  ProgressScraper s(o, {}, {}, [&](const std::string& host, int, const std::string&, int) {
+    if (host != "good") {
+      // A drip that ends just before the timeout: slow, never an error.
+      std::this_thread::sleep_for(milliseconds(300));  // the hostile pod's own delay
+      bad_reads++;
+      return StatusOr<std::string>(Page(1));
+    }
+    good_reads++;
+    return StatusOr<std::string>(Page(step.fetch_add(1)));
+  });
+  s.Start();
+  for (int i = 0; i < 8; ++i) {
+    s.Track("ml/bad" + std::to_string(i), {"u" + std::to_string(i), "bad", 9400, 0});
+  }
+  s.Track("ml/good", {"ug", "good", 9400, 0});
+  // After the first reads showed who stalls: count the good job's reads over one second.
+  ASSERT_TRUE(PollUntil([&] { return bad_reads.load() >= 8; }, seconds(10)));
+  const int before = good_reads.load();
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(PollUntil([&] { return good_reads.load() >= before + 20; }, seconds(10)));
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // 20 reads at a 20 ms interval: 0.4 s when undisturbed. Queued behind the stalling reads
+  // (8 x 300 ms on 4 threads per round, without backoff and the suspects' quota) it took 12 s.
+  EXPECT_LT(secs, 5.0);
 }
 
 }  // namespace

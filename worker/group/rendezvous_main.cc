@@ -48,8 +48,10 @@ std::string Rank0Page(const GroupReport& r) {
   if (where == r.metrics_of.end() || where->second.empty()) return "";
   const size_t colon = where->second.rfind(':');
   if (colon == std::string::npos) return "";
+  // Capped like the operator's own reads (its default --scrape-max-bytes): a larger page would
+  // be refused there anyway, and must not grow this pod.
   auto page = HttpGet(where->second.substr(0, colon), std::atoi(where->second.c_str() + colon + 1),
-                      "/metrics", 1000);
+                      "/metrics", 1000, 4 << 20);
   return page.ok() ? *page : "";
 }
 
@@ -166,7 +168,7 @@ int RendezvousMain() {
       const GroupReport r = authority.Report();
       return HttpResponse{200, kPrometheusContentType,
                           RenderGroupReport(r, job, round) + Rank0Page(r)};
-    });
+    }, HttpServer::Dispatch::kMayBlock);  // it reads rank 0's page: /healthz must not wait
     server->Handle("/healthz", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
     if (Status s = server->Start("0.0.0.0:" + std::to_string(gs.metrics_port)); !s.ok()) {
       std::cerr << "ddp-worker rendezvous: metrics endpoint: " << s.ToString() << std::endl;

@@ -10,7 +10,9 @@ namespace ddp::worker {
 
 Status PodMetrics::Start(const std::string& addr, int port) {
   server_ = std::make_unique<HttpServer>();
-  server_->Handle("/metrics", [this] { return HttpResponse{200, kPrometheusContentType, Render()}; });
+  // Render() reads every local rank's page: off the polling thread, so /healthz never waits.
+  server_->Handle("/metrics", [this] { return HttpResponse{200, kPrometheusContentType, Render()}; },
+                  HttpServer::Dispatch::kMayBlock);
   server_->Handle("/healthz", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
   return server_->Start(addr + ":" + std::to_string(port));
 }
