@@ -106,8 +106,8 @@ void PresenceServer::Serve() {
       const int c = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       // Twice the identities: a pod reconnecting may hold its old connection a moment longer.
       if (c >= 0 && conns.size() >= 2 * capacity_) {
-        close(c);
         Refuse("more than " + std::to_string(2 * capacity_) + " connections");
+        close(c);
       } else if (c >= 0) {
         conns.push_back({c, "", false, now});
       }
@@ -115,9 +115,9 @@ void PresenceServer::Serve() {
     for (size_t i = 2; i < fds.size(); ++i) {
       Conn& unnamed = conns[i - 2];
       if (fds[i].revents == 0 && !unnamed.named && now - unnamed.opened > kNameDeadline) {
+        Refuse("no identity within " + std::to_string(kNameDeadline.count()) + " s");
         close(unnamed.fd);
         unnamed.fd = -1;
-        Refuse("no identity within " + std::to_string(kNameDeadline.count()) + " s");
         continue;
       }
       if (fds[i].revents == 0) continue;
@@ -145,9 +145,9 @@ void PresenceServer::Serve() {
         c.named = true;
       }
       if (!Admit(c.identity)) {
+        Refuse("identity table full: " + std::to_string(capacity_) + " open identities");
         close(c.fd);
         c.fd = -1;
-        Refuse("identity table full: " + std::to_string(capacity_) + " open identities");
         continue;
       }
       Seen& s = seen_[c.identity];

@@ -55,7 +55,7 @@ class PresenceServer {
   // By identity (the first line a client sends): every identity ever connected.
   std::map<std::string, Seen> Snapshot() const;
   // Connections closed unheard so far: beyond the connection bound, unnamed too long, or a new
-  // identity with the table full of open ones.
+  // identity with the table full of open ones. Counted before the connection is closed.
   int64_t refused() const { return refused_.load(); }
 
  private:
