@@ -174,6 +174,14 @@ int RunMain(int argc, char** argv) {
   co.plan.unfenced_lost_pod_margin =
       std::chrono::ceil<std::chrono::seconds>(f.unfenced_lost_pod_margin);
   co.plan.gang = f.gang;
+  co.plan.network_policy.enabled = f.network_policy;
+  co.plan.network_policy.operator_namespace =
+      !f.operator_namespace.empty() ? f.operator_namespace : config->default_namespace;
+  co.plan.network_policy.metrics_namespace = f.metrics_namespace;
+  if (f.network_policy && co.plan.network_policy.operator_namespace.empty()) {
+    DDP_LOG(WARNING) << "network policies: the operator's namespace is unknown (set "
+                        "--operator-namespace): jobs' metrics ports admit no operator scrape";
+  }
   co.instance = f.identity.empty() ? Identity() : f.identity;
   Controller ctl(client->get(), &metrics, co);
   Status started = ctl.Start(f.sync_timeout, &stop);

@@ -83,6 +83,11 @@ Status ParseRunPolicy(const json& r, RunPolicy* out) {
     return Status::InvalidArgument("spec.runPolicy.cleanPodPolicy (\"" + clean +
                                    "\") must be one of None, Running, All");
   }
+  if (auto np = r.find("networkPolicy"); np != r.end() && !np->is_null()) {
+    bool on = true;
+    DDP_RETURN_IF_ERROR(ReadBool(r, "networkPolicy", p, &on));
+    out->network_policy = on;
+  }
   const json* sched = nullptr;
   DDP_RETURN_IF_ERROR(ReadObject(r, "schedulingPolicy", p, &sched));
   if (sched) {
@@ -298,6 +303,11 @@ json SpecToJson(const DDPJobSpec& spec, json base) {
   SetOrErase(&run, "ttlSecondsAfterFinished", spec.run_policy.ttl_seconds_after_finished);
   run["suspend"] = spec.run_policy.suspend;
   run["cleanPodPolicy"] = CleanPodPolicyName(spec.run_policy.clean_pod_policy);
+  if (spec.run_policy.network_policy) {
+    run["networkPolicy"] = *spec.run_policy.network_policy;
+  } else {
+    run.erase("networkPolicy");
+  }
   if (const auto& g = spec.run_policy.scheduling_policy) {
     run["schedulingPolicy"] =
         internal::SchedulingPolicyToJson(*g, Overlay(run, "schedulingPolicy"));

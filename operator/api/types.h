@@ -83,6 +83,9 @@ struct RunPolicy {
   bool suspend = false;
   CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
   std::optional<SchedulingPolicy> scheduling_policy;
+  // A NetworkPolicy isolating the job's pods (plan/network_policy.h); unset: the operator's
+  // default (--network-policy, on unless the chart turns it off).
+  std::optional<bool> network_policy;
 };
 
 struct CheckpointSpec {

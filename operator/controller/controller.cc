@@ -80,6 +80,15 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
           [this](const std::string& job, const std::string*, const std::string*) {
             queue_.Add(job);
           }),
+      network_policies_(
+          [](const nlohmann::json& obj) -> std::optional<IndexedCache<std::string>::Entry> {
+            std::string job = JobKeyFromLabel(obj, api::kJobNameLabel);
+            if (job.empty()) return std::nullopt;
+            return IndexedCache<std::string>::Entry{job, ObjectKey(obj)};
+          },
+          [this](const std::string& job, const std::string*, const std::string*) {
+            queue_.Add(job);
+          }),
       nodes_(
           [](const nlohmann::json& obj) -> std::optional<IndexedCache<plan::NodeHealth>::Entry> {
             std::string name = ObjectKey(obj);
@@ -104,6 +113,11 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
       client_, InformerFor(kPods, options_, api::kJobNameLabel), &pods_);
   service_informer_ = std::make_unique<Informer>(
       client_, InformerFor(kServices, options_, api::kJobNameLabel), &services_);
+  InformerOptions policies = InformerFor(kNetworkPolicies, options_, api::kJobNameLabel);
+  policies.forbidden_hint =
+      "grant get, list, watch, create and delete on networkpolicies.networking.k8s.io (the Helm "
+      "chart's Role has them), or run with --network-policy=false";
+  network_policy_informer_ = std::make_unique<Informer>(client_, policies, &network_policies_);
   // Nodes are cluster-scoped and cannot be label-selected by job: every node, kept small.
   InformerOptions nodes = InformerFor(kNodes, options_, "");
   nodes.ns = "";
@@ -148,6 +162,7 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout,
   job_informer_->Start();
   pod_informer_->Start();
   service_informer_->Start();
+  network_policy_informer_->Start();
   node_informer_->Start();  // optional: not waited for (see ObserveNodes)
   if (pod_group_informer_) pod_group_informer_->Start();
   auto deadline = SteadyClock::now() + sync_timeout;
@@ -161,6 +176,7 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout,
     job_informer_->WaitForSync(std::chrono::milliseconds(50));
     pod_informer_->WaitForSync(std::chrono::milliseconds(50));
     service_informer_->WaitForSync(std::chrono::milliseconds(50));
+    network_policy_informer_->WaitForSync(std::chrono::milliseconds(50));
     if (pod_group_informer_) pod_group_informer_->WaitForSync(std::chrono::milliseconds(50));
   }
   DDP_LOG(INFO) << "controller: caches synced (" << jobs_.Size() << " jobs, " << pods_.Size()
@@ -179,13 +195,14 @@ void Controller::Stop() {
   job_informer_->Stop();
   pod_informer_->Stop();
   service_informer_->Stop();
+  network_policy_informer_->Stop();
   node_informer_->Stop();
   if (pod_group_informer_) pod_group_informer_->Stop();
 }
 
 bool Controller::Synced() const {
   return job_informer_->HasSynced() && pod_informer_->HasSynced() &&
-         service_informer_->HasSynced() &&
+         service_informer_->HasSynced() && network_policy_informer_->HasSynced() &&
          (!pod_group_informer_ || pod_group_informer_->HasSynced());
 }
 
@@ -264,6 +281,10 @@ plan::Observed Controller::Observe(const std::string& key) const {
   plan::Observed seen;
   seen.pods = pods_.ByIndex(key);
   seen.service_exists = !services_.ByIndex(key).empty();
+  // The job's own policy is named after it: its key is the job's key.
+  for (const std::string& policy : network_policies_.ByIndex(key)) {
+    if (policy == key) seen.network_policy_exists = true;
+  }
   ObserveNodes(&seen);
   if (pod_group_informer_) {
     const std::string name = key.substr(key.find('/') + 1);

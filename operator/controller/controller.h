@@ -2,7 +2,7 @@
 // lives here; every decision is the planner's. Apply order: one status write first, so the
 // decision is durable before acting (on Conflict the job is re-read and re-planned, no pod having
 // been touched); then deletes (one batch); then patches (the PodGroup); then creates (the
-// PodGroup and the Service first, then the pods as one batch in flight together; AlreadyExists /
+// PodGroup, the NetworkPolicy and the Service first, then the pods as one batch in flight together; AlreadyExists /
 // NotFound are success; no pod is created when a patch or a first create failed); then the
 // plan's events (one batch); then requeue_after as a delayed add.
 #ifndef DDP_OPERATOR_CONTROLLER_CONTROLLER_H_
@@ -124,12 +124,13 @@ class Controller {
   IndexedCache<JobEntry> jobs_;
   IndexedCache<plan::ObservedPod> pods_;
   IndexedCache<std::string> services_;
+  IndexedCache<std::string> network_policies_;  // "ns/name" of each, by job
   IndexedCache<plan::NodeHealth> nodes_;  // by node name; optional (see ObserveNodes)
   IndexedCache<plan::ObservedPodGroup> pod_groups_;
   // The gang scheduler's PodGroups; both null without one.
   const Resource* pod_group_resource_ = nullptr;
   std::unique_ptr<Informer> job_informer_, pod_informer_, service_informer_, node_informer_,
-      pod_group_informer_;
+      pod_group_informer_, network_policy_informer_;
   std::vector<std::thread> workers_;
   std::unique_ptr<ProgressScraper> scraper_;  // null when options_.progress is unset
   // One job's detector: fed under its own lock, so a job whose page claims many ranks delays

@@ -17,6 +17,7 @@ const Resource* ResourceForKind(const std::string& kind, const Resource* pod_gro
   if (kind == "Service") return &kServices;
   if (kind == "DDPJob") return &kDDPJobs;
   if (kind == plan::kPodGroupKind) return pod_groups;
+  if (kind == plan::kNetworkPolicyKind) return &kNetworkPolicies;
   return nullptr;
 }
 
@@ -87,8 +88,8 @@ Status Controller::ApplyPatches(const std::string& key, const api::DDPJob& job,
 
 Status Controller::ApplyCreates(const std::string& key, const api::DDPJob& job,
                                 std::vector<nlohmann::json> creates) {
-  // The PodGroup (pods join it) and the Service (pods resolve rank 0 through it) first, then
-  // every pod at once.
+  // The PodGroup (pods join it), the NetworkPolicy (no pod is reachable before it) and the
+  // Service (pods resolve rank 0 through it) first, then every pod at once.
   std::vector<CreateCall> first, rest;
   for (auto& obj : creates) {
     std::string kind = obj.value("kind", "");

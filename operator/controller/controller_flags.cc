@@ -24,6 +24,18 @@ bool ParseDouble(const std::string& s, double* out) {
   return *end == '\0';
 }
 
+// An RFC 1123 label, as namespace names are: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63.
+bool IsNamespaceName(const std::string& v) {
+  if (v.empty() || v.size() > 63 || v.front() == '-' || v.back() == '-') return false;
+  for (char c : v) {
+    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
+          c == '-')) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool ParseByteSize(const std::string& text, size_t* out) {
@@ -65,6 +77,13 @@ Status ParseRunFlags(int argc, char** argv, RunFlags* f) {
   auto dur = [](std::chrono::milliseconds* p) {
     return Setter([p](const std::string& v) { return ParseDuration(v, p); });
   };
+  auto ns_name = [](std::string* p) {
+    return Setter([p](const std::string& v) {
+      if (!v.empty() && !IsNamespaceName(v)) return false;
+      *p = v;
+      return true;
+    });
+  };
   const std::map<std::string, Setter> valued = {
       {"kubeconfig", str(&f->kubeconfig)},
       {"namespace", str(&f->ns)},
@@ -99,6 +118,10 @@ Status ParseRunFlags(int argc, char** argv, RunFlags* f) {
        [f](const std::string& v) { return ParseInt(v, &f->straggler_reads) && f->straggler_reads >= 1; }},
       {"lost-pod-margin", dur(&f->lost_pod_margin)},
       {"unfenced-lost-pod-margin", dur(&f->unfenced_lost_pod_margin)},
+      // Written into every job's NetworkPolicy: a name the API server would refuse there
+      // would stop every job, so it is refused here.
+      {"operator-namespace", ns_name(&f->operator_namespace)},
+      {"metrics-namespace", ns_name(&f->metrics_namespace)},
       {"gang-scheduler-name",
        [f](const std::string& v) { return plan::ParseGangSchedulerName(v, &f->gang); }},
   };
@@ -116,10 +139,11 @@ Status ParseRunFlags(int argc, char** argv, RunFlags* f) {
       name = name.substr(0, eq);
       has_value = true;
     }
-    if (name == "leader-elect") {
-      if (!has_value || value == "true") f->leader_elect = true;
-      else if (value == "false") f->leader_elect = false;
-      else return Status::InvalidArgument("--leader-elect: expected true or false, got \"" + value + "\"");
+    if (name == "leader-elect" || name == "network-policy") {
+      bool* flag = name == "leader-elect" ? &f->leader_elect : &f->network_policy;
+      if (!has_value || value == "true") *flag = true;
+      else if (value == "false") *flag = false;
+      else return Status::InvalidArgument("--" + name + ": expected true or false, got \"" + value + "\"");
       continue;
     }
     auto it = valued.find(name);
@@ -173,6 +197,12 @@ const char* RunUsage() {
          "  --unfenced-lost-pod-margin D      ... D when it may still rejoin its group: InPlace,\n"
          "                                    current round, not fenced (default 5m)\n"
          "  --cache-sync-timeout D            (default 2m)\n"
+         "  --network-policy[=true|false]     a NetworkPolicy per job: only its own pods reach\n"
+         "                                    its pods (default true; spec.runPolicy.networkPolicy\n"
+         "                                    overrides it per job)\n"
+         "  --operator-namespace NS           may read jobs' metrics ports (default: the in-cluster\n"
+         "                                    or kubeconfig namespace)\n"
+         "  --metrics-namespace NS            Prometheus' namespace: may read jobs' metrics ports\n"
          "  --gang-scheduler-name NAME        gang-schedule every job: \"volcano\" (a Volcano\n"
          "                                    PodGroup), or the name of the scheduler profile\n"
          "                                    that runs the coscheduling plugin (a\n"

@@ -49,6 +49,13 @@ struct RunFlags {
   // --gang-scheduler-name: "" none, "volcano", or the scheduler profile running the
   // coscheduling plugin (Kubeflow's convention).
   plan::GangConfig gang;
+  // --network-policy[=true|false]: a NetworkPolicy per job unless its
+  // spec.runPolicy.networkPolicy says otherwise (operator/plan/network_policy.h).
+  bool network_policy = true;
+  // --operator-namespace: whose pods may read jobs' metrics ports ("" = the namespace of the
+  // in-cluster config or the kubeconfig's context). --metrics-namespace: Prometheus' ("" none).
+  std::string operator_namespace;
+  std::string metrics_namespace;
   bool help = false;
 };
 

@@ -32,6 +32,8 @@ inline const Resource kEvents{"", "v1", "events", "Event", true};
 inline const Resource kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
 inline const Resource kDDPJobs{"ddp.dev", "v1alpha1", "ddpjobs", "DDPJob", true};
 inline const Resource kNodes{"", "v1", "nodes", "Node", false};
+inline const Resource kNetworkPolicies{"networking.k8s.io", "v1", "networkpolicies",
+                                       "NetworkPolicy", true};
 // Gang schedulers' PodGroups (CRDs that the cluster may not have): Volcano's and the
 // scheduler-plugins coscheduling plugin's.
 inline const Resource kVolcanoPodGroups{"scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup",

@@ -59,6 +59,11 @@ std::vector<std::string> LocalExecutor::Apply(const plan::Plan& plan, plan::Time
       service_exists_ = true;  // nothing to run: rank 0 is 127.0.0.1
       continue;
     }
+    if (kind == plan::kNetworkPolicyKind) {
+      // Nothing to enforce: the "pods" are this host's processes, on its loopback.
+      network_policy_exists_ = true;
+      continue;
+    }
     if (kind != "Pod" || pods_.count(name)) continue;  // AlreadyExists is success
     LocalPod pod;
     pod.object = object;
@@ -96,6 +101,10 @@ std::vector<std::string> LocalExecutor::Apply(const plan::Plan& plan, plan::Time
   for (const plan::Delete& d : plan.deletes) {
     if (d.kind == "Service") {
       service_exists_ = false;
+      continue;
+    }
+    if (d.kind == plan::kNetworkPolicyKind) {
+      network_policy_exists_ = false;
       continue;
     }
     if (d.kind != "Pod") continue;
@@ -242,6 +251,7 @@ std::optional<SteadyClock::time_point> LocalExecutor::NextKillDeadline() const {
 plan::Observed LocalExecutor::Observe() const {
   plan::Observed seen;
   seen.service_exists = service_exists_;
+  seen.network_policy_exists = network_policy_exists_;
   for (const auto& [name, pod] : pods_) {
     plan::ObservedPod o;
     o.name = name;

@@ -112,6 +112,7 @@ class LocalExecutor {
   ExecutorOptions options_;
   std::map<std::string, LocalPod> pods_;
   bool service_exists_ = false;
+  bool network_policy_exists_ = false;  // planned only when a job asks; enforced by nothing
   std::map<int, int> master_ports_;  // round -> rendezvous port
   std::map<std::string, int> starts_;  // "<pod>.round<r>" -> pods created under that name
   std::set<int> used_ports_;

@@ -10,7 +10,7 @@
 //      resize, or shrink on pending timeout; with recovery InPlace a failed or lost pod other
 //      than pod 0 is replaced alone in the same round instead (replace.h);
 //   7. always: delete pods of other rounds, create or patch the PodGroup (gang scheduling),
-//      create missing names (after the restart backoff), force-delete pods lost with their node
+//      create or delete the NetworkPolicy (network_policy.h), create missing names (after the restart backoff), force-delete pods lost with their node
 //      or fenced by the group (lost_nodes.h), summarize the status.
 // Before 5, the gang: a round waiting for admission or for its PodGroup is Pending with
 // condition Queued, and the deadline and the pending timeout do not run (gang_pass.h).
@@ -28,6 +28,7 @@
 #include "operator/plan/lost_nodes.h"
 #include "operator/plan/gang_pass.h"
 #include "operator/plan/names.h"
+#include "operator/plan/network_policy.h"
 #include "operator/plan/pass.h"
 #include "operator/plan/replace.h"
 #include "operator/plan/round.h"
@@ -392,6 +393,7 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
   own.group = seen.group;
   own.pod_group = seen.pod_group;
   own.pod_group_api_missing = seen.pod_group_api_missing;
+  own.network_policy_exists = seen.network_policy_exists;
   std::vector<std::string> foreign;
   const bool expect_finish = ExpectsFinishMessage(job, seen);
   for (const ObservedPod& pod : seen.pods) {
@@ -452,6 +454,7 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
   const bool backing_off = backoff && p.now < *backoff;
   if (backing_off) internal::Requeue(&p, *backoff);
   internal::PlanPodGroup(&p);
+  internal::PlanNetworkPolicy(&p, options.network_policy);
   internal::CreateMissing(&p, backing_off || (p.gang_wait && p.gang_wait->hold_pods));
   internal::ForceDeleteLostPods(&p, options);
   internal::Summarize(&p);

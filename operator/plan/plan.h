@@ -16,6 +16,7 @@
 #include "common/worker_progress.h"
 #include "operator/api/types.h"
 #include "operator/plan/gang.h"
+#include "operator/plan/network_policy.h"
 
 namespace ddp::plan {
 
@@ -92,10 +93,13 @@ struct Observed {
   // The API server does not serve the configured gang scheduler's PodGroup kind (its CRD is
   // not installed): the job waits, with a Warning, instead of creating pods no one schedules.
   bool pod_group_api_missing = false;
+  // The job's NetworkPolicy (named NetworkPolicyName(job)) exists (network_policy.h).
+  bool network_policy_exists = false;
 };
 
 struct Delete {
-  // "Pod" | "Service" | "DDPJob" | "PodGroup" (of the operator's gang scheduler, GangConfig)
+  // "Pod" | "Service" | "DDPJob" | "PodGroup" (of the operator's gang scheduler, GangConfig) |
+  // "NetworkPolicy"
   std::string kind;
   std::string name;
   std::string uid;   // a precondition for the delete; may be empty
@@ -140,6 +144,8 @@ struct PlanOptions {
   std::chrono::seconds unfenced_lost_pod_margin{300};
   // The operator's gang scheduler (--gang-scheduler-name; gang.h).
   GangConfig gang;
+  // Network isolation of jobs (--network-policy, --metrics-namespace; network_policy.h).
+  NetworkPolicyConfig network_policy;
 };
 
 struct Plan {

@@ -114,6 +114,10 @@ TEST(ParseRunFlagsTest, ErrorsNameTheFlag) {
       {{"--straggler-factor", "fast"}, "--straggler-factor: invalid value \"fast\""},
       {{"--straggler-reads", "0"}, "--straggler-reads: invalid value \"0\""},
       {{"--gang-scheduler-name", "Volcano"}, "--gang-scheduler-name: invalid value \"Volcano\""},
+      {{"--network-policy=no"}, "--network-policy: expected true or false"},
+      {{"--metrics-namespace", "Monitoring"}, "--metrics-namespace: invalid value \"Monitoring\""},
+      {{"--metrics-namespace", "-mon"}, "--metrics-namespace: invalid value"},
+      {{"--operator-namespace", std::string(64, 'a')}, "--operator-namespace: invalid value"},
   };
   for (const auto& r : rows) {
     RunFlags f;
@@ -154,6 +158,20 @@ TEST(ParseRunFlagsTest, GangSchedulerName) {
   EXPECT_EQ(f.gang.scheduler_name, "scheduler-plugins-scheduler");
   ASSERT_TRUE(Parse({"--gang-scheduler-name="}, &f).ok());
   EXPECT_EQ(f.gang.scheduler, plan::GangScheduler::kNone);
+}
+
+TEST(ParseRunFlagsTest, NetworkPolicy) {
+  RunFlags f;
+  EXPECT_TRUE(f.network_policy);  // on unless turned off
+  EXPECT_EQ(f.operator_namespace, "");
+  EXPECT_EQ(f.metrics_namespace, "");
+  ASSERT_TRUE(Parse({"--network-policy=false", "--metrics-namespace", "monitoring",
+                     "--operator-namespace=ddp-system"}, &f).ok());
+  EXPECT_FALSE(f.network_policy);
+  EXPECT_EQ(f.metrics_namespace, "monitoring");
+  EXPECT_EQ(f.operator_namespace, "ddp-system");
+  ASSERT_TRUE(Parse({"--network-policy"}, &f).ok());
+  EXPECT_TRUE(f.network_policy);
 }
 
 }  // namespace

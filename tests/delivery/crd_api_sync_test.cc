@@ -132,7 +132,7 @@ api::DDPJob FullyPopulatedJob() {
   s.failure_policy.hang_timeout_seconds = 1800;
   s.failure_policy.spares = 2;
   s.failure_policy.liveness_timeout_seconds = 5;
-  s.run_policy = {3600, 600, true, api::CleanPodPolicy::kAll, api::SchedulingPolicy{}};
+  s.run_policy = {3600, 600, true, api::CleanPodPolicy::kAll, api::SchedulingPolicy{}, false};
   s.run_policy.scheduling_policy =
       api::SchedulingPolicy{4, "research", "high", {{"cpu", "32"}}, 120};
   s.checkpoint.path = "/checkpoints";

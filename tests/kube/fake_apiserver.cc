@@ -38,7 +38,8 @@ std::string KindOf(const std::string& plural) {
   static const std::map<std::string, std::string> kKinds = {
       {"pods", "Pod"}, {"services", "Service"}, {"events", "Event"}, {"leases", "Lease"},
       {"ddpjobs", "DDPJob"}, {"namespaces", "Namespace"}, {"configmaps", "ConfigMap"},
-      {"secrets", "Secret"}, {"endpoints", "Endpoints"}, {"nodes", "Node"}};
+      {"secrets", "Secret"}, {"endpoints", "Endpoints"}, {"nodes", "Node"},
+      {"networkpolicies", "NetworkPolicy"}};
   auto it = kKinds.find(plural);
   if (it != kKinds.end()) return it->second;
   std::string kind = plural;

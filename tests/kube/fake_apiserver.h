@@ -53,7 +53,8 @@ struct FakeApiServerOptions {
   // installs the DDPJob CRD). Any other group answers 404 NotFound, as the API server does for
   // a resource it does not serve, until RegisterCrd.
   std::set<std::string> builtin_groups = {"",     "coordination.k8s.io", "ddp.dev",
-                                          "apps", "batch",               "scheduling.k8s.io"};
+                                          "apps", "batch",               "scheduling.k8s.io",
+                                          "networking.k8s.io"};
 };
 
 class FakeApiServer {

@@ -9,6 +9,7 @@
 #include "operator/local/manifest.h"
 #include "operator/local/process.h"
 #include "operator/plan/builders.h"
+#include "operator/plan/plan.h"
 
 namespace ddp::controller::local {
 namespace {
@@ -227,6 +228,30 @@ TEST(LocalExecutor, UnstartableCommandIsAFailedPod) {
   EXPECT_EQ(seen.pods[0].phase, "Failed");
   EXPECT_EQ(seen.pods[0].exit_code, 127);
   EXPECT_EQ(seen.pods[0].reason, "StartError");
+}
+
+// Local "pods" are this host's processes: a job that asks for a NetworkPolicy gets one planned,
+// and the executor records it without running or enforcing anything, so the planner's next
+// pass sees it and plans it no more.
+TEST(LocalExecutor, ANetworkPolicyIsRecordedNotRun) {
+  TempDir dir;
+  api::DDPJob job = ShellJob("exit 0", 1);
+  job.spec.run_policy.network_policy = true;
+  LocalExecutor ex({dir.path(), {}, std::nullopt});
+  plan::Plan first = plan::PlanReconcile(job, ex.Observe(), plan::TimePoint());
+  ASSERT_FALSE(first.creates.empty());
+  EXPECT_EQ(first.creates.front()["kind"], plan::kNetworkPolicyKind);
+  EXPECT_TRUE(ex.Apply(first, plan::TimePoint()).empty());
+  EXPECT_TRUE(ex.Observe().network_policy_exists);
+  EXPECT_EQ(ex.pods().size(), 1u);  // the worker pod only
+  if (first.status) job.status = *first.status;
+  plan::Plan again = plan::PlanReconcile(job, ex.Observe(), plan::TimePoint());
+  for (const auto& obj : again.creates) EXPECT_NE(obj["kind"], plan::kNetworkPolicyKind);
+  plan::Plan off;
+  off.deletes.push_back({plan::kNetworkPolicyKind, "ex", ""});
+  EXPECT_TRUE(ex.Apply(off, plan::TimePoint()).empty());
+  EXPECT_FALSE(ex.Observe().network_policy_exists);
+  ex.StopAll(seconds(1));
 }
 
 TEST(LocalExecutor, StopAllLeavesNoProcessGroup) {

@@ -203,6 +203,8 @@ TEST(ParseDDPJob, TypeErrorsNameTheFieldAndValue) {
       {"replicas: 2.5", "spec.replicas: expected an integer, got 2.5"},
       {"elastic: {minReplicas: [1]}", "spec.elastic.minReplicas: expected an integer, got [1]"},
       {"runPolicy: {suspend: \"yes\"}", "spec.runPolicy.suspend: expected true or false, got \"yes\""},
+      {"runPolicy: {networkPolicy: \"off\"}",
+       "spec.runPolicy.networkPolicy: expected true or false, got \"off\""},
       {"failurePolicy: {restartPolicy: Always}",
        "spec.failurePolicy.restartPolicy (\"Always\") must be one of OnFailure, ExitCode, Never"},
       {"failurePolicy: {recovery: inplace}",
@@ -275,6 +277,34 @@ TEST(ParseDDPJobYaml, ReadsSeveralDocumentsAndRejectsOtherKinds) {
   auto other = ParseDDPJobYaml("apiVersion: ddp.dev/v1alpha1\nkind: Pod\n");
   ASSERT_FALSE(other.ok());
   EXPECT_EQ(other.status().message(), "document 1: kind (\"Pod\") must be \"DDPJob\"");
+}
+
+}  // namespace
+}  // namespace ddp::api
+
+namespace ddp::api {
+namespace {
+
+// Unset stays unset (the operator's default decides), true and false round-trip.
+TEST(ParseDDPJob, NetworkPolicyIsAnOptionalBool) {
+  const std::string head = "apiVersion: ddp.dev/v1alpha1\nkind: DDPJob\nmetadata: {name: a}\n";
+  struct Row {
+    std::string spec;
+    std::optional<bool> want;
+  };
+  for (const Row& r : {Row{"", std::nullopt}, Row{"spec: {runPolicy: {networkPolicy: null}}\n", std::nullopt},
+                       Row{"spec: {runPolicy: {networkPolicy: true}}\n", true},
+                       Row{"spec: {runPolicy: {networkPolicy: false}}\n", false}}) {
+    auto jobs = ParseDDPJobYaml(head + r.spec);
+    ASSERT_TRUE(jobs.ok()) << r.spec << jobs.status().ToString();
+    const DDPJob& job = (*jobs)[0];
+    EXPECT_EQ(job.spec.run_policy.network_policy, r.want) << r.spec;
+    const nlohmann::json run = ToJson(job)["spec"]["runPolicy"];
+    EXPECT_EQ(run.contains("networkPolicy"), r.want.has_value()) << run.dump();
+    if (r.want) {
+      EXPECT_EQ(run["networkPolicy"], *r.want);
+    }
+  }
 }
 
 }  // namespace

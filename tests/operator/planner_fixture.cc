@@ -180,6 +180,7 @@ Observed With(Observed w, ObservedPod p) {
 void Apply(const Plan& plan, api::DDPJob* job, Observed* world, TimePoint now) {
   for (const auto& d : plan.deletes) {
     if (d.kind == "Service") world->service_exists = false;
+    if (d.kind == kNetworkPolicyKind) world->network_policy_exists = false;
     if (d.kind == kPodGroupKind && world->pod_group && world->pod_group->name == d.name) {
       world->pod_group.reset();
     }
@@ -206,6 +207,10 @@ void Apply(const Plan& plan, api::DDPJob* job, Observed* world, TimePoint now) {
   for (const auto& obj : plan.creates) {
     if (obj["kind"] == "Service") {
       world->service_exists = true;
+      continue;
+    }
+    if (obj["kind"] == kNetworkPolicyKind) {
+      world->network_policy_exists = true;
       continue;
     }
     if (obj["kind"] == kPodGroupKind) {

@@ -65,7 +65,7 @@ Observed With(Observed w, ObservedPod p);  // replaces the pod with the same nam
 // Plays `plan` on the world: creates appear (pods Pending, via ObservePod on the built object;
 // a PodGroup via ObservePodGroup, no phase yet), deletes mark pods deleting (they linger, as
 // with a grace period; a force delete, grace 0, removes the pod whose UID it names at once),
-// the Service and PodGroup deletes remove them, patches merge into the PodGroup's spec, status
+// the Service, NetworkPolicy and PodGroup deletes remove them, patches merge into the PodGroup's spec, status
 // replaces job.status, delete_job sets the job's deletionTimestamp.
 void Apply(const Plan& plan, api::DDPJob* job, Observed* world, TimePoint now);
 // Pods being deleted finish going away.

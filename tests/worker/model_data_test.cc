@@ -200,6 +200,45 @@ TEST(TrainStateTest, MoreCudaGeneratorsThanDevicesIsAClearErrorAndRestoresNothin
   EXPECT_EQ(q.step, 0);
 }
 
+// A checkpoint of another model config is a configuration error (exit 2) naming the first
+// parameter that differs, with both shapes, and leaves the model as it was.
+TEST(TrainStateTest, AnotherModelsCheckpointNamesTheFirstMismatchAndRestoresNothing) {
+  struct Row {
+    ModelConfig saved, resumed;
+    std::string names;
+  };
+  ModelConfig wide = Tiny("mingpt"), deep = Tiny("mingpt"), bigger_vocab = Tiny("mingpt");
+  wide.n_embd = 32;
+  deep.n_layer = 3;
+  bigger_vocab.vocab_size = 20;
+  const std::vector<Row> rows = {
+      // minGPT registers wte (vocab x n_embd) first.
+      {Tiny("mingpt"), wide, "parameter wte.weight has shape [16, 16] in the checkpoint and [16, 32] in this model"},
+      {wide, Tiny("mingpt"), "parameter wte.weight has shape [16, 32] in the checkpoint and [16, 16] in this model"},
+      {Tiny("mingpt"), bigger_vocab, "parameter wte.weight has shape [16, 16] in the checkpoint and [20, 16]"},
+      {Tiny("mingpt"), deep, "module blocks.2 is missing from it"},
+      {deep, Tiny("mingpt"), "module blocks.2 is not in this model"},
+      {Tiny("mlp"), Tiny("mingpt"), "module wte is missing from it"},
+  };
+  for (const Row& r : rows) {
+    auto a = MakeModel(r.saved, 5), b = MakeModel(r.resumed, 6);
+    ASSERT_TRUE(a.ok() && b.ok()) << r.names;
+    torch::optim::AdamW opt_a((*a)->parameters(), torch::optim::AdamWOptions(1e-2));
+    torch::optim::AdamW opt_b((*b)->parameters(), torch::optim::AdamWOptions(1e-2));
+    auto bytes = SerializeTrainState(**a, opt_a, TrainProgress{9, {0, 0}, 1});
+    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    const std::string before = ParamChecksum(**b);
+    TrainProgress q;
+    Status s = RestoreTrainState(*bytes, at::kCPU, **b, opt_b, &q);
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+    EXPECT_EQ(ExitCodeFor(s), kExitInvalidConfig);
+    EXPECT_NE(s.message().find(r.names), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find("HINT"), std::string::npos) << s.ToString();
+    EXPECT_EQ(ParamChecksum(**b), before) << r.names;
+    EXPECT_EQ(q.step, 0) << r.names;
+  }
+}
+
 TEST(DataTest, SyntheticIsDeterministicAndStructured) {
   auto a = MakeSyntheticStream(5000, 32, 9), b = MakeSyntheticStream(5000, 32, 9);
   EXPECT_EQ(a.tokens, b.tokens);

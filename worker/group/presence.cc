@@ -14,16 +14,20 @@
 #include <cstring>
 #include <vector>
 
+#include "common/logging.h"
+
 namespace ddp::worker::group {
 namespace {
 
 constexpr size_t kMaxIdentity = 512;
+// A supervisor names itself in its first write; a connection silent that long is not one.
+constexpr auto kNameDeadline = std::chrono::seconds(5);
 
 std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
 }  // namespace
 
-StatusOr<std::unique_ptr<PresenceServer>> PresenceServer::Start(int port) {
+StatusOr<std::unique_ptr<PresenceServer>> PresenceServer::Start(int port, size_t capacity) {
   const int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::Unavailable(Errno("presence socket"));
   const int one = 1, zero = 0;
@@ -40,10 +44,12 @@ StatusOr<std::unique_ptr<PresenceServer>> PresenceServer::Start(int port) {
   }
   socklen_t len = sizeof(addr);
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  return std::unique_ptr<PresenceServer>(new PresenceServer(fd, ntohs(addr.sin6_port)));
+  return std::unique_ptr<PresenceServer>(
+      new PresenceServer(fd, ntohs(addr.sin6_port), std::max<size_t>(capacity, 1)));
 }
 
-PresenceServer::PresenceServer(int fd, int port) : listen_fd_(fd), port_(port) {
+PresenceServer::PresenceServer(int fd, int port, size_t capacity)
+    : listen_fd_(fd), port_(port), capacity_(capacity) {
   if (pipe2(wake_, O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
   thread_ = std::thread([this] { Serve(); });
 }
@@ -61,11 +67,33 @@ std::map<std::string, PresenceServer::Seen> PresenceServer::Snapshot() const {
   return seen_;
 }
 
+bool PresenceServer::Admit(const std::string& identity) {
+  if (seen_.count(identity) > 0 || seen_.size() < capacity_) return true;
+  auto oldest = seen_.end();
+  for (auto it = seen_.begin(); it != seen_.end(); ++it) {
+    if (!it->second.open && (oldest == seen_.end() || it->second.last < oldest->second.last)) {
+      oldest = it;
+    }
+  }
+  if (oldest == seen_.end()) return false;
+  seen_.erase(oldest);
+  return true;
+}
+
+void PresenceServer::Refuse(const std::string& why) {
+  // One line per refusal would let a flood fill the log: the first and every 100th.
+  const int64_t n = ++refused_;
+  if (n == 1 || n % 100 == 0) {
+    DDP_LOG(WARNING) << "presence: closed a connection (" << why << "); " << n << " so far";
+  }
+}
+
 void PresenceServer::Serve() {
   struct Conn {
     int fd;
     std::string identity;  // empty until its first line arrived
     bool named = false;
+    PresenceClock::time_point opened;
   };
   std::vector<Conn> conns;
   while (true) {
@@ -73,22 +101,32 @@ void PresenceServer::Serve() {
     for (const Conn& c : conns) fds.push_back({c.fd, POLLIN, 0});
     if (poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) break;
     if (fds[0].revents != 0) break;
+    const auto now = PresenceClock::now();
     if (fds[1].revents & POLLIN) {
       const int c = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c >= 0) conns.push_back({c, "", false});
+      // Twice the identities: a pod reconnecting may hold its old connection a moment longer.
+      if (c >= 0 && conns.size() >= 2 * capacity_) {
+        Refuse("more than " + std::to_string(2 * capacity_) + " connections");
+        close(c);
+      } else if (c >= 0) {
+        conns.push_back({c, "", false, now});
+      }
     }
-    const auto now = PresenceClock::now();
     for (size_t i = 2; i < fds.size(); ++i) {
+      Conn& unnamed = conns[i - 2];
+      if (fds[i].revents == 0 && !unnamed.named && now - unnamed.opened > kNameDeadline) {
+        Refuse("no identity within " + std::to_string(kNameDeadline.count()) + " s");
+        close(unnamed.fd);
+        unnamed.fd = -1;
+        continue;
+      }
       if (fds[i].revents == 0) continue;
       Conn& c = conns[i - 2];
       char buf[256];
       const ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
       std::lock_guard<std::mutex> lock(mu_);
       if (n <= 0) {
-        if (c.named) {
-          Seen& s = seen_[c.identity];
-          s.open = false;
-        }
+        if (auto it = seen_.find(c.identity); c.named && it != seen_.end()) it->second.open = false;
         close(c.fd);
         c.fd = -1;
         continue;
@@ -105,6 +143,12 @@ void PresenceServer::Serve() {
           continue;
         }
         c.named = true;
+      }
+      if (!Admit(c.identity)) {
+        Refuse("identity table full: " + std::to_string(capacity_) + " open identities");
+        close(c.fd);
+        c.fd = -1;
+        continue;
       }
       Seen& s = seen_[c.identity];
       s.open = true;

@@ -8,6 +8,7 @@
 #ifndef DDP_WORKER_GROUP_PRESENCE_H_
 #define DDP_WORKER_GROUP_PRESENCE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -22,11 +23,25 @@ namespace ddp::worker::group {
 
 using PresenceClock = std::chrono::steady_clock;
 
+// The most pods a round can have: its nodes plus the spares the operator allows (64).
+inline constexpr int kMaxSparesPerRound = 64;
+// Identities the presence table keeps for a round of `nodes` pods: a few times the pods the
+// round can have, so that pods replaced many times over stay in it while they matter.
+inline size_t PresenceCapacity(int nodes) {
+  return 4 * static_cast<size_t>(std::max(nodes, 1) + kMaxSparesPerRound);
+}
+
 // The authority's side. Thread-safe: one thread serves every connection; Snapshot from any.
+// Bounded, since anything that reaches the port may connect: at most `capacity` identities are
+// kept (a new one evicts the one closed longest ago; with every one open it is refused, its
+// connection closed and logged), at most 2 * `capacity` connections are open (more are closed
+// at once), and a connection that has not named itself within a few seconds is closed.
 class PresenceServer {
  public:
   // Listens on all interfaces, on `port` (0: any free port). Unavailable when the bind fails.
-  static StatusOr<std::unique_ptr<PresenceServer>> Start(int port = 0);
+  // REQUIRES: capacity >= 1.
+  static StatusOr<std::unique_ptr<PresenceServer>> Start(int port = 0,
+                                                         size_t capacity = PresenceCapacity(1));
   ~PresenceServer();
   PresenceServer(const PresenceServer&) = delete;
   PresenceServer& operator=(const PresenceServer&) = delete;
@@ -39,13 +54,21 @@ class PresenceServer {
   };
   // By identity (the first line a client sends): every identity ever connected.
   std::map<std::string, Seen> Snapshot() const;
+  // Connections closed unheard so far: beyond the connection bound, unnamed too long, or a new
+  // identity with the table full of open ones. Counted before the connection is closed.
+  int64_t refused() const { return refused_.load(); }
 
  private:
-  PresenceServer(int fd, int port);
+  PresenceServer(int fd, int port, size_t capacity);
   void Serve();
+  // REQUIRES: mu_ held. True when `identity` is in the table or room was made for it.
+  bool Admit(const std::string& identity);
+  void Refuse(const std::string& why);
 
   int listen_fd_;
   int port_;
+  size_t capacity_;
+  std::atomic<int64_t> refused_{0};
   int wake_[2] = {-1, -1};  // a pipe that ends Serve()
   mutable std::mutex mu_;
   std::map<std::string, Seen> seen_;

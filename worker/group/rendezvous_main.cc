@@ -130,7 +130,7 @@ int RendezvousMain() {
               << gs.rendezvous.master_port << ": " << BackendErrorText(e) << std::endl;
     return kExitRetryable;
   }
-  auto presence = PresenceServer::Start(0);
+  auto presence = PresenceServer::Start(0, PresenceCapacity(gs.nodes));
   if (!presence.ok()) {
     std::cerr << "ddp-worker rendezvous: " << presence.status().ToString() << std::endl;
     return kExitRetryable;

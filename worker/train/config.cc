@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 
@@ -13,6 +15,23 @@
 
 namespace ddp::worker {
 namespace {
+
+// Upper bounds: generous for any real run, small enough that no product of them (parameters,
+// tokens per step, bucket bytes, deadlines in nanoseconds) overflows 64 bits.
+constexpr int64_t kMaxLayers = 1024;
+constexpr int64_t kMaxHeads = 1024;
+constexpr int64_t kMaxWidth = int64_t{1} << 17;          // n_embd, mlp_hidden
+constexpr int64_t kMaxBlock = int64_t{1} << 20;          // tokens per sequence
+constexpr int64_t kMaxVocab = int64_t{1} << 24;
+constexpr int64_t kMaxSyntheticTokens = int64_t{1} << 30;  // held in memory, 8 bytes each
+constexpr int64_t kMaxSteps = int64_t{1} << 40;          // steps and every "every N steps"
+constexpr int64_t kMaxBatch = int64_t{1} << 20;          // batch, grad_accum, eval batches
+constexpr int64_t kMaxThreads = 4096;
+constexpr int64_t kMaxKeep = 10000;
+constexpr int64_t kMaxTimeoutSeconds = 7 * 24 * 3600;    // a collective waiting a week is hung
+constexpr double kMaxLr = 10;                            // AdamW diverges far below it
+constexpr double kMaxWeightDecay = 10;
+constexpr double kMaxBucketMb = 65536;                   // 64 GiB of gradients in one bucket
 
 using Setter = std::function<Status(const std::string& where, const std::string& v, TrainConfig*)>;
 
@@ -45,6 +64,8 @@ Status Parse(const std::string& where, const std::string& v, double* out) {
   char* end = nullptr;
   double x = std::strtod(v.c_str(), &end);
   if (v.empty() || *end != '\0') return Bad(where, "a number", v);
+  // strtod reads "inf", "nan" and turns 1e999 into inf: none is a setting.
+  if (!std::isfinite(x)) return Bad(where, "a finite number", v);
   *out = x;
   return Status::OK();
 }
@@ -142,6 +163,25 @@ Status Check(bool ok, const std::string& key, const std::string& rule) {
   return ok ? Status::OK() : Status::InvalidArgument(key + ": " + rule);
 }
 
+std::string Number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// Every numeric option has bounds: below them it means nothing, above them it is a typo that
+// would overflow a product, a chrono duration or the memory long after start-up.
+Status Range(int64_t v, int64_t lo, int64_t hi, const std::string& key) {
+  return Check(v >= lo && v <= hi, key,
+               "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                   std::to_string(v));
+}
+Status Range(double v, double lo, double hi, const std::string& key, bool open_lo = false) {
+  const bool ok = std::isfinite(v) && (open_lo ? v > lo : v >= lo) && v <= hi;
+  return Check(ok, key, std::string("must be in ") + (open_lo ? "(" : "[") + Number(lo) + ", " +
+                            Number(hi) + "], got " + Number(v));
+}
+
 }  // namespace
 
 Status ApplyYaml(const std::string& yaml_text, TrainConfig* cfg) {
@@ -208,12 +248,13 @@ Status ValidateConfig(const TrainConfig& c) {
   DDP_RETURN_IF_ERROR(Check((c.model.kind == "torchscript") == !c.model.file.empty(), "model.file",
                             "set with model.kind torchscript and only then (--model torchscript "
                             "--model-file model.pt)"));
-  DDP_RETURN_IF_ERROR(Check(c.model.n_layer > 0, "model.n_layer", "must be > 0"));
-  DDP_RETURN_IF_ERROR(Check(c.model.n_head > 0, "model.n_head", "must be > 0"));
-  DDP_RETURN_IF_ERROR(Check(c.model.n_embd > 0 && c.model.n_embd % c.model.n_head == 0,
-                            "model.n_embd", "must be > 0 and a multiple of model.n_head"));
-  DDP_RETURN_IF_ERROR(Check(c.model.block_size > 0, "model.block_size", "must be > 0"));
-  DDP_RETURN_IF_ERROR(Check(c.model.mlp_hidden > 0, "model.mlp_hidden", "must be > 0"));
+  DDP_RETURN_IF_ERROR(Range(c.model.n_layer, 1, kMaxLayers, "model.n_layer"));
+  DDP_RETURN_IF_ERROR(Range(c.model.n_head, 1, kMaxHeads, "model.n_head"));
+  DDP_RETURN_IF_ERROR(Range(c.model.n_embd, 1, kMaxWidth, "model.n_embd"));
+  DDP_RETURN_IF_ERROR(Check(c.model.n_embd % c.model.n_head == 0, "model.n_embd",
+                            "must be a multiple of model.n_head"));
+  DDP_RETURN_IF_ERROR(Range(c.model.block_size, 1, kMaxBlock, "model.block_size"));
+  DDP_RETURN_IF_ERROR(Range(c.model.mlp_hidden, 1, kMaxWidth, "model.mlp_hidden"));
   DDP_RETURN_IF_ERROR(Check(c.dataset == "synthetic" || c.dataset == "chars" || c.dataset == "shards",
                             "data.dataset", "want synthetic, chars or shards, got '" + c.dataset + "'"));
   DDP_RETURN_IF_ERROR(Check(c.dataset != "chars" || !c.data_file.empty(), "data.file",
@@ -228,33 +269,35 @@ Status ValidateConfig(const TrainConfig& c) {
                             "data.format", "want auto, llmc or raw, got '" + c.data_format + "'"));
   DDP_RETURN_IF_ERROR(Check(c.token_bytes == 2 || c.token_bytes == 4, "data.token_bytes",
                             "want 2 (uint16) or 4 (uint32)"));
-  DDP_RETURN_IF_ERROR(Check(c.vocab_size > 0, "data.vocab_size", "must be > 0"));
-  DDP_RETURN_IF_ERROR(Check(c.eval_every >= 0, "train.eval_every", "must be >= 0"));
+  DDP_RETURN_IF_ERROR(Range(c.vocab_size, 1, kMaxVocab, "data.vocab_size"));
+  DDP_RETURN_IF_ERROR(Range(c.eval_every, 0, kMaxSteps, "train.eval_every"));
   DDP_RETURN_IF_ERROR(Check(c.eval_every == 0 || !c.val_files.empty(), "train.eval_every",
                             "needs held-out shards in data.val_files (--val-files)"));
-  DDP_RETURN_IF_ERROR(Check(c.eval_batches > 0, "train.eval_batches", "must be > 0"));
-  DDP_RETURN_IF_ERROR(Check(c.synthetic_tokens > c.model.block_size, "data.synthetic_tokens",
-                            "must exceed model.block_size"));
-  DDP_RETURN_IF_ERROR(Check(c.synthetic_vocab >= 8, "data.synthetic_vocab", "must be >= 8"));
-  DDP_RETURN_IF_ERROR(Check(c.steps > 0, "train.steps", "must be > 0"));
-  DDP_RETURN_IF_ERROR(Check(c.batch_size > 0, "train.batch_size", "must be > 0"));
-  DDP_RETURN_IF_ERROR(Check(c.grad_accum > 0, "train.grad_accum", "must be > 0"));
-  DDP_RETURN_IF_ERROR(Check(c.lr > 0, "train.lr", "must be > 0"));
-  DDP_RETURN_IF_ERROR(Check(c.min_lr >= 0 && c.min_lr <= c.lr, "train.min_lr", "must be in [0, lr]"));
-  DDP_RETURN_IF_ERROR(Check(c.warmup_steps >= 0, "train.warmup_steps", "must be >= 0"));
-  DDP_RETURN_IF_ERROR(Check(c.weight_decay >= 0, "train.weight_decay", "must be >= 0"));
+  DDP_RETURN_IF_ERROR(Range(c.eval_batches, 1, kMaxBatch, "train.eval_batches"));
+  DDP_RETURN_IF_ERROR(Range(c.synthetic_tokens, c.model.block_size + 1, kMaxSyntheticTokens,
+                            "data.synthetic_tokens"));
+  DDP_RETURN_IF_ERROR(Range(c.synthetic_vocab, 8, kMaxVocab, "data.synthetic_vocab"));
+  DDP_RETURN_IF_ERROR(Range(c.steps, 1, kMaxSteps, "train.steps"));
+  DDP_RETURN_IF_ERROR(Range(c.batch_size, 1, kMaxBatch, "train.batch_size"));
+  DDP_RETURN_IF_ERROR(Range(c.grad_accum, 1, kMaxBatch, "train.grad_accum"));
+  DDP_RETURN_IF_ERROR(Range(c.lr, 0, kMaxLr, "train.lr", /*open_lo=*/true));
+  DDP_RETURN_IF_ERROR(Range(c.min_lr, 0, c.lr, "train.min_lr"));
+  DDP_RETURN_IF_ERROR(Range(c.warmup_steps, 0, kMaxSteps, "train.warmup_steps"));
+  DDP_RETURN_IF_ERROR(Range(c.weight_decay, 0, kMaxWeightDecay, "train.weight_decay"));
   DDP_RETURN_IF_ERROR(Check(c.beta1 >= 0 && c.beta1 < 1, "train.beta1", "must be in [0, 1)"));
   DDP_RETURN_IF_ERROR(Check(c.beta2 >= 0 && c.beta2 < 1, "train.beta2", "must be in [0, 1)"));
+  DDP_RETURN_IF_ERROR(Check(std::isfinite(c.grad_clip), "train.grad_clip", "must be finite"));
   DDP_RETURN_IF_ERROR(Check(c.device == "cpu" || c.device == "cuda" || c.device == "auto",
                             "train.device", "want cpu, cuda or auto, got '" + c.device + "'"));
-  DDP_RETURN_IF_ERROR(Check(c.threads >= 0, "train.threads", "must be >= 0"));
-  DDP_RETURN_IF_ERROR(Check(c.log_every > 0, "train.log_every", "must be > 0"));
-  DDP_RETURN_IF_ERROR(Check(c.bucket_cap_mb > 0, "train.bucket_cap_mb", "must be > 0"));
-  DDP_RETURN_IF_ERROR(Check(c.first_bucket_cap_mb > 0, "train.first_bucket_cap_mb", "must be > 0"));
-  DDP_RETURN_IF_ERROR(Check(c.collective_timeout_seconds > 0, "train.collective_timeout_seconds",
-                            "must be > 0"));
-  DDP_RETURN_IF_ERROR(Check(c.checkpoint_every >= 0, "checkpoint.every", "must be >= 0"));
-  DDP_RETURN_IF_ERROR(Check(c.keep_checkpoints >= 1, "checkpoint.keep", "must be >= 1"));
+  DDP_RETURN_IF_ERROR(Range(c.threads, 0, kMaxThreads, "train.threads"));
+  DDP_RETURN_IF_ERROR(Range(c.log_every, 1, kMaxSteps, "train.log_every"));
+  DDP_RETURN_IF_ERROR(Range(c.bucket_cap_mb, 0, kMaxBucketMb, "train.bucket_cap_mb", true));
+  DDP_RETURN_IF_ERROR(
+      Range(c.first_bucket_cap_mb, 0, kMaxBucketMb, "train.first_bucket_cap_mb", true));
+  DDP_RETURN_IF_ERROR(Range(c.collective_timeout_seconds, 1, kMaxTimeoutSeconds,
+                            "train.collective_timeout_seconds"));
+  DDP_RETURN_IF_ERROR(Range(c.checkpoint_every, 0, kMaxSteps, "checkpoint.every"));
+  DDP_RETURN_IF_ERROR(Range(c.keep_checkpoints, 1, kMaxKeep, "checkpoint.keep"));
   DDP_RETURN_IF_ERROR(Check(c.metrics_port >= -1 && c.metrics_port <= 65535, "metrics.port",
                             "must be a port number (0 picks a free one)"));
   return Status::OK();

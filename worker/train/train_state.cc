@@ -1,6 +1,7 @@
 // Checkpoint payload (de)serialization with torch archives.
 #include "worker/train/train_state.h"
 
+#include <set>
 #include <sstream>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -80,6 +81,67 @@ StatusOr<RngStates> ReadRngStates(torch::serialize::InputArchive& root) {
   return s;
 }
 
+std::string ShapeText(const at::Tensor& t) {
+  std::string s = "[";
+  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
+  return s + "]";
+}
+
+Status Mismatch(const std::string& what) {
+  return Status::FailedPrecondition(
+      "the checkpoint was written by another model: " + what +
+      ". HINT: resume with the model settings (model.*) of the run that wrote it, or use a new "
+      "checkpoint directory for a new model");
+}
+
+// OK when `archive` (what Module::save wrote) holds exactly the parameters, buffers and
+// submodules of `module` (names under `prefix`), each tensor with the module's shape. Else
+// FailedPrecondition naming the first difference, in registration order. Reads only.
+Status MatchModelArchive(const torch::nn::Module& module, torch::serialize::InputArchive& archive,
+                         const std::string& prefix) {
+  std::set<std::string> known;
+  auto match = [&](const std::string& name, const at::Tensor& mine, bool buffer) -> Status {
+    known.insert(name);
+    at::Tensor saved;
+    const char* kind = buffer ? "buffer " : "parameter ";
+    if (!archive.try_read(name, saved, buffer)) {
+      return Mismatch(kind + prefix + name + " " + ShapeText(mine) + " is missing from it");
+    }
+    if (saved.sizes() != mine.sizes()) {
+      return Mismatch(kind + prefix + name + " has shape " + ShapeText(saved) +
+                      " in the checkpoint and " + ShapeText(mine) + " in this model");
+    }
+    return Status::OK();
+  };
+  for (const auto& p : module.named_parameters(/*recurse=*/false)) {
+    DDP_RETURN_IF_ERROR(match(p.key(), p.value(), false));
+  }
+  for (const auto& b : module.named_buffers(/*recurse=*/false)) {
+    DDP_RETURN_IF_ERROR(match(b.key(), b.value(), true));
+  }
+  for (const auto& child : module.named_children()) {
+    known.insert(child.key());
+    torch::serialize::InputArchive sub;
+    if (!archive.try_read(child.key(), sub)) {
+      return Mismatch("module " + prefix + child.key() + " is missing from it");
+    }
+    DDP_RETURN_IF_ERROR(MatchModelArchive(*child.value(), sub, prefix + child.key() + "."));
+  }
+  // What the archive holds beyond the module (its other attributes are not tensors).
+  for (const std::string& key : archive.keys()) {
+    if (known.count(key) > 0) continue;
+    at::Tensor t;
+    torch::serialize::InputArchive sub;
+    if (archive.try_read(key, t)) {
+      return Mismatch("parameter " + prefix + key + " " + ShapeText(t) + " is not in this model");
+    }
+    if (archive.try_read(key, sub)) {
+      return Mismatch("module " + prefix + key + " is not in this model");
+    }
+  }
+  return Status::OK();
+}
+
 void SetRngStates(const RngStates& s) {
   {
     auto gen = at::detail::getDefaultCPUGenerator();
@@ -132,6 +194,9 @@ Status RestoreTrainState(const std::string& bytes, const c10::Device& device,
     if (!rng.ok()) return rng.status();
     root.read("model", model_ar);
     root.read("optimizer", opt_ar);
+    // Module::load takes a saved tensor of any shape; another model's would fail only later,
+    // in the forward pass, as if it were a transient error.
+    DDP_RETURN_IF_ERROR(MatchModelArchive(model, model_ar, ""));
     model.load(model_ar);
     opt.load(opt_ar);
     progress->step = ReadInt(root, "step");

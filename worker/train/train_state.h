@@ -36,8 +36,9 @@ StatusOr<std::string> SerializeTrainState(torch::nn::Module& model, torch::optim
 // Restores everything SerializeTrainState wrote, loading tensors onto `device`. A payload without
 // "cuda_rng_count" (written before CUDA generators were saved) restores the CPU generator only.
 // FailedPrecondition, with nothing restored, when it holds more CUDA generators than
-// VisibleCudaDevices(). DataLoss when the bytes are not a readable archive of this
-// model/optimizer (e.g. another model size); then the model and optimizer may be partly
+// VisibleCudaDevices(), or when its parameters do not match `model` (another model config: the
+// message names the first parameter missing, extra or of another shape, with both shapes).
+// DataLoss when the bytes are not a readable archive (a torn or corrupt payload); then the model and optimizer may be partly
 // overwritten and must be rebuilt by the caller.
 Status RestoreTrainState(const std::string& bytes, const c10::Device& device,
                          torch::nn::Module& model, torch::optim::Optimizer& opt,

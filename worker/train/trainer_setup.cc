@@ -97,7 +97,10 @@ StatusOr<TrainProgress> ResumeFromCheckpoint(const TrainConfig& cfg, FileSystem*
   *resumed_from = -1;
   if (cfg.checkpoint_dir.empty()) return progress;
   CheckpointStore store(fs, cfg.checkpoint_dir, static_cast<int>(cfg.keep_checkpoints));
-  int64_t chosen = -1;
+  // What rank 0 broadcasts: the step to resume from, kNoCheckpoint, or kUnusable.
+  constexpr int64_t kNoCheckpoint = -1, kUnusable = -2;
+  int64_t chosen = kNoCheckpoint;
+  Status refused;  // rank 0: why no checkpoint here may be used (a permanent error)
   if (comm->rank() == 0) {
     // Only this job's checkpoints, of this model (checkpoint_owner.h); the directory is claimed
     // before anything is read or written, so the first save of a new job is recorded too.
@@ -114,9 +117,10 @@ StatusOr<TrainProgress> ResumeFromCheckpoint(const TrainConfig& cfg, FileSystem*
     });
     // Starting fresh would silently discard the run's progress: fail instead (exit 2).
     if (!loaded && !unusable_here.ok()) {
-      return unusable_here.WithContext("checkpoint in " + cfg.checkpoint_dir);
-    }
-    if (loaded) {
+      // Every rank must stop with it, not wait for a broadcast that never comes (exit 75).
+      refused = unusable_here.WithContext("checkpoint in " + cfg.checkpoint_dir);
+      chosen = kUnusable;
+    } else if (loaded) {
       chosen = loaded->step;
     } else if (touched) {
       // Every candidate failed halfway through a restore: start clean, from the seed.
@@ -129,6 +133,11 @@ StatusOr<TrainProgress> ResumeFromCheckpoint(const TrainConfig& cfg, FileSystem*
   std::vector<at::Tensor> t{at::scalar_tensor(chosen, at::TensorOptions().dtype(at::kLong).device(device))};
   DDP_RETURN_IF_ERROR(comm->Broadcast(t, /*root=*/0).WithContext("broadcast resume step"));
   chosen = t[0].item<int64_t>();
+  if (!refused.ok()) return refused;
+  if (chosen == kUnusable) {
+    return Status::FailedPrecondition("rank 0 cannot use the checkpoint in " + cfg.checkpoint_dir +
+                                      " (its log says why)");
+  }
   if (chosen < 0) {
     if (comm->rank() == 0) DDP_LOG(INFO) << "no usable checkpoint in " << cfg.checkpoint_dir << ": starting fresh";
     return TrainProgress();
