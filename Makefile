@@ -42,7 +42,7 @@ images:
 
 # Exit 77 is a skip (no builder, no cluster): said, not an error.
 image-test:
-	bash tests/delivery/image_run_test.sh . || [ $$? -eq 77 ]
+	DDP_IMAGE_TEST=1 bash tests/delivery/image_run_test.sh . || [ $$? -eq 77 ]
 
 e2e-cluster:
 	bash tests/cluster/run.sh || [ $$? -eq 77 ]

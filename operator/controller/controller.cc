@@ -36,6 +36,14 @@ const Resource* PodGroupResource(plan::GangScheduler s) {
   return nullptr;
 }
 
+// The job's own objects found by its name label (its Service, its NetworkPolicy), keyed by the
+// object's key; objects without the label are not the operator's.
+std::optional<IndexedCache<std::string>::Entry> IndexByJobLabel(const nlohmann::json& obj) {
+  std::string job = JobKeyFromLabel(obj, api::kJobNameLabel);
+  if (job.empty()) return std::nullopt;
+  return IndexedCache<std::string>::Entry{job, ObjectKey(obj)};
+}
+
 InformerOptions InformerFor(const Resource& r, const ControllerOptions& o, std::string selector) {
   InformerOptions i;
   i.resource = r;
@@ -72,20 +80,12 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
           [this](const std::string& job, const plan::ObservedPod* old,
                  const plan::ObservedPod* now) { OnPodChange(job, old, now); }),
       services_(
-          [](const nlohmann::json& obj) -> std::optional<IndexedCache<std::string>::Entry> {
-            std::string job = JobKeyFromLabel(obj, api::kJobNameLabel);
-            if (job.empty()) return std::nullopt;
-            return IndexedCache<std::string>::Entry{job, ObjectKey(obj)};
-          },
+          IndexByJobLabel,
           [this](const std::string& job, const std::string*, const std::string*) {
             queue_.Add(job);
           }),
       network_policies_(
-          [](const nlohmann::json& obj) -> std::optional<IndexedCache<std::string>::Entry> {
-            std::string job = JobKeyFromLabel(obj, api::kJobNameLabel);
-            if (job.empty()) return std::nullopt;
-            return IndexedCache<std::string>::Entry{job, ObjectKey(obj)};
-          },
+          IndexByJobLabel,
           [this](const std::string& job, const std::string*, const std::string*) {
             queue_.Add(job);
           }),

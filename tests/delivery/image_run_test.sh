@@ -12,6 +12,9 @@ root=$(cd "${1:?usage: image_run_test.sh SOURCE_ROOT}" && pwd)
 TAG=${TAG:-0.1.0}
 skip() { echo "SKIPPED: $*"; exit 77; }
 fail() { echo "FAILED: $*"; exit 1; }
+# Building both images from nothing takes tens of minutes on a small machine: `make test` runs it
+# only when asked (`make image-test` asks).
+[ "${DDP_IMAGE_TEST:-0}" = 1 ] || skip "set DDP_IMAGE_TEST=1 (make image-test) to build and run the images"
 
 builder=$("$root/scripts/build-images.sh" --builder 2>&1) || skip "$builder"
 # Running containers needs docker or podman (buildah builds only).

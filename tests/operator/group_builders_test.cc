@@ -114,7 +114,8 @@ TEST(BuildSparePod, IsAWorkerPodWithoutARank) {
   EXPECT_EQ(Value(env, "NNODES"), "3");
   EXPECT_EQ(Value(env, "DDP_POD_NAME"), "mingpt-spare-1");
   EXPECT_EQ(Value(env, "DDP_POD_ROLE"), "spare");
-  EXPECT_EQ(Value(env, "DDP_CHECKPOINT_DIR"), "/ckpt");
+  // Each job under a directory of its own: <path>/<namespace>/<name>.
+  EXPECT_EQ(Value(env, "DDP_CHECKPOINT_DIR"), "/ckpt/ml/mingpt");
   EXPECT_EQ(Value(env, "DDP_STORE_ADDR"), "mingpt-rendezvous.mingpt.ml.svc");
   // The planner reads it back as the spare it built.
   const ObservedPod seen = ObservePod(pod);

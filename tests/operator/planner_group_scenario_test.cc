@@ -77,9 +77,16 @@ TEST(GroupScenario, PodsThatNeverStartAreCreatedOnceAndNothingIsCharged) {
   EXPECT_EQ(job.status.ready_replicas, 0);
   EXPECT_EQ(UidsByName(world), created);
 
-  // Unschedulable ones as well (the scheduler says so): still nothing without elastic bounds.
+  // Unschedulable ones as well (the scheduler says so): without elastic bounds no pod is
+  // created, deleted or charged; the job only says why it waits (condition Unschedulable).
   for (auto& p : world.pods) p.unschedulable_since = At(1);
-  EXPECT_TRUE(PlanReconcile(job, world, At(86400)).empty());
+  const Plan waiting = PlanReconcile(job, world, At(86400));
+  EXPECT_TRUE(waiting.creates.empty() && waiting.deletes.empty()) << waiting.ToString();
+  ASSERT_TRUE(waiting.status) << waiting.ToString();
+  EXPECT_EQ(waiting.status->phase, "Pending");
+  EXPECT_EQ(waiting.status->restarts + waiting.status->recoveries + waiting.status->disruptions, 0);
+  ASSERT_NE(waiting.status->FindCondition("Unschedulable"), nullptr) << waiting.ToString();
+  EXPECT_EQ(waiting.status->FindCondition("Unschedulable")->status, "True");
 
   // The workers and the rendezvous pod start, the spares never do: Running, no spare ready.
   for (auto& p : world.pods) {

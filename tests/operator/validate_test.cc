@@ -246,10 +246,11 @@ TEST(Validate, EveryReservedNameIsRejected) {
     ASSERT_EQ(problems.size(), 1u) << name;
     EXPECT_NE(problems[0].find("(\"" + name + "\") is reserved"), std::string::npos);
   }
-  // DESIGN.md's table (20 names), DDP_RECOVERY, DDP_MAX_RECOVERIES, and recovery InPlace's eight
-  // (common/group_contract.h), which the operator sets on InPlace pods only but reserves always:
-  // a spec switched to InPlace must not meet a user's copy.
-  EXPECT_EQ(ReservedEnvNames().size(), 30u);
+  // DESIGN.md's table (20 names), DDP_RECOVERY, DDP_MAX_RECOVERIES, DDP_CHECKPOINT_JOB (the job a
+  // checkpoint belongs to), and recovery InPlace's eight (common/group_contract.h), which the
+  // operator sets on InPlace pods only but reserves always: a spec switched to InPlace must not
+  // meet a user's copy.
+  EXPECT_EQ(ReservedEnvNames().size(), 31u);
   for (const char* name : {"DDP_STORE_ADDR", "DDP_POD_NAME", "DDP_POD_UID", "DDP_POD_IP",
                            "DDP_POD_ROLE", "DDP_LIVENESS_TIMEOUT", "DDP_RESTART_POLICY",
                            "DDP_RETRYABLE_EXIT_CODES"}) {

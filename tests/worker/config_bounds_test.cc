@@ -114,7 +114,8 @@ TEST(ConfigBoundsTest, EnvAndYamlAreCheckedLikeFlags) {
 TEST(ConfigBoundsTest, TheTableCoversEveryNumericFlag) {
   const std::set<std::string> strings = {"model", "model-file", "dataset", "data-file", "data-files",
                                          "val-files", "data-format", "device", "bf16", "log-level",
-                                         "rebuild-buckets", "checkpoint-dir", "metrics-addr",
+                                         "rebuild-buckets", "checkpoint-dir", "checkpoint-job",
+                                         "metrics-addr",
                                          "metrics-port-file"};
   std::set<std::string> numeric;
   for (const Row& r : Rows()) numeric.insert(r.flag);

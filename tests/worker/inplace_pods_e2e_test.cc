@@ -159,7 +159,7 @@ TEST(InPlacePodsE2E, AWholeJobStopIsOneStopWithACheckpointEvenWhenTheSignalsArri
   ASSERT_TRUE(trained) << r.err[0];
   for (size_t p : {0u, 1u}) {
     EXPECT_EQ(r.codes[p], 75) << r.err[p];
-    EXPECT_EQ(r.ends[p], "ddp: Stopped: the job stopped together") << r.err[p];
+    EXPECT_EQ(r.ends[p], "ddp: Stopped: the job stopped together with a checkpoint") << r.err[p];
   }
   EXPECT_EQ(Field(r.out[0], "step"), Field(r.out[1], "step"));
   const std::string saved = Field(r.out[0], "step");

@@ -33,13 +33,24 @@ TEST(WorkerInputE2E, ResumingAnotherModelSizeFromItsCheckpointIsExit2NamingThePa
   // Both ranks stop at once with exit 2: rank 1 is told, it does not time out waiting (75).
   ASSERT_EQ(again.codes[0], 2) << Describe(again);
   ASSERT_EQ(again.codes[1], 2) << Describe(again);
-  // minGPT's first parameter is wte: [vocab, n_embd]; the synthetic vocab is 32 by default.
-  EXPECT_NE(again.err[0].find("parameter wte.weight has shape [32, 32] in the checkpoint and "
-                              "[32, 64] in this model"),
-            std::string::npos)
-      << again.err[0];
+  // The directory's OWNER record names the model configuration it was written with: both named.
+  EXPECT_NE(again.err[0].find("embd=32"), std::string::npos) << again.err[0];
+  EXPECT_NE(again.err[0].find("embd=64"), std::string::npos) << again.err[0];
   EXPECT_NE(again.err[0].find(dir + "/ck"), std::string::npos) << again.err[0];
   EXPECT_NE(again.err[1].find("rank 0 cannot use the checkpoint"), std::string::npos) << again.err[1];
+
+  // A directory an older ddp-worker wrote has no OWNER: the parameters' shapes decide, before
+  // anything is restored. minGPT's first parameter is wte: [vocab, n_embd]; vocab 32 here.
+  std::filesystem::rename(dir + "/ck/OWNER", dir + "/OWNER.kept");
+  GroupResult older = RunGroup(2, wider, {}, dir, std::chrono::seconds(60));
+  ASSERT_EQ(older.codes[0], 2) << Describe(older);
+  ASSERT_EQ(older.codes[1], 2) << Describe(older);
+  EXPECT_NE(older.err[0].find("parameter wte.weight has shape [32, 32] in the checkpoint and "
+                              "[32, 64] in this model"),
+            std::string::npos)
+      << older.err[0];
+  EXPECT_FALSE(std::filesystem::exists(dir + "/ck/OWNER")) << "a refused run claims nothing";
+  std::filesystem::rename(dir + "/OWNER.kept", dir + "/ck/OWNER");
   // Nothing was lost: the checkpoint is still there and the old model still resumes from it.
   auto longer = args;
   longer.insert(longer.end(), {"--steps", "8"});

@@ -80,21 +80,30 @@ Status ClaimCheckpointDir(FileSystem* fs, const std::string& dir, const Checkpoi
     // A directory a run by hand wrote, adopted by a job: record the job from now on.
     if (recorded->job == ours.job) return Status::OK();
   } else if (text.status().code() != StatusCode::kNotFound) {
-    return text.status().WithContext("read " + path);
+    // No directory can be there (a file in the way, no permission): nothing can be resumed from
+    // it, and every checkpoint write will fail and say so (the stop's log, the failure counter).
+    // Training goes on, as it does when a checkpoint write fails.
+    DDP_LOG(WARNING) << "cannot read " << path << ": " << text.status().ToString()
+                     << "; checkpoints in " << dir << " will fail";
+    return Status::OK();
   } else {
     CheckpointStore store(fs, dir, 1);
     if (std::optional<int64_t> newest = store.NewestComplete()) {
       DDP_LOG(WARNING) << dir << " holds checkpoints up to step " << *newest << " but no "
                        << kCheckpointOwnerFile << " file (an older ddp-worker wrote them): "
-                       << "claiming them for " << (ours.job.empty() ? "this run" : ours.job)
-                       << "; their parameter shapes are checked on restore";
+                       << "their parameter shapes are checked on restore; the directory is "
+                       << "not claimed (a refused restore must not make it another model's)";
+      return Status::OK();
     }
   }
-  DDP_RETURN_IF_ERROR(fs->MakeDirs(dir));
   const std::string tmp = path + ".tmp";
-  DDP_RETURN_IF_ERROR(fs->WriteFile(tmp, FormatOwner(ours)).WithContext("write " + tmp));
-  DDP_RETURN_IF_ERROR(fs->Rename(tmp, path).WithContext("rename " + tmp));
-  return fs->SyncDir(dir).WithContext("sync " + dir);
+  Status s = fs->MakeDirs(dir);
+  if (s.ok()) s = fs->WriteFile(tmp, FormatOwner(ours)).WithContext("write " + tmp);
+  if (s.ok()) s = fs->Rename(tmp, path).WithContext("rename " + tmp);
+  if (s.ok()) s = fs->SyncDir(dir).WithContext("sync " + dir);
+  // As for a failed checkpoint write: said, not fatal (the next checkpoint fails and says so).
+  if (!s.ok()) DDP_LOG(WARNING) << "cannot record the owner of " << dir << ": " << s.ToString();
+  return Status::OK();
 }
 
 }  // namespace ddp::worker

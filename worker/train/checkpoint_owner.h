@@ -44,9 +44,11 @@ Status CheckOwner(const CheckpointOwner& recorded, const CheckpointOwner& ours,
 
 // Rank 0 before a resume: reads <dir>/OWNER and checks it (CheckOwner); when absent, writes it
 // (temporary, fsync, rename, fsync of dir) so the next run is checked. A directory with
-// checkpoints but no OWNER (written by an older ddp-worker) is claimed with a WARNING: the
-// parameter shapes are still checked on restore. Errors: FailedPrecondition from CheckOwner,
-// DataLoss for an unreadable OWNER, Unavailable for I/O errors.
+// checkpoints but no OWNER (written by an older ddp-worker) is left unclaimed, with a WARNING:
+// the parameter shapes are checked on restore, and a refused restore leaves it as it was. Errors: FailedPrecondition from CheckOwner,
+// DataLoss for an OWNER that is not one. An I/O error (no directory can be there, a failed
+// write) is a WARNING and OK: nothing can be resumed from there, and every checkpoint write
+// will fail and say so, as a failed checkpoint always does.
 Status ClaimCheckpointDir(FileSystem* fs, const std::string& dir, const CheckpointOwner& ours);
 
 }  // namespace ddp::worker

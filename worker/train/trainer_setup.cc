@@ -105,8 +105,11 @@ StatusOr<TrainProgress> ResumeFromCheckpoint(const TrainConfig& cfg, FileSystem*
     // Only this job's checkpoints, of this model (checkpoint_owner.h); the directory is claimed
     // before anything is read or written, so the first save of a new job is recorded too.
     const CheckpointOwner ours{cfg.checkpoint_job, ModelFingerprint(cfg.model, vocab_size)};
-    DDP_RETURN_IF_ERROR(ClaimCheckpointDir(fs, cfg.checkpoint_dir, ours)
-                            .WithContext("checkpoint directory"));
+    // Another job's or model's directory: every rank stops with it (below), not only this one.
+    refused = ClaimCheckpointDir(fs, cfg.checkpoint_dir, ours).WithContext("checkpoint directory");
+    if (!refused.ok()) chosen = kUnusable;
+  }
+  if (comm->rank() == 0 && refused.ok()) {
     bool touched = false;
     Status unusable_here;  // a checkpoint this process cannot restore, though it is intact
     auto loaded = store.LoadLatest([&](const CheckpointStore::Loaded& l) {
