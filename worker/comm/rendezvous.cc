@@ -10,6 +10,7 @@
 
 #include "common/logging.h"
 #include "worker/comm/deadline.h"
+#include "worker/comm/store_client.h"
 #include "worker/comm/work_util.h"
 
 namespace ddp::worker {
@@ -45,12 +46,14 @@ StatusOr<c10::intrusive_ptr<c10d::Store>> OpenStore(const RendezvousConfig& conf
     return c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::HashStore>());
   }
   const bool host = config.rank == 0 && !config.agent_store;
+  const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(config.timeout);
   try {
+    if (!host) return ConnectStore(config.master_addr, config.master_port, timeout);
     c10d::TCPStoreOptions opts;
     opts.port = static_cast<std::uint16_t>(config.master_port);
-    opts.isServer = host;
+    opts.isServer = true;
     opts.waitWorkers = false;
-    opts.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(config.timeout);
+    opts.timeout = timeout;
     return c10::intrusive_ptr<c10d::Store>(
         c10::make_intrusive<c10d::TCPStore>(config.master_addr, opts));
   } catch (const std::exception& e) {

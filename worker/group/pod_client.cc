@@ -2,11 +2,11 @@
 #include "worker/group/pod_client.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <thread>
 
 #include "common/logging.h"
+#include "worker/comm/store_client.h"
 #include "worker/comm/work_util.h"
 #include "worker/group/keys.h"
 
@@ -25,12 +25,7 @@ StatusOr<c10::intrusive_ptr<c10d::Store>> OpenGroupStore(const GroupSettings& se
                                                          std::chrono::milliseconds timeout) {
   const std::string where = settings.store_addr + ":" + std::to_string(settings.rendezvous.master_port);
   try {
-    c10d::TCPStoreOptions opts;
-    opts.port = static_cast<std::uint16_t>(settings.rendezvous.master_port);
-    opts.isServer = false;
-    opts.waitWorkers = false;
-    opts.timeout = timeout;
-    auto tcp = c10::make_intrusive<c10d::TCPStore>(settings.store_addr, opts);
+    auto tcp = ConnectStore(settings.store_addr, settings.rendezvous.master_port, timeout);
     return c10::intrusive_ptr<c10d::Store>(
         c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(settings.rendezvous.round), tcp));
   } catch (const std::exception& e) {
