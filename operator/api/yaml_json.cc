@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <limits>
 #include <regex>
+#include <sstream>
 
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "operator/api/utf8.h"
@@ -244,6 +246,49 @@ bool IsValidUtf8Tree(const nlohmann::json& v) {
   }
 }
 
+// yaml-cpp 0.7 never returns from LoadAll when a top-level value is followed by a token no
+// document may start with (`{a: b},s`, `"a",`): each document it reads is an empty one that
+// consumes nothing, forever. This pass reads the same events without building nodes and stops at
+// the first document that starts where the previous one did: no progress, a malformed stream.
+class ProgressGuard : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    stalled = seen && mark.pos == last.pos;
+    seen = true;
+    last = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  bool seen = false;
+  bool stalled = false;
+  YAML::Mark last;
+};
+
+// InvalidArgument at the first document that reads nothing; throws what yaml-cpp throws.
+Status CheckDocumentsProgress(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  ProgressGuard guard;
+  while (parser.HandleNextDocument(guard)) {
+    if (guard.stalled) {
+      return Status::InvalidArgument("YAML: line " + std::to_string(guard.last.line + 1) +
+                                     ", column " + std::to_string(guard.last.column + 1) +
+                                     ": unexpected text after the document's value (a stray ',' "
+                                     "after a flow collection or quoted string?)");
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(const std::string& text) {
@@ -255,6 +300,7 @@ StatusOr<std::vector<nlohmann::json>> ParseYamlDocuments(const std::string& text
   std::vector<nlohmann::json> docs;
   Budget budget;
   try {
+    DDP_RETURN_IF_ERROR(CheckDocumentsProgress(text));
     for (const YAML::Node& node : YAML::LoadAll(text)) {
       if (node.IsNull() || !node.IsDefined()) continue;
       docs.push_back(ToJsonNode(node, 0, &budget));

@@ -89,6 +89,26 @@ TEST(HostileYaml, HugeTextAndInvalidUtf8AreRefused) {
   EXPECT_EQ(ErrorOf("name: \"\xC3\xA9\"\n"), "");
 }
 
+// yaml-cpp 0.7 alone never returns on these (a top-level value followed by a stray token): a
+// clear error naming where the stray text is, at once. The test's own timeout is the hang check.
+TEST(HostileYaml, AStrayTokenAfterTheTopLevelValueIsAnErrorNotAHang) {
+  for (const std::string text : {"{a: b},s", "{a: b},", "[a], b", "\"a\",s", "{a: b}\n,s",
+                                 "kind: X\n---\n[1, 2] ,\n"}) {
+    const std::string error = ErrorOf(text);
+    EXPECT_NE(error.find("unexpected text after the document's value"), std::string::npos)
+        << text << " -> " << error;
+  }
+  EXPECT_NE(ErrorOf("kind: X\n---\n[1, 2] ,\n").find("line 3"), std::string::npos);
+  // Valid streams, empty documents included, still read as before.
+  auto docs = ParseYamlDocuments("---\n---\na: 1\n---\n[1, 2]\n...\n---\n\"s\"\n");
+  ASSERT_TRUE(docs.ok()) << docs.status().message();
+  ASSERT_EQ(docs->size(), 3u);
+  EXPECT_EQ((*docs)[0], json({{"a", 1}}));
+  EXPECT_EQ((*docs)[1], json({1, 2}));
+  EXPECT_EQ((*docs)[2], json("s"));
+  EXPECT_EQ(ErrorOf("a,s\n"), "");  // a plain scalar may hold a comma
+}
+
 TEST(Utf8, SanitizeReplacesEveryInvalidSequence) {
   const std::string fffd = "\xEF\xBF\xBD";
   EXPECT_EQ(SanitizeUtf8("plain"), "plain");
