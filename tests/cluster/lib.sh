@@ -32,7 +32,9 @@ chart_renderer() {
 }
 
 # manifest NAME RECOVERY FAULT_STEP|none: examples/mingpt-kind.yaml, renamed, STEPS steps,
-# the scripted kill at FAULT_STEP (or none), under RECOVERY (InPlace or Restart).
+# the scripted kill at FAULT_STEP (or none), under RECOVERY (InPlace or Restart); the sed
+# expressions in EXTRA_SED (e.g. -e 's/.../.../') after those.
+EXTRA_SED=()
 manifest() {
   local name=$1 recovery=$2 fault=$3
   local -a s=(-e "s/^  name: mingpt-kind\$/  name: $name/" -e "s/--steps=6000/--steps=$STEPS/"
@@ -41,7 +43,7 @@ manifest() {
   if [ "$fault" = none ]; then s+=(-e '/- name: DDP_FAULT/,/value:/d')
   else s+=(-e "s/\"1:1500@0:kill\"/\"1:$fault@0:kill\"/"); fi
   [ -z "${E2E_WORKER_CPU:-}" ] || s+=(-e "s/cpu: 500m .*/cpu: $E2E_WORKER_CPU/")
-  sed "${s[@]}" "$ROOT/examples/mingpt-kind.yaml"
+  sed "${s[@]}" "${EXTRA_SED[@]}" "$ROOT/examples/mingpt-kind.yaml"
 }
 
 jget() { kubectl -n "$NS" get ddpj "$1" -o jsonpath="$2" 2>/dev/null; }
@@ -98,18 +100,18 @@ run_job() {
   timing "$name: $p after $(( $(date +%s) - t0 )) s"
 }
 
-# job_checksum NAME: the param_checksum every rank logged at step STEPS, when the job's worker
-# pods logged one each and all agree; empty otherwise (the lines found are printed).
+# job_checksum NAME [WORLD]: the param_checksum every rank logged at step STEPS, when the job's
+# WORLD (2) worker pods logged one each and all agree; empty otherwise (the lines found are printed).
 job_checksum() {
-  local pod sums="" lines=0 line
+  local pod sums="" lines=0 line world=${2:-2}
   for pod in $(kubectl -n "$NS" get pods -l "ddp.dev/job-name=$1" -o jsonpath='{.items[*].metadata.name}'); do
-    line=$(kubectl -n "$NS" logs "$pod" 2>/dev/null | grep -Eo "summary rank=[0-9]+ world_size=2 step=$STEPS .*param_checksum=[0-9a-f]+" | tail -n 1)
+    line=$(kubectl -n "$NS" logs "$pod" 2>/dev/null | grep -Eo "summary rank=[0-9]+ world_size=$world step=$STEPS .*param_checksum=[0-9a-f]+" | tail -n 1)
     [ -n "$line" ] || continue
     lines=$((lines + 1))
     sums+="${line##*param_checksum=}"$'\n'
     echo "$pod: ${line%% tokens_per_s*} ... param_checksum=${line##*param_checksum=}" >&2
   done
-  [ "$lines" -eq 2 ] && [ "$(sort -u <<<"${sums%$'\n'}" | wc -l)" -eq 1 ] && echo "${sums%%$'\n'*}"
+  [ "$lines" -eq "$world" ] && [ "$(sort -u <<<"${sums%$'\n'}" | wc -l)" -eq 1 ] && echo "${sums%%$'\n'*}"
 }
 
 # stalls NAME: each "recovered in Xs" a trainer of the job logged (the survivors' stall, from the

@@ -3,6 +3,8 @@
 # kit's node, any cluster with the project's images loaded). It installs the chart, runs the
 # quickstart's job (examples/mingpt-kind.yaml, step counts shortened) and checks, through the API
 # and pod logs, what docs/quickstart-kind.md promises:
+#   schema      a template with a mistyped field (containerPort "9400", an env name 5) is refused
+#               by the API server (the CRD's pod template schema), even with --validate=false
 #   reference   recovery Restart, undisturbed: Succeeded, equal checksums, the reference checksum
 #   inplace     the quickstart job: a scripted trainer kill heals in place; `kubectl delete pod`
 #               worker-1, then worker-0, each replaced alone in round 0 and healed; progress and
@@ -11,6 +13,10 @@
 #   all-inplace every worker pod deleted at once mid-run, recovery InPlace: Succeeded at the last
 #               step with the reference checksum (issue 31's false success)
 #   all-restart the same under recovery Restart
+#   spare       spares: 1, worker-0 deleted mid-run: the spare takes rank 0 in round 0, Succeeded
+#               with the reference checksum
+#   resize      spec.elastic 2..3, `kubectl scale ddpj --replicas=3` mid-run: training goes on at
+#               world size 3 (the time it took is printed) and Succeeded, the 3 ranks agreeing
 #
 # Exit 0: every check passed; 1: a check failed (each is listed); 77: skipped, with the reason
 # (no cluster, no kubectl, no helm or helmlite, no images). Timings (pod start latency, each
@@ -26,7 +32,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
 STEPS=${E2E_STEPS:-1200}
 JOB_TIMEOUT=${E2E_TIMEOUT:-600}
-ONLY=${E2E_ONLY:-reference inplace all-inplace all-restart}
+ONLY=${E2E_ONLY:-schema reference inplace spare resize all-inplace all-restart}
 NS=ddp-e2e-$(date +%s)
 
 command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH"
@@ -65,6 +71,9 @@ for scenario in $ONLY; do
     inplace) scenario_inplace ;;
     all-inplace) scenario_all_pods InPlace ;;
     all-restart) scenario_all_pods Restart ;;
+    spare) scenario_spare ;;
+    schema) scenario_schema ;;
+    resize) scenario_resize ;;
     *) fail_hard "unknown scenario $scenario" ;;
   esac
 done

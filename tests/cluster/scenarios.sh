@@ -1,4 +1,5 @@
 # The disturbed jobs of tests/cluster/run.sh. Sourced after lib.sh.
+# shellcheck disable=SC2034  # EXTRA_SED is read by manifest (lib.sh)
 
 # ---- the quickstart job: a scripted kill, then worker-1 deleted, then worker-0 deleted.
 IP_STATE=0 IP_OLD_UID="" IP_DEL_AT=0 IP_SEEN_STEP=0 IP_SEEN_ETA="" IP_SCRAPED=0 IP_ROUNDS=""
@@ -83,4 +84,71 @@ scenario_all_pods() {
   check "$name: every rank ended at step $STEPS with one checksum (${sum:-none})" [ -n "$sum" ]
   [ -z "$REF" ] || check "$name: the checksum of the undisturbed run ($REF)" [ "$sum" = "$REF" ]
   while read -r line; do [ -z "$line" ] || timing "$name heal stall: $line"; done < <(stalls "$name")
+}
+
+# ---- a spare takes the rank of a deleted pod: nobody waits for a replacement pod.
+SP_DONE=0 SP_AT=0
+spare_hook() {
+  local name=$1 step=$2
+  [ "$SP_DONE" = 0 ] && [ "$step" -ge $((STEPS * 45 / 100)) ] || return 0
+  [ -n "$(uid_of "$name" "$name-spare-0")" ] || return 0  # the spare is up
+  say "deleting $name-worker-0 at step $step (the spare is Running)"
+  kubectl -n "$NS" delete pod "$name-worker-0" --wait=false >/dev/null
+  SP_DONE=1 SP_AT=$step
+}
+
+scenario_spare() {
+  local name=spare sum
+  EXTRA_SED=(-e 's/^    recovery: InPlace$/    recovery: InPlace\n    spares: 1/')
+  run_job "$name" InPlace none spare_hook
+  EXTRA_SED=()
+  sum=$(job_checksum "$name")
+  check "spare: worker-0 deleted mid-run with the spare Running (at step $SP_AT)" [ "$SP_DONE" = 1 ]
+  check "spare: Succeeded" [ "$(phase "$name")" = Succeeded ]
+  check "spare: still round 0" [ "$(jget "$name" '{.status.round}')" = 0 ]
+  check "spare: the spare logged taking rank 0" \
+    grep -q 'node rank 0: rank 0' <(kubectl -n "$NS" logs "$name-spare-0" 2>/dev/null)
+  check "spare: every rank ended at step $STEPS with one checksum (${sum:-none})" [ -n "$sum" ]
+  [ -z "$REF" ] || check "spare: the checksum of the undisturbed run ($REF)" [ "$sum" = "$REF" ]
+  while read -r line; do [ -z "$line" ] || timing "spare heal stall: $line"; done < <(stalls "$name")
+}
+
+# ---- a resize: kubectl scale from 2 to 3 mid-run (spec.elastic 2..3).
+RS_STATE=0 RS_AT=0 RS_T=0
+resize_hook() {
+  local name=$1 step=$2 ws
+  case $RS_STATE in
+    0) [ "$step" -ge $((STEPS * 30 / 100)) ] || return 0
+       say "kubectl scale ddpj $name --replicas=3 at step $step"
+       kubectl -n "$NS" scale ddpj "$name" --replicas=3 >/dev/null || return 0
+       RS_STATE=1 RS_AT=$step RS_T=$(date +%s) ;;
+    1) ws=$(jget "$name" '{.status.worldSize}')
+       [ "$ws" = 3 ] && [ "$step" -gt "$RS_AT" ] || return 0
+       timing "resize: scale 2 -> 3 at step $RS_AT -> training at world size 3 (step $step) after $(( $(date +%s) - RS_T )) s (round $(jget "$name" '{.status.round}'))"
+       RS_STATE=2 ;;
+  esac
+}
+
+scenario_resize() {
+  local name=resize sum
+  EXTRA_SED=(-e 's/^  replicas: 2$/  replicas: 2\n  elastic:\n    minReplicas: 2\n    maxReplicas: 3/')
+  run_job "$name" InPlace none resize_hook
+  EXTRA_SED=()
+  sum=$(job_checksum "$name" 3)
+  check "resize: scaled to 3 mid-run (at step $RS_AT)" [ "$RS_STATE" -ge 1 ]
+  check "resize: trained at world size 3 after the scale" [ "$RS_STATE" = 2 ]
+  check "resize: Succeeded" [ "$(phase "$name")" = Succeeded ]
+  check "resize: the 3 ranks ended at step $STEPS with one checksum (${sum:-none})" [ -n "$sum" ]
+}
+
+# ---- the API server refuses a template with mistyped fields (the CRD's pod template schema), so
+# no such object reaches the operator; a typo'd manifest never touches another job.
+scenario_schema() {
+  local out bad
+  for bad in 's/containerPort: 9400/containerPort: "9400"/' 's/- name: OMP_NUM_THREADS/- name: 5/'; do
+    out=$(manifest schema-typo InPlace none | sed -e "$bad" | kubectl -n "$NS" apply --validate=false -f - 2>&1)
+    check "schema: the API server refuses $bad (${out:0:200})" grep -qi invalid <<<"$out"
+    check "schema: no DDPJob was created for $bad" bash -c "! kubectl -n $NS get ddpj schema-typo"
+    kubectl -n "$NS" delete ddpj schema-typo --wait=false >/dev/null 2>&1
+  done
 }
