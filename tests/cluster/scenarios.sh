@@ -58,8 +58,8 @@ scenario_inplace() {
   check "inplace: an ETA in kubectl get (${IP_SEEN_ETA:-never})" [ -n "$IP_SEEN_ETA" ]
   reasons=$(kubectl -n "$NS" get events --field-selector "involvedObject.kind=DDPJob,involvedObject.name=$name" \
               -o jsonpath='{.items[*].reason}' 2>/dev/null | tr ' ' '\n' | sort -u | xargs)
-  check "inplace: events JobCreated, Running and Succeeded ($reasons)" \
-    bash -c "for r in JobCreated Running Succeeded; do grep -qw \$r <<<'$reasons' || exit 1; done"
+  check "inplace: events JobCreated, Running and AllPodsSucceeded ($reasons)" \
+    bash -c "for r in JobCreated Running AllPodsSucceeded; do grep -qw \$r <<<'$reasons' || exit 1; done"
   while read -r line; do [ -z "$line" ] || timing "inplace heal stall: $line"; done < <(stalls "$name")
 }
 
@@ -148,7 +148,7 @@ scenario_schema() {
   for bad in 's/containerPort: 9400/containerPort: "9400"/' 's/- name: OMP_NUM_THREADS/- name: 5/'; do
     out=$(manifest schema-typo InPlace none | sed -e "$bad" | kubectl -n "$NS" apply --validate=false -f - 2>&1)
     check "schema: the API server refuses $bad (${out:0:200})" grep -qi invalid <<<"$out"
-    check "schema: no DDPJob was created for $bad" bash -c "! kubectl -n $NS get ddpj schema-typo"
+    check "schema: no DDPJob was created for $bad" bash -c "! kubectl -n $NS get ddpj schema-typo >/dev/null 2>&1"
     kubectl -n "$NS" delete ddpj schema-typo --wait=false >/dev/null 2>&1
   done
 }
