@@ -11,6 +11,9 @@
 #   all-inplace every worker pod deleted at once mid-run, recovery InPlace: Succeeded at the last
 #               step with the reference checksum (issue 31's false success)
 #   all-restart the same under recovery Restart
+#   node-worker-freeze, node-store-worker-freeze, node-store-worker-kill, node-store-freeze,
+#               node-drain: a whole node lost under the job (tests/cluster/node_loss.sh; they run
+#               only when DDP_E2E_LOSE_NODE and the commands to lose and restore it are set)
 #
 # Exit 0: every check passed; 1: a check failed (each is listed); 77: skipped, with the reason
 # (no cluster, no kubectl, no helm or helmlite, no images). Timings (pod start latency, each
@@ -23,10 +26,11 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/cluster/lib.sh"
 . "$ROOT/tests/cluster/scenarios.sh"
+. "$ROOT/tests/cluster/node_loss.sh"
 
 STEPS=${E2E_STEPS:-1200}
 JOB_TIMEOUT=${E2E_TIMEOUT:-600}
-ONLY=${E2E_ONLY:-reference inplace all-inplace all-restart}
+ONLY=${E2E_ONLY:-reference inplace all-inplace all-restart node-worker-freeze node-store-worker-freeze node-store-worker-kill node-store-freeze node-drain}
 NS=ddp-e2e-$(date +%s)
 
 command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH"
@@ -65,6 +69,11 @@ for scenario in $ONLY; do
     inplace) scenario_inplace ;;
     all-inplace) scenario_all_pods InPlace ;;
     all-restart) scenario_all_pods Restart ;;
+    node-worker-freeze) scenario_node_loss "$scenario" freeze worker-1 ;;
+    node-store-worker-freeze) scenario_node_loss "$scenario" freeze rendezvous worker-1 ;;
+    node-store-worker-kill) scenario_node_loss "$scenario" kill rendezvous worker-1 ;;
+    node-store-freeze) scenario_node_loss "$scenario" freeze rendezvous ;;
+    node-drain) scenario_node_loss "$scenario" drain rendezvous worker-1 ;;
     *) fail_hard "unknown scenario $scenario" ;;
   esac
 done
