@@ -255,8 +255,6 @@ void GroupMembership::Watch(Communicator* comm) {
 void GroupMembership::WatchLoop() {
   c10::intrusive_ptr<c10d::Store> ws;
   auto next_open = Clock::now();
-  std::string epoch;
-  int64_t rebased = -1;  // in a new epoch: the generation when we first saw it
   while (!quit_.load()) {
     std::this_thread::sleep_for(kWatchInterval);
     if (!ws) {
@@ -275,12 +273,10 @@ void GroupMembership::WatchLoop() {
       std::lock_guard<std::mutex> lock(watch_mu_);
       if (watched_ == nullptr) continue;
       if (now_epoch != watched_epoch_) {
-        // The store was replaced under a running generation: the new one counts afresh.
-        if (epoch != now_epoch) {
-          epoch = now_epoch;
-          rebased = g;
-        }
-        if (g > rebased) why = "the group moved on (new store)";
+        // The store was replaced under a running generation: the new one counts afresh from 0,
+        // and any generation past it means the membership changed (its authority declared an
+        // old member lost: rejoin.h), however late this watcher first saw the new store.
+        if (g > 0) why = "the group moved on (new store)";
       } else if (g > watched_generation_) {
         why = "generation " + std::to_string(watched_generation_) + " ended";
       }

@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "worker/comm/work_util.h"
 #include "worker/group/keys.h"
+#include "worker/group/rejoin.h"
 
 namespace ddp::worker::group {
 namespace {
@@ -84,6 +85,11 @@ Status PodClient::Open(int holding, Clock::time_point deadline) {
     }
     try {
       c10d::Store& st = **s;
+      // A store that replaced the one this pod was in: its authority learns the old membership
+      // from the survivors (rejoin.h), before they are listed.
+      if (!epoch_.empty() && !members_.empty() && GetOr(st, kEpochKey) != epoch_) {
+        st.set(PodKey(settings_.pod_name, "members"), Bytes(members_));
+      }
       // Registration: identity and node rank first, then the list entry the authority reads.
       st.set(PodKey(settings_.pod_name, "id"), Bytes(identity_));
       st.set(PodKey(settings_.pod_name, "home"), Bytes(std::to_string(holding)));
@@ -144,6 +150,9 @@ PodPoll PodClient::Poll(int holding, const std::vector<int>& ranks) {
     for (int r : ranks) {
       if (std::string id = GetOr(s, StallKey(r)); !id.empty()) p.stalls[r] = id;
     }
+    if (polls_++ % 10 == 0) {
+      if (std::string m = GetOr(s, kMembersKey); !m.empty()) members_ = std::move(m);
+    }
   } catch (const std::exception& e) {
     DDP_LOG(WARNING) << "supervisor: store: " << BackendErrorText(e);
     failed_ = true;
@@ -153,6 +162,7 @@ PodPoll PodClient::Poll(int holding, const std::vector<int>& ranks) {
 }
 
 Status PodClient::SetLeaving() {
+  if (!store_) return Status::Unavailable("supervisor: no store");  // between stores
   try {
     store_->set(LeavingKey(identity_), Bytes("1"));
   } catch (const std::exception& e) {
@@ -163,6 +173,7 @@ Status PodClient::SetLeaving() {
 }
 
 Status PodClient::SetTrainer(int rank, const std::string& trainer_identity) {
+  if (!store_) return Status::Unavailable("supervisor: no store");  // between stores
   try {
     store_->set(TrainerKey(rank, "id"), Bytes(trainer_identity));
     store_->add(kRegistrationsKey, 1);
@@ -174,6 +185,7 @@ Status PodClient::SetTrainer(int rank, const std::string& trainer_identity) {
 }
 
 Status PodClient::MarkDone(int rank) {
+  if (!store_) return Status::Unavailable("supervisor: no store");  // between stores
   try {
     store_->set(DoneKey(rank), Bytes("1"));
     store_->add(kRegistrationsKey, 1);

@@ -68,6 +68,10 @@ class PodClient {
   std::string metrics_addr_;
   std::string identity_;
   std::string epoch_;  // the store's, as registered (a replaced rendezvous pod's store has another)
+  // The store's kMembersKey as last read (every few polls): handed to a store that replaces
+  // this one, so that its authority knows whom to wait for (rejoin.h).
+  std::string members_;
+  int polls_ = 0;
   c10::intrusive_ptr<c10d::Store> store_;
   std::unique_ptr<PresenceClient> presence_;
   bool failed_ = false;
