@@ -11,6 +11,7 @@
 #include "worker/group/authority_loop.h"
 #include "worker/group/fenced_store.h"
 #include "worker/group/keys.h"
+#include "worker/group/pod_client.h"
 
 namespace ddp::worker::group {
 namespace {
@@ -57,7 +58,18 @@ const char* GroupEndName(GroupEnd e) {
 
 GroupMembership::GroupMembership(StoreOpener open, int rank, int size, MemberIdentity id,
                                  std::chrono::milliseconds timeout, CommunicatorMaker make)
-    : open_(std::move(open)),
+    : open_([open = std::move(open)]() -> StatusOr<c10::intrusive_ptr<c10d::Store>> {
+        // Every connection's reads bounded (pod_client.h BoundFirstRead): a frozen store must
+        // not hold the watcher, nor a trainer that finished and joins it, for good.
+        auto s = open();
+        if (!s.ok()) return s;
+        try {
+          BoundFirstRead(**s, std::chrono::seconds(10));
+        } catch (const std::exception& e) {
+          return Status::Unavailable("membership: the store does not answer: " + BackendErrorText(e));
+        }
+        return s;
+      }),
       rank_(rank),
       size_(size),
       id_(std::move(id)),

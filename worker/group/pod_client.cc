@@ -22,6 +22,12 @@ std::string GetOr(c10d::Store& s, const std::string& key) {
 
 }  // namespace
 
+void BoundFirstRead(c10d::Store& store, std::chrono::milliseconds timeout) {
+  // A new client's reads wait without a limit until a wait() sets one: against a frozen store
+  // (it accepts connections and answers nothing) the first check would block for good.
+  store.wait({kEpochKey}, timeout);
+}
+
 StatusOr<c10::intrusive_ptr<c10d::Store>> OpenGroupStore(const GroupSettings& settings,
                                                          std::chrono::milliseconds timeout) {
   const std::string where = settings.store_addr + ":" + std::to_string(settings.rendezvous.master_port);
@@ -32,8 +38,10 @@ StatusOr<c10::intrusive_ptr<c10d::Store>> OpenGroupStore(const GroupSettings& se
     opts.waitWorkers = false;
     opts.timeout = timeout;
     auto tcp = c10::make_intrusive<c10d::TCPStore>(settings.store_addr, opts);
-    return c10::intrusive_ptr<c10d::Store>(
-        c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(settings.rendezvous.round), tcp));
+    c10::intrusive_ptr<c10d::Store> store =
+        c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(settings.rendezvous.round), tcp);
+    BoundFirstRead(*store, timeout);
+    return store;
   } catch (const std::exception& e) {
     return Status::Unavailable("the group's store " + where + " is unreachable: " +
                                BackendErrorText(e));

@@ -78,9 +78,14 @@ class PodClient {
 };
 
 // A new connection to the round's store at settings.store_addr (round-prefixed), waiting at
-// most `timeout` to connect. Unavailable when it cannot.
+// most `timeout` to connect and for its first answer. Unavailable when it cannot.
 StatusOr<c10::intrusive_ptr<c10d::Store>> OpenGroupStore(const GroupSettings& settings,
                                                          std::chrono::milliseconds timeout);
+
+// Waits at most `timeout` for the store's epoch key: a connection's reads are bounded only
+// after a wait() (c10d's client); a store that does not answer throws. Call on every new
+// connection before any other read.
+void BoundFirstRead(c10d::Store& store, std::chrono::milliseconds timeout);
 
 }  // namespace ddp::worker::group
 
