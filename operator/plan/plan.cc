@@ -398,6 +398,8 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
   own.pod_group = seen.pod_group;
   own.pod_group_api_missing = seen.pod_group_api_missing;
   own.network_policy_exists = seen.network_policy_exists;
+  own.nodes = seen.nodes;  // suspect_nodes.h
+  own.rendezvous_reads = seen.rendezvous_reads;  // silent_rendezvous.h
   std::vector<std::string> foreign;
   const bool expect_finish = ExpectsFinishMessage(job, seen);
   for (const ObservedPod& pod : seen.pods) {
