@@ -209,6 +209,25 @@ StatusOr<DDPJobStatus> ParseStatusJson(const json& s) {
     out.last_failure = f;
   }
   DDP_RETURN_IF_ERROR(internal::ParseProgress(s, &out.progress));
+  // Written by the operator alone; an entry that is not one (hand-edited) is dropped, not an
+  // error: forgetting a suspect node costs at most a pod placed on it again.
+  auto suspects = s.find("suspectNodes");
+  if (suspects != s.end() && suspects->is_array()) {
+    for (const json& e : *suspects) {
+      if (!e.is_object() || !e.contains("name") || !e["name"].is_string() ||
+          !e.contains("since") || !e["since"].is_string()) {
+        continue;
+      }
+      const std::string name = e["name"].get<std::string>();
+      StatusOr<TimePoint> since = ParseTime(e["since"].get<std::string>());
+      if (name.empty() || name.size() > 253 || !since.ok()) continue;
+      out.suspect_nodes.push_back({name, *since});
+    }
+    if (out.suspect_nodes.size() > kMaxSuspectNodes) {
+      out.suspect_nodes.erase(out.suspect_nodes.begin(),
+                              out.suspect_nodes.end() - static_cast<std::ptrdiff_t>(kMaxSuspectNodes));
+    }
+  }
   return out;
 }
 
@@ -366,6 +385,13 @@ json StatusToJson(const DDPJobStatus& s) {
     out["lastFailure"] = lf;
   }
   if (s.progress) out["progress"] = internal::ProgressToJson(*s.progress);
+  if (!s.suspect_nodes.empty()) {
+    json list = json::array();
+    for (const SuspectNode& n : s.suspect_nodes) {
+      list.push_back({{"name", SanitizeUtf8(n.name)}, {"since", FormatTime(n.since)}});
+    }
+    out["suspectNodes"] = list;
+  }
   out["selector"] = s.selector;
   if (s.start_time) out["startTime"] = FormatTime(*s.start_time);
   if (s.completion_time) out["completionTime"] = FormatTime(*s.completion_time);
@@ -385,7 +411,8 @@ json ToJson(const DDPJob& job) {
   // A manifest without status stays without one until the operator has something to say.
   if (out.contains("status") || job.status != DDPJobStatus{}) {
     json st = Overlay(out, "status");
-    for (const char* optional_key : {"lastFailure", "progress", "startTime", "completionTime", "phase"}) {
+    for (const char* optional_key :
+         {"lastFailure", "progress", "startTime", "completionTime", "phase", "suspectNodes"}) {
       st.erase(optional_key);  // absent in the struct -> absent on the wire
     }
     const json fresh = StatusToJson(job.status);

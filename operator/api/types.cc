@@ -84,7 +84,7 @@ bool DDPJobStatus::operator==(const DDPJobStatus& o) const {
          restarts == o.restarts && disruptions == o.disruptions &&
          recoveries == o.recoveries && spares == o.spares && ready_spares == o.ready_spares &&
          last_failure == o.last_failure &&
-         progress == o.progress &&
+         progress == o.progress && suspect_nodes == o.suspect_nodes &&
          selector == o.selector && start_time == o.start_time &&
          completion_time == o.completion_time;
 }

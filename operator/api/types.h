@@ -156,6 +156,17 @@ struct LastFailure {
   bool operator!=(const LastFailure& o) const { return !(*this == o); }
 };
 
+// A node a pod of the job was lost on (status.suspectNodes): its group declared the pod lost, or
+// the node went NotReady/unreachable under it. Pods of the job are kept off it until the node
+// proves itself alive again (operator/plan/suspect_nodes.h).
+struct SuspectNode {
+  std::string name;
+  TimePoint since{};  // when the operator saw the loss
+  bool operator==(const SuspectNode& o) const { return name == o.name && since == o.since; }
+};
+// At most this many are remembered (the oldest go first): a bound on what a pod spec carries.
+inline constexpr size_t kMaxSuspectNodes = 16;
+
 // Rank 0's training progress as the operator last wrote it (status.progress), read from the
 // worker's /metrics. Absent for jobs whose pods export no ddp-worker metrics.
 struct Progress {
@@ -189,6 +200,7 @@ struct DDPJobStatus {
   int ready_spares = 0;  // of them, idle and ready to take a rank
   std::optional<LastFailure> last_failure;
   std::optional<Progress> progress;
+  std::vector<SuspectNode> suspect_nodes;  // oldest first
   std::string selector;
   std::optional<TimePoint> start_time;
   std::optional<TimePoint> completion_time;

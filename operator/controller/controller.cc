@@ -318,6 +318,7 @@ Status Controller::Reconcile(const std::string& key) {
     if (job.ok()) {
       plan::Observed seen = Observe(key);
       ObserveProgress(*job, &seen);
+      ObserveSuspectNodes(*job, &seen);
       p = plan::PlanReconcile(*job, seen, std::chrono::system_clock::now(), options_.plan);
     } else {
       // A spec the CRD schema let through (stored before a CRD change): fail the job with a

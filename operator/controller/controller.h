@@ -115,6 +115,8 @@ class Controller {
   // until the node informer has listed once (no permission: never), so a pod is never
   // force-deleted on a guess.
   void ObserveNodes(plan::Observed* seen) const;
+  // The health of the nodes in job.status.suspectNodes (plan/suspect_nodes.h), once synced.
+  void ObserveSuspectNodes(const api::DDPJob& job, plan::Observed* seen) const;
 
   KubeClient* client_;
   OperatorMetrics* metrics_;

@@ -32,6 +32,13 @@ void Controller::OnNodeChange(const std::string& node, const plan::NodeHealth* o
   }
 }
 
+void Controller::ObserveSuspectNodes(const api::DDPJob& job, plan::Observed* seen) const {
+  if (!node_informer_->HasSynced()) return;
+  for (const api::SuspectNode& s : job.status.suspect_nodes) {
+    if (std::optional<plan::NodeHealth> health = nodes_.Get(s.name)) seen->nodes[s.name] = *health;
+  }
+}
+
 void Controller::ObserveNodes(plan::Observed* seen) const {
   if (!node_informer_->HasSynced()) return;
   for (plan::ObservedPod& pod : seen->pods) {

@@ -45,6 +45,9 @@ void Controller::ObserveProgress(const api::DDPJob& job, plan::Observed* seen) {
     seen->progress = plan::ObservedProgress{s->round, s->snapshot};
   }
   if (auto g = scraper_->GetGroup(key)) seen->group = plan::ObservedGroup{g->first, g->second};
+  if (auto r = scraper_->Reads(key); r && in_place) {
+    seen->rendezvous_reads = plan::RendezvousReads{r->pod_uid, r->last_ok, r->failing};
+  }
   ObserveStragglers(job, *rank0);
 }
 

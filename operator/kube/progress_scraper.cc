@@ -77,6 +77,13 @@ std::optional<std::pair<int, metrics::GroupScrape>> ProgressScraper::GetGroup(
   return std::make_pair(it->second.target.round, it->second.last_page.group);
 }
 
+std::optional<PageReads> ProgressScraper::Reads(const std::string& key) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end() || !it->second.last_ok) return std::nullopt;
+  return PageReads{it->second.target.pod_uid, *it->second.last_ok, it->second.failing};
+}
+
 std::vector<BusyRead> ProgressScraper::TakeBusyReads(const std::string& key) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = entries_.find(key);
@@ -171,6 +178,19 @@ void ProgressScraper::Loop() {
     if (slow) {
       const int factor = std::min(kMaxBackoff, 1 << std::min(e.slow_streak - 1, 3));
       e.next_due = now + interval * factor;
+    }
+    // Answered (kept or refused) or not: how long a pod has been silent (silent_rendezvous.h).
+    if (result != ScrapeResult::kError) {
+      e.last_ok = std::chrono::system_clock::now();
+      e.failing = false;
+    } else if (e.last_ok && !e.failing) {
+      e.failing = true;
+      if (target.group && on_advance_) {  // its planner arms the liveness deadline
+        l.unlock();
+        on_advance_(key);
+        l.lock();
+        continue;
+      }
     }
     if (result == ScrapeResult::kRefused) {
       if (e.refusal != read.status().message()) {

@@ -76,6 +76,14 @@ inline constexpr char kMetricsRefusedReason[] = "MetricsRefused";
 // (past a cap, or a value out of range).
 enum class ScrapeResult { kOk, kError, kRefused };
 
+// Whether a target still answers: an answer (a page kept or refused) sets last_ok; a read that
+// got none after it sets failing (the first such read of a group target wakes the job).
+struct PageReads {
+  std::string pod_uid;
+  std::chrono::system_clock::time_point last_ok{};
+  bool failing = false;
+};
+
 // Every rank's cumulative busy time as of one page (WorkerScrape::busy_by_rank).
 using BusyRead = std::map<int, metrics::RankStepTime>;
 
@@ -113,6 +121,8 @@ class ProgressScraper {
   // the last page had none.
   std::optional<std::pair<int, metrics::GroupScrape>> GetGroup(const std::string& key) const;
   size_t Tracked() const;
+  // How `key`'s reads went; nullopt when it is not tracked or never answered.
+  std::optional<PageReads> Reads(const std::string& key) const;
   // Why `key`'s last page was refused, the first time it is asked after a refusal that followed
   // a kept page (or the first read); nullopt otherwise, and while the refusal goes on.
   std::optional<std::string> RefusalToReport(const std::string& key);
@@ -137,6 +147,8 @@ class ProgressScraper {
     int slow_streak = 0;                 // consecutive slow or refused reads
     std::optional<std::string> refusal;  // the last page's, when it was refused
     bool refusal_reported = false;
+    std::optional<std::chrono::system_clock::time_point> last_ok;  // the last answer
+    bool failing = false;  // a read after last_ok got no answer
   };
   void Loop();
   // The entry due first that no thread is reading and the suspects' quota allows; end() if none.

@@ -128,6 +128,9 @@ class LocalRun {
   std::string tracked_uid_;
   int tracked_round_ = -1;
   plan::ObservedGroup group_;  // the rendezvous pod's last report (recovery InPlace)
+  // Whether the rendezvous pod's page still answers (plan/silent_rendezvous.h): a frozen one
+  // (SIGSTOP) is replaced after the liveness timeout, as in a cluster.
+  std::optional<plan::RendezvousReads> rendezvous_reads_;
   StragglerWatch stragglers_;
   bool finished_ = false;
 };
@@ -229,6 +232,7 @@ void LocalRun::Reconcile() {
   plan::Observed seen = executor_->Observe();
   if (tracker_.snapshot()) seen.progress = plan::ObservedProgress{tracked_round_, *tracker_.snapshot()};
   if (group_.report.present) seen.group = group_;
+  seen.rendezvous_reads = rendezvous_reads_;
   plan::PlanOptions options;
   options.gang = LocalGang();
   plan::Plan plan = plan::PlanReconcile(job_, seen, std::chrono::system_clock::now(), options);
@@ -293,6 +297,16 @@ void LocalRun::RefreshStatusLine() {
     const LocalPod* rdzv = executor_->AliveRendezvous(job_.status.round);
     if (const LocalPod* rank0 = rdzv ? rdzv : executor_->AliveRank0(job_.status.round)) {
       StatusOr<std::string> page = HttpGet("127.0.0.1", rank0->metrics_port, "/metrics", 300);
+      if (rdzv) {
+        auto& r = rendezvous_reads_;
+        if (!r || r->pod_uid != rdzv->uid) r = plan::RendezvousReads{rdzv->uid, {}, false};
+        if (page.ok()) {
+          r->last_ok = std::chrono::system_clock::now();
+          r->failing = false;
+        } else if (r->last_ok != plan::TimePoint{}) {
+          r->failing = true;
+        }
+      }
       if (page.ok()) {
         WorkerProgress p = ParseWorkerProgress(page.value());
         if (p.group.present) {

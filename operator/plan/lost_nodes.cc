@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/group_contract.h"
+#include "operator/api/time_format.h"
 
 namespace ddp::plan {
 namespace {
@@ -36,6 +37,12 @@ NodeHealth ObserveNode(const json& node) {
     for (const json& c : conditions) {
       if (Str(c, "type") != "Ready") continue;
       const std::string status = Str(c, "status");
+      if (status == "True") {
+        for (const char* key : {"lastHeartbeatTime", "lastTransitionTime"}) {
+          StatusOr<TimePoint> t = api::ParseTime(Str(c, key));
+          if (t.ok() && (!h.ready_heartbeat || *t > *h.ready_heartbeat)) h.ready_heartbeat = *t;
+        }
+      }
       if (status == "False" || status == "Unknown") {
         h.lost = true;
         const std::string reason = Str(c, "reason");

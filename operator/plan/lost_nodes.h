@@ -24,16 +24,10 @@ inline constexpr char kTaintUnreachable[] = "node.kubernetes.io/unreachable";
 inline constexpr char kTaintNotReady[] = "node.kubernetes.io/not-ready";
 inline constexpr char kTaintOutOfService[] = "node.kubernetes.io/out-of-service";
 
-// What the operator keeps of a Node object.
-struct NodeHealth {
-  bool lost = false;
-  std::string why;  // when lost: "Ready=Unknown (NodeStatusUnknown)", "tainted ...unreachable"
-  bool operator==(const NodeHealth& o) const { return lost == o.lost && why == o.why; }
-};
-
-// Reads a Node. Lost: its Ready condition is False or Unknown, or it carries one of the taints
-// above (any effect). A node without a Ready condition yet (just registered) is not lost. Never
-// throws: a malformed object reads as not lost.
+// Reads a Node (NodeHealth: plan.h). Lost: its Ready condition is False or Unknown, or it carries
+// one of the taints above (any effect). A node without a Ready condition yet (just registered) is
+// not lost. ready_heartbeat: the later of the Ready=True condition's lastHeartbeatTime and
+// lastTransitionTime. Never throws: a malformed object reads as not lost.
 NodeHealth ObserveNode(const nlohmann::json& node);
 
 // The decision for one pod of the job.

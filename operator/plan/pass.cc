@@ -13,6 +13,7 @@
 #include "operator/plan/names.h"
 #include "operator/plan/progress.h"
 #include "operator/plan/replace.h"
+#include "operator/plan/suspect_nodes.h"
 #include "operator/plan/unschedulable.h"
 
 namespace ddp::plan::internal {
@@ -169,6 +170,7 @@ void CreateMissing(Pass* p, bool hold_pods) {
   // spares in the gang: a round is all of them or none).
   auto create = [&](nlohmann::json pod) {
     AddGangKeys(at_creation, p->gang, p->round, p->size, &pod);
+    AvoidNodes(SuspectNames(p->st), &pod);  // suspect_nodes.h
     p->plan.creates.push_back(std::move(pod));
   };
   if (!hold_pods && InPlace(*p) && free_name(RendezvousPodName(p->job))) {

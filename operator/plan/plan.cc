@@ -10,8 +10,10 @@
 //      resize, or shrink on pending timeout; with recovery InPlace a failed or lost pod other
 //      than pod 0 is replaced alone in the same round instead (replace.h);
 //   7. always: delete pods of other rounds, create or patch the PodGroup (gang scheduling),
-//      create or delete the NetworkPolicy (network_policy.h), create missing names (after the restart backoff), force-delete pods lost with their node
-//      or fenced by the group (lost_nodes.h), summarize the status.
+//      create or delete the NetworkPolicy (network_policy.h), replace a silent rendezvous pod
+//      (silent_rendezvous.h), keep new pods off suspect nodes (suspect_nodes.h), create missing
+//      names (after the restart backoff), force-delete pods lost with their node or fenced by
+//      the group (lost_nodes.h), summarize the status.
 // Before 5, the gang: a round waiting for admission or for its PodGroup is Pending with
 // condition Queued, and the deadline and the pending timeout do not run (gang_pass.h).
 #include "operator/plan/plan.h"
@@ -32,6 +34,8 @@
 #include "operator/plan/pass.h"
 #include "operator/plan/replace.h"
 #include "operator/plan/round.h"
+#include "operator/plan/silent_rendezvous.h"
+#include "operator/plan/suspect_nodes.h"
 #include "operator/plan/progress.h"
 
 namespace ddp::plan {
@@ -394,6 +398,8 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
   own.pod_group = seen.pod_group;
   own.pod_group_api_missing = seen.pod_group_api_missing;
   own.network_policy_exists = seen.network_policy_exists;
+  own.nodes = seen.nodes;  // suspect_nodes.h
+  own.rendezvous_reads = seen.rendezvous_reads;  // silent_rendezvous.h
   std::vector<std::string> foreign;
   const bool expect_finish = ExpectsFinishMessage(job, seen);
   for (const ObservedPod& pod : seen.pods) {
@@ -455,6 +461,8 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
   if (backing_off) internal::Requeue(&p, *backoff);
   internal::PlanPodGroup(&p);
   internal::PlanNetworkPolicy(&p, options.network_policy);
+  internal::ReplaceSilentRendezvous(&p);
+  internal::TrackSuspectNodes(&p, options);
   internal::CreateMissing(&p, backing_off || (p.gang_wait && p.gang_wait->hold_pods));
   internal::ForceDeleteLostPods(&p, options);
   internal::Summarize(&p);

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +62,23 @@ struct ObservedPod {
   std::vector<std::string> scheduling_gates;  // spec.schedulingGates[].name (Kueue's, ...)
 };
 
+// What the operator keeps of a Node object (lost_nodes.h ObserveNode reads one).
+struct NodeHealth {
+  bool lost = false;
+  std::string why;  // when lost: "Ready=Unknown (NodeStatusUnknown)", "tainted ...unreachable"
+  // Ready=True: its kubelet's last word (suspect_nodes.h: a node proves itself alive with it).
+  std::optional<TimePoint> ready_heartbeat;
+  // A heartbeat alone is no change worth a wake-up (the cache keeps the newest all the same).
+  bool operator==(const NodeHealth& o) const { return lost == o.lost && why == o.why; }
+};
+
+// How the operator's reads of the rendezvous pod's page went (recovery InPlace).
+struct RendezvousReads {
+  std::string pod_uid;  // the pod whose page was read
+  TimePoint last_ok{};  // the last page read from it
+  bool failing = false;  // a read since last_ok got no answer (refused pages are answers)
+};
+
 // The group of an InPlace job as its rendezvous pod last reported it, tagged with the round.
 struct ObservedGroup {
   int round = -1;
@@ -95,6 +113,11 @@ struct Observed {
   bool pod_group_api_missing = false;
   // The job's NetworkPolicy (named NetworkPolicyName(job)) exists (network_policy.h).
   bool network_policy_exists = false;
+  // The nodes named in status.suspectNodes that the operator knows (suspect_nodes.h); a node
+  // absent here is not known yet (no node watch: local mode, or not synced).
+  std::map<std::string, NodeHealth> nodes;
+  // Reads of the current rendezvous pod's page; absent: none tracked (silent_rendezvous.h).
+  std::optional<RendezvousReads> rendezvous_reads;
 };
 
 struct Delete {
@@ -142,6 +165,9 @@ struct PlanOptions {
   // The same for a current-round pod under recovery InPlace that its group has not fenced: the
   // operator cannot tell whether its process still trains, so it waits much longer.
   std::chrono::seconds unfenced_lost_pod_margin{300};
+  // A suspect node (suspect_nodes.h) still called Ready this long after the loss proved itself
+  // alive: past the node lifecycle controller's grace (40 s by default) it renewed its lease.
+  std::chrono::seconds suspect_node_proof{60};
   // The operator's gang scheduler (--gang-scheduler-name; gang.h).
   GangConfig gang;
   // Network isolation of jobs (--network-policy, --metrics-namespace; network_policy.h).

@@ -17,6 +17,9 @@
 #               with the reference checksum
 #   resize      spec.elastic 2..3, `kubectl scale ddpj --replicas=3` mid-run: training goes on at
 #               world size 3 (the time it took is printed) and Succeeded, the 3 ranks agreeing
+#   node-worker-freeze, node-store-worker-freeze, node-store-worker-kill, node-store-freeze,
+#               node-drain: a whole node lost under the job (tests/cluster/node_loss.sh; they run
+#               only when DDP_E2E_LOSE_NODE and the commands to lose and restore it are set)
 #
 # Exit 0: every check passed; 1: a check failed (each is listed); 77: skipped, with the reason
 # (no cluster, no kubectl, no helm or helmlite, no images). Timings (pod start latency, each
@@ -29,10 +32,11 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/cluster/lib.sh"
 . "$ROOT/tests/cluster/scenarios.sh"
+. "$ROOT/tests/cluster/node_loss.sh"
 
 STEPS=${E2E_STEPS:-1200}
 JOB_TIMEOUT=${E2E_TIMEOUT:-600}
-ONLY=${E2E_ONLY:-schema reference inplace spare resize all-inplace all-restart}
+ONLY=${E2E_ONLY:-schema reference inplace spare resize all-inplace all-restart node-worker-freeze node-store-worker-freeze node-store-worker-kill node-store-freeze node-drain}
 NS=ddp-e2e-$(date +%s)
 
 command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH"
@@ -74,6 +78,11 @@ for scenario in $ONLY; do
     spare) scenario_spare ;;
     schema) scenario_schema ;;
     resize) scenario_resize ;;
+    node-worker-freeze) scenario_node_loss "$scenario" freeze worker-1 ;;
+    node-store-worker-freeze) scenario_node_loss "$scenario" freeze rendezvous worker-1 ;;
+    node-store-worker-kill) scenario_node_loss "$scenario" kill rendezvous worker-1 ;;
+    node-store-freeze) scenario_node_loss "$scenario" freeze rendezvous ;;
+    node-drain) scenario_node_loss "$scenario" drain rendezvous worker-1 ;;
     *) fail_hard "unknown scenario $scenario" ;;
   esac
 done

@@ -255,5 +255,47 @@ TEST(ProgressScraper, StallingPodsDelayOnlyTheirOwnJobs) {
   EXPECT_LT(secs, 5.0);
 }
 
+// A rendezvous pod's page that stops answering (plan/silent_rendezvous.h): the time of its last
+// answer stays, failing is set by the first read without one and wakes the job once; an answer
+// (kept or refused) clears it.
+TEST(ProgressScraper, APageThatStopsAnsweringIsFailingSinceItsLastAnswerAndWakesTheJobOnce) {
+  std::atomic<bool> up{true};
+  std::atomic<int> wakes{0}, fetches{0};
+  ProgressScraperOptions o;
+  o.interval = milliseconds(20);
+  o.group_interval = milliseconds(20);
+  o.min_wake_interval = seconds(3600);  // advances wake nobody here
+  ProgressScraper s(
+      o, [&](const std::string&) { wakes.fetch_add(1); }, {},
+      [&](const std::string&, int, const std::string&, int) {
+        fetches.fetch_add(1);
+        if (!up.load()) return StatusOr<std::string>(Status::Unavailable("timed out"));
+        return StatusOr<std::string>(Page(1));
+      });
+  EXPECT_FALSE(s.Reads("ml/a").has_value());
+  s.Start();
+  ScrapeTarget t = Target("uid-r");
+  t.group = true;
+  s.Track("ml/a", t);
+  ASSERT_TRUE(PollUntil([&] { return s.Reads("ml/a").has_value(); }, seconds(10)));
+  EXPECT_EQ(s.Reads("ml/a")->pod_uid, "uid-r");
+  EXPECT_FALSE(s.Reads("ml/a")->failing);
+  const int before = wakes.load();
+  up = false;
+  ASSERT_TRUE(PollUntil([&] { return s.Reads("ml/a")->failing; }, seconds(10)));
+  const auto last_ok = s.Reads("ml/a")->last_ok;
+  ASSERT_TRUE(PollUntil([&] { return wakes.load() >= before + 1; }, seconds(10)));
+  // More failed reads: the same last answer, no second wake for the same silence.
+  const int seen = fetches.load();
+  ASSERT_TRUE(PollUntil([&] { return fetches.load() >= seen + 5; }, seconds(10)));
+  EXPECT_EQ(s.Reads("ml/a")->last_ok, last_ok);
+  EXPECT_EQ(wakes.load(), before + 1);
+  up = true;
+  ASSERT_TRUE(PollUntil([&] { return !s.Reads("ml/a")->failing; }, seconds(10)));
+  EXPECT_GT(s.Reads("ml/a")->last_ok, last_ok);
+  s.Forget("ml/a");
+  EXPECT_FALSE(s.Reads("ml/a").has_value());
+}
+
 }  // namespace
 }  // namespace ddp::controller

@@ -9,6 +9,7 @@
 
 #include "operator/plan/lost_nodes.h"
 #include "operator/plan/plan.h"
+#include "operator/plan/suspect_nodes.h"
 #include "tests/operator/planner_fixture.h"
 
 namespace ddp::plan::testing {
@@ -249,9 +250,12 @@ TEST(LostNodeScenario, InPlaceUnfencedWaitsTheLongMarginInTheSameRound) {
   EXPECT_EQ(replace.status->round, 2);
   EXPECT_EQ(replace.status->disruptions, 1);
   EXPECT_EQ(replace.status->recoveries, 0);
-  EXPECT_EQ(EventReasons(replace), (Strings{"PodReplaced"}));
+  // Its node becomes suspect (suspect_nodes.h): the replacement is kept off it.
+  EXPECT_EQ(EventReasons(replace), (Strings{"PodReplaced", internal::kReasonNodeSuspect}));
+  EXPECT_EQ(replace.status->suspect_nodes, (std::vector<api::SuspectNode>{{"n3", At(101)}}));
   EXPECT_TRUE(replace.deletes.empty());
-  EXPECT_EQ(replace.requeue_after, std::chrono::milliseconds(329000));  // At(430) - At(101)
+  // The first timer: n3 may prove itself alive at At(161); the margin ends at At(430).
+  EXPECT_EQ(replace.requeue_after, std::chrono::milliseconds(60000));
   Apply(replace, &job, &world, At(101));
 
   const Plan early = PlanReconcile(job, world, At(429), kOptions);
@@ -401,8 +405,12 @@ TEST(LostNodeScenario, SpareHoldingARankWaitsTheLongMarginLikeAWorker) {
   EXPECT_EQ(replace.status->round, 2);
   EXPECT_TRUE(SaysSomewhere(replace, "replacing pod mingpt-spare-0 (rank 1 disrupted"));
   EXPECT_TRUE(replace.deletes.empty());
-  EXPECT_EQ(replace.requeue_after, std::chrono::milliseconds(329000));  // At(430) - At(101)
+  // n3 may prove itself alive at At(161) (suspect_nodes.h), before the margin ends at At(430).
+  EXPECT_EQ(replace.requeue_after, std::chrono::milliseconds(60000));
   Apply(replace, &job, &world, At(101));
+  const Plan later = PlanReconcile(job, world, At(200), kOptions);
+  EXPECT_TRUE(later.deletes.empty());
+  EXPECT_EQ(later.requeue_after, std::chrono::milliseconds(230000));  // At(430) - At(200)
 
   EXPECT_TRUE(PlanReconcile(job, world, At(429), kOptions).deletes.empty());
   world.group->report.fenced = {{"mingpt-spare-0", "mingpt-spare-0-r2"}};
@@ -419,7 +427,14 @@ TEST(LostNodeScenario, NothingToForce) {
   Observed on_lost = GroupWorld(3, 2, 0, "Running");
   on_lost.pods[1] = OnLostNode(on_lost.pods[1]);
   const Plan kept = PlanReconcile(job, on_lost, At(1000), kOptions);
-  EXPECT_TRUE(kept.empty()) << kept.ToString();
+  EXPECT_TRUE(kept.deletes.empty()) << kept.ToString();
+  // Only its node is remembered as suspect (suspect_nodes.h); then nothing more.
+  ASSERT_TRUE(kept.status.has_value()) << kept.ToString();
+  EXPECT_EQ(kept.status->suspect_nodes, (std::vector<api::SuspectNode>{{"n3", At(1000)}}));
+  EXPECT_EQ(EventReasons(kept), (Strings{internal::kReasonNodeSuspect}));
+  job.status = *kept.status;
+  const Plan after = PlanReconcile(job, on_lost, At(1060), kOptions);
+  EXPECT_TRUE(after.empty()) << after.ToString();
 
   Observed foreign = GroupWorld(3, 2, 0, "Running");
   foreign.pods.push_back(

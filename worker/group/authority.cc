@@ -5,6 +5,7 @@
 #include <set>
 
 #include "worker/group/keys.h"
+#include "worker/group/rejoin.h"
 
 namespace ddp::worker::group {
 namespace {
@@ -91,6 +92,18 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
     w.a.log.push_back("pod " + name + " lost: " + why);
     if (int n = w.NodeOf(p.identity); n >= 0) w.Free(n, "pod " + name + " lost");
   }
+  // 1b. A replaced store: old members that did not register again in time (rejoin.h).
+  const RejoinDecision rejoin = DecideRejoin(v, s);
+  for (const auto& [n, id] : rejoin.lost) {
+    if (w.gone.count(id)) continue;
+    const std::string why = "did not register again with the new store within " +
+                            Seconds(RejoinWindowSeconds(s));
+    w.Fence(id, why);
+    w.a.verdicts.push_back({id, kVerdictFenced});
+    w.a.advance = true;  // the survivors may wait on it in a collective of the old store
+    w.a.log.push_back("pod " + PodOfIdentity(id) + " of node rank " + std::to_string(n) +
+                      " lost: " + why);
+  }
   // 2. Holders that are no longer live registered pods.
   for (int n = 0; n < s.nodes; ++n) {
     const std::string& h = w.holders[static_cast<size_t>(n)];
@@ -139,14 +152,16 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
     return w.Live(p.identity) && !p.leaving && w.NodeOf(p.identity) < 0;
   };
   for (int n = 0; n < s.nodes; ++n) {
-    if (!w.holders[static_cast<size_t>(n)].empty()) continue;
+    if (!w.holders[static_cast<size_t>(n)].empty() || rejoin.waiting.count(n)) continue;
     const std::string* pick = nullptr;
     for (const auto& [name, p] : v.pods) {
       if (idle(p) && p.home_node == n) pick = &name;
     }
     // At start-up a rank waits for its own pod (a spare taking it would shuffle every rank),
     // unless that pod does not come.
-    const bool held_before = static_cast<size_t>(n) < v.ever_held.size() && v.ever_held[static_cast<size_t>(n)];
+    const bool held_before =
+        (static_cast<size_t>(n) < v.ever_held.size() && v.ever_held[static_cast<size_t>(n)]) ||
+        v.previous.count(n) > 0;
     const bool spare_may = held_before || v.unformed_seconds > s.liveness_seconds;
     for (auto it = v.pods.begin(); spare_may && pick == nullptr && it != v.pods.end(); ++it) {
       const PodView& p = it->second;

@@ -27,6 +27,9 @@
 //      arrived abandons the group (a store that replaced a lost rendezvous pod has no arrivals
 //      while the group trains on: nothing to abandon);
 //   8. every rank done: finished.
+// And for a store that replaced a lost rendezvous pod (rejoin.h): a member of the old store that
+// has not registered again within the rejoin window is lost like in rule 1 (fenced, the
+// generation moves on, its node rank may go to a spare); until then its node rank waits for it.
 #ifndef DDP_WORKER_GROUP_AUTHORITY_H_
 #define DDP_WORKER_GROUP_AUTHORITY_H_
 
@@ -75,6 +78,10 @@ struct GroupView {
   bool finished = false;
   int done_ranks = 0;
   int world = 1;
+  // A store that replaced a lost one: who held each node rank there, as the surviving pods said
+  // when they registered again (node rank -> pod identity; rejoin.h); empty otherwise.
+  std::map<int, std::string> previous;
+  double previous_seconds = 0;  // since the first such report
 };
 
 struct Actions {

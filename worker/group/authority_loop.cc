@@ -89,6 +89,20 @@ void AuthorityLoop::Tick() {
       const std::string home = GetOr(s, PodKey(name, "home"));
       info.home = home.empty() ? -1 : std::atoi(home.c_str());
       info.metrics = GetOr(s, PodKey(name, "metrics"));
+      info.members = GetOr(s, PodKey(name, "members"));
+    }
+    std::vector<std::string> copies;
+    for (const auto& [name, info] : pods_) {
+      if (!info.members.empty()) copies.push_back(info.members);
+    }
+    if (Membership old = NewestMembers(copies, settings_.nodes); old.generation >= 0) {
+      if (previous_since_ == Clock::time_point{}) {
+        previous_since_ = now;
+        DDP_LOG(INFO) << "group authority: this store replaced a lost one; its members ("
+                      << old.holders.size() << " node rank(s), generation " << old.generation
+                      << ") have " << RejoinWindowSeconds(settings_) << "s to register again";
+      }
+      previous_ = std::move(old.holders);
     }
     for (int rank = 0; rank < world_; ++rank) {
       trainers_[static_cast<size_t>(rank)].identity = GetOr(s, TrainerKey(rank, "id"));
@@ -179,6 +193,9 @@ void AuthorityLoop::Tick() {
     t.silent_seconds = m.beaten ? SecondsSince(m.changed, now) : 0;
     t.stall_reported = stalls_.count(rank) && stalls_[rank] == t.identity;
   }
+  v.previous = previous_;
+  v.previous_seconds =
+      previous_since_ == Clock::time_point{} ? 0 : SecondsSince(previous_since_, now);
   v.stop = stopped_;
   v.abandon = abandoned_;
   v.finished = finished_;
@@ -216,6 +233,8 @@ void AuthorityLoop::Tick() {
     stalls_[rank] = id;
     s.set(StallKey(rank), Bytes(id));
   }
+  // Who holds which node rank, for the pods to hand to a store that replaces this one.
+  if (!a.assign.empty()) s.set(kMembersKey, Bytes(FormatMembers(a.advance ? g + 1 : g, holders_)));
   if (a.advance) TryAdvance(s, g);
   if (a.stop) s.set(kStopKey, Bytes("1"));
   if (!a.abandon.empty()) s.set(kAbandonKey, Bytes(a.abandon));

@@ -19,6 +19,7 @@
 #include "worker/group/authority.h"
 #include "worker/group/budget.h"
 #include "worker/group/presence.h"
+#include "worker/group/rejoin.h"
 
 namespace ddp::worker::group {
 
@@ -84,6 +85,7 @@ class AuthorityLoop {
     std::string identity;
     int home = -1;
     std::string metrics;
+    std::string members;  // its copy of a lost store's membership (rejoin.h), "" when none
   };
   int64_t registrations_ = -1;
   std::map<std::string, PodInfo> pods_;            // by name, as registered
@@ -107,6 +109,8 @@ class AuthorityLoop {
   int64_t generation_ = -1;
   Clock::time_point generation_since_{};  // its first arrival; unset before one
   bool ever_formed_ = false;
+  std::map<int, std::string> previous_;  // a lost store's membership (rejoin.h)
+  Clock::time_point previous_since_{};    // its first copy; unset before one
 
   mutable std::mutex mu_;
   GroupReport report_;

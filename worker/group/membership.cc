@@ -11,6 +11,7 @@
 #include "worker/group/authority_loop.h"
 #include "worker/group/fenced_store.h"
 #include "worker/group/keys.h"
+#include "worker/group/pod_client.h"
 
 namespace ddp::worker::group {
 namespace {
@@ -57,7 +58,18 @@ const char* GroupEndName(GroupEnd e) {
 
 GroupMembership::GroupMembership(StoreOpener open, int rank, int size, MemberIdentity id,
                                  std::chrono::milliseconds timeout, CommunicatorMaker make)
-    : open_(std::move(open)),
+    : open_([open = std::move(open)]() -> StatusOr<c10::intrusive_ptr<c10d::Store>> {
+        // Every connection's reads bounded (pod_client.h BoundFirstRead): a frozen store must
+        // not hold the watcher, nor a trainer that finished and joins it, for good.
+        auto s = open();
+        if (!s.ok()) return s;
+        try {
+          BoundFirstRead(**s, std::chrono::seconds(10));
+        } catch (const std::exception& e) {
+          return Status::Unavailable("membership: the store does not answer: " + BackendErrorText(e));
+        }
+        return s;
+      }),
       rank_(rank),
       size_(size),
       id_(std::move(id)),
@@ -255,8 +267,6 @@ void GroupMembership::Watch(Communicator* comm) {
 void GroupMembership::WatchLoop() {
   c10::intrusive_ptr<c10d::Store> ws;
   auto next_open = Clock::now();
-  std::string epoch;
-  int64_t rebased = -1;  // in a new epoch: the generation when we first saw it
   while (!quit_.load()) {
     std::this_thread::sleep_for(kWatchInterval);
     if (!ws) {
@@ -275,12 +285,10 @@ void GroupMembership::WatchLoop() {
       std::lock_guard<std::mutex> lock(watch_mu_);
       if (watched_ == nullptr) continue;
       if (now_epoch != watched_epoch_) {
-        // The store was replaced under a running generation: the new one counts afresh.
-        if (epoch != now_epoch) {
-          epoch = now_epoch;
-          rebased = g;
-        }
-        if (g > rebased) why = "the group moved on (new store)";
+        // The store was replaced under a running generation: the new one counts afresh from 0,
+        // and any generation past it means the membership changed (its authority declared an
+        // old member lost: rejoin.h), however late this watcher first saw the new store.
+        if (g > 0) why = "the group moved on (new store)";
       } else if (g > watched_generation_) {
         why = "generation " + std::to_string(watched_generation_) + " ended";
       }

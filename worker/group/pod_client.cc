@@ -9,6 +9,7 @@
 #include "worker/comm/store_client.h"
 #include "worker/comm/work_util.h"
 #include "worker/group/keys.h"
+#include "worker/group/rejoin.h"
 
 namespace ddp::worker::group {
 namespace {
@@ -21,13 +22,21 @@ std::string GetOr(c10d::Store& s, const std::string& key) {
 
 }  // namespace
 
+void BoundFirstRead(c10d::Store& store, std::chrono::milliseconds timeout) {
+  // A new client's reads wait without a limit until a wait() sets one: against a frozen store
+  // (it accepts connections and answers nothing) the first check would block for good.
+  store.wait({kEpochKey}, timeout);
+}
+
 StatusOr<c10::intrusive_ptr<c10d::Store>> OpenGroupStore(const GroupSettings& settings,
                                                          std::chrono::milliseconds timeout) {
   const std::string where = settings.store_addr + ":" + std::to_string(settings.rendezvous.master_port);
   try {
     auto tcp = ConnectStore(settings.store_addr, settings.rendezvous.master_port, timeout);
-    return c10::intrusive_ptr<c10d::Store>(
-        c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(settings.rendezvous.round), tcp));
+    c10::intrusive_ptr<c10d::Store> store =
+        c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(settings.rendezvous.round), tcp);
+    BoundFirstRead(*store, timeout);
+    return store;
   } catch (const std::exception& e) {
     return Status::Unavailable("the group's store " + where + " is unreachable: " +
                                BackendErrorText(e));
@@ -79,6 +88,11 @@ Status PodClient::Open(int holding, Clock::time_point deadline) {
     }
     try {
       c10d::Store& st = **s;
+      // A store that replaced the one this pod was in: its authority learns the old membership
+      // from the survivors (rejoin.h), before they are listed.
+      if (!epoch_.empty() && !members_.empty() && GetOr(st, kEpochKey) != epoch_) {
+        st.set(PodKey(settings_.pod_name, "members"), Bytes(members_));
+      }
       // Registration: identity and node rank first, then the list entry the authority reads.
       st.set(PodKey(settings_.pod_name, "id"), Bytes(identity_));
       st.set(PodKey(settings_.pod_name, "home"), Bytes(std::to_string(holding)));
@@ -139,6 +153,9 @@ PodPoll PodClient::Poll(int holding, const std::vector<int>& ranks) {
     for (int r : ranks) {
       if (std::string id = GetOr(s, StallKey(r)); !id.empty()) p.stalls[r] = id;
     }
+    if (polls_++ % 10 == 0) {
+      if (std::string m = GetOr(s, kMembersKey); !m.empty()) members_ = std::move(m);
+    }
   } catch (const std::exception& e) {
     DDP_LOG(WARNING) << "supervisor: store: " << BackendErrorText(e);
     failed_ = true;
@@ -148,6 +165,7 @@ PodPoll PodClient::Poll(int holding, const std::vector<int>& ranks) {
 }
 
 Status PodClient::SetLeaving() {
+  if (!store_) return Status::Unavailable("supervisor: no store");  // between stores
   try {
     store_->set(LeavingKey(identity_), Bytes("1"));
   } catch (const std::exception& e) {
@@ -158,6 +176,7 @@ Status PodClient::SetLeaving() {
 }
 
 Status PodClient::SetTrainer(int rank, const std::string& trainer_identity) {
+  if (!store_) return Status::Unavailable("supervisor: no store");  // between stores
   try {
     store_->set(TrainerKey(rank, "id"), Bytes(trainer_identity));
     store_->add(kRegistrationsKey, 1);
@@ -169,6 +188,7 @@ Status PodClient::SetTrainer(int rank, const std::string& trainer_identity) {
 }
 
 Status PodClient::MarkDone(int rank) {
+  if (!store_) return Status::Unavailable("supervisor: no store");  // between stores
   try {
     store_->set(DoneKey(rank), Bytes("1"));
     store_->add(kRegistrationsKey, 1);

@@ -68,15 +68,24 @@ class PodClient {
   std::string metrics_addr_;
   std::string identity_;
   std::string epoch_;  // the store's, as registered (a replaced rendezvous pod's store has another)
+  // The store's kMembersKey as last read (every few polls): handed to a store that replaces
+  // this one, so that its authority knows whom to wait for (rejoin.h).
+  std::string members_;
+  int polls_ = 0;
   c10::intrusive_ptr<c10d::Store> store_;
   std::unique_ptr<PresenceClient> presence_;
   bool failed_ = false;
 };
 
 // A new connection to the round's store at settings.store_addr (round-prefixed), waiting at
-// most `timeout` to connect. Unavailable when it cannot.
+// most `timeout` to connect and for its first answer. Unavailable when it cannot.
 StatusOr<c10::intrusive_ptr<c10d::Store>> OpenGroupStore(const GroupSettings& settings,
                                                          std::chrono::milliseconds timeout);
+
+// Waits at most `timeout` for the store's epoch key: a connection's reads are bounded only
+// after a wait() (c10d's client); a store that does not answer throws. Call on every new
+// connection before any other read.
+void BoundFirstRead(c10d::Store& store, std::chrono::milliseconds timeout);
 
 }  // namespace ddp::worker::group
 

@@ -1,0 +1,62 @@
+// A store that replaced a lost rendezvous pod (DESIGN.md "In-place recovery"; docs/
+// in-place-recovery.md "The store's node lost"). The new store starts empty: it knows no member of
+// the generation the group trains in. The surviving pods know: the authority publishes who holds
+// each node rank (kMembersKey), every supervisor keeps the last copy it read, and a supervisor
+// that registers with a new store hands its copy over (pod/<name>/members). The new authority
+// takes the newest copy as the old membership: a member that registers again gets its node rank
+// back; one that does not within the rejoin window (a frozen node, a pod lost with the store) is
+// declared lost like a silent member, so its rank is freed, the survivors blocked in a collective
+// with it are released (a new generation), and a spare or its replacement heals the group in the
+// same round. Pure.
+#ifndef DDP_WORKER_GROUP_REJOIN_H_
+#define DDP_WORKER_GROUP_REJOIN_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "worker/group/authority.h"
+
+namespace ddp::worker::group {
+
+// The store key the authority writes whenever a node rank changes hands: FormatMembers.
+inline constexpr char kMembersKey[] = "members";
+
+// Node rank holders as one value: "<generation>;<n>=<identity>,..." ("" holders left out; never
+// an empty value: "<generation>;" when nobody holds a rank).
+std::string FormatMembers(int64_t generation, const std::vector<std::string>& holders);
+
+// The membership a copy names; nullopt when `text` is not FormatMembers' output for node ranks in
+// [0, nodes) (a copy is written by pods: a malformed one is ignored, never trusted in part).
+struct Membership {
+  int64_t generation = -1;
+  std::map<int, std::string> holders;
+};
+std::optional<Membership> ParseMembers(const std::string& text, int nodes);
+
+// Of several copies, the one of the newest generation (the first of equals); an empty
+// membership when none parses.
+Membership NewestMembers(const std::vector<std::string>& copies, int nodes);
+
+// How long the old members have to register again, counted from the first copy handed over.
+// Every live member notices a silent store within the liveness timeout, before the operator
+// replaces it, so by then they all retry; half the liveness timeout (at least 2 s) covers their
+// retries and a busy new store.
+double RejoinWindowSeconds(const AuthoritySettings& settings);
+
+struct RejoinDecision {
+  std::vector<std::pair<int, std::string>> lost;  // node rank, identity: not back in time
+  std::set<int> waiting;  // node ranks kept for an old member still inside the window
+};
+
+// `view.previous` against who registered: a member back under its identity needs nothing; one
+// fenced already is skipped; the others wait (inside the window) or are lost.
+RejoinDecision DecideRejoin(const GroupView& view, const AuthoritySettings& settings);
+
+}  // namespace ddp::worker::group
+
+#endif  // DDP_WORKER_GROUP_REJOIN_H_
