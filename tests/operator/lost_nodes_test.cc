@@ -440,7 +440,12 @@ TEST(LostNodeScenario, NothingToForce) {
   foreign.pods.push_back(
       OwnedBy(Fenced(OnLostNode(DeletedAt(Pod(5, 2, "Running"), 70, 30))), "another-job"));
   const Plan not_ours = PlanReconcile(job, foreign, At(1000), kOptions);
-  EXPECT_TRUE(not_ours.empty()) << not_ours.ToString();
+  // Nothing done to the foreign pod; the only thing planned is the wake-up that checks whether
+  // the suspect node n3 (in the status since `kept`) has proved itself alive.
+  EXPECT_TRUE(not_ours.deletes.empty()) << not_ours.ToString();
+  EXPECT_FALSE(not_ours.status.has_value()) << not_ours.ToString();
+  EXPECT_TRUE(EventReasons(not_ours).empty()) << not_ours.ToString();
+  EXPECT_EQ(not_ours.requeue_after, std::chrono::milliseconds(60000));
 
   api::DDPJob restarting = InPhase(Job(3), "Restarting", 3, 3);
   restarting.status.disruptions = 1;
