@@ -11,7 +11,8 @@ const std::vector<std::string>& OperatorEnvNames() {
       kEnvNprocPerNode, kEnvRank, kEnvLocalRank, kEnvLocalWorldSize, kEnvPetNnodes,
       kEnvPetNodeRank, kEnvPetNprocPerNode, kEnvPetMasterAddr, kEnvPetMasterPort, kEnvJobName,
       kEnvRound, kEnvRendezvousTimeout, kEnvCheckpointDir, kEnvCheckpointJob, kEnvMetricsPort,
-      kEnvTorchelasticRestartCount, kEnvRecovery, kEnvMaxRecoveries, group::kEnvStoreAddr,
+      kEnvTorchelasticRestartCount, kEnvRecovery, kEnvMaxRecoveries, kEnvBatchPolicy,
+      kEnvGlobalBatchSize, kEnvGlobalBatchRanks, group::kEnvStoreAddr,
       group::kEnvPodName, group::kEnvPodUid, group::kEnvPodIp, group::kEnvPodRole,
       group::kEnvLivenessTimeout, group::kEnvRestartPolicy, group::kEnvRetryableExitCodes};
   return names;

@@ -43,6 +43,14 @@ inline constexpr char kEnvRecovery[] = "DDP_RECOVERY";
 // max(0, maxRestarts - status.restarts - status.recoveries) when the pod is created: the in-place
 // recoveries the pod supervisors may heal this round before they let the pod fail.
 inline constexpr char kEnvMaxRecoveries[] = "DDP_MAX_RECOVERIES";
+// With spec.elastic only, read by ddp-worker's trainer (worker/train/config.h):
+// spec.elastic.batchPolicy ("ConstantGlobal" | "ConstantPerRank").
+inline constexpr char kEnvBatchPolicy[] = "DDP_BATCH_POLICY";
+// ConstantGlobal with spec.elastic.globalBatchSize: the global batch in samples.
+inline constexpr char kEnvGlobalBatchSize[] = "DDP_GLOBAL_BATCH_SIZE";
+// ConstantGlobal without it: maxReplicas x nprocPerNode, the ranks whose batches make the global
+// batch (global = this x the per-rank batch x grad_accum).
+inline constexpr char kEnvGlobalBatchRanks[] = "DDP_GLOBAL_BATCH_RANKS";
 
 // Recovery InPlace adds the group's variables (common/group_contract.h): DDP_STORE_ADDR,
 // DDP_POD_NAME, DDP_POD_UID, DDP_POD_IP, DDP_POD_ROLE, DDP_LIVENESS_TIMEOUT, DDP_RESTART_POLICY,

@@ -25,7 +25,15 @@ using nlohmann::json;
 Status ParseElastic(const json& e, ElasticPolicy* out) {
   DDP_RETURN_IF_ERROR(ReadInt(e, "minReplicas", "spec.elastic", &out->min_replicas));
   DDP_RETURN_IF_ERROR(ReadInt(e, "maxReplicas", "spec.elastic", &out->max_replicas));
-  return ReadInt(e, "pendingTimeoutSeconds", "spec.elastic", &out->pending_timeout_seconds);
+  DDP_RETURN_IF_ERROR(
+      ReadInt(e, "pendingTimeoutSeconds", "spec.elastic", &out->pending_timeout_seconds));
+  std::string policy;
+  DDP_RETURN_IF_ERROR(ReadString(e, "batchPolicy", "spec.elastic", &policy));
+  if (!policy.empty() && !ParseBatchPolicy(policy, &out->batch_policy)) {
+    return Status::InvalidArgument("spec.elastic.batchPolicy (\"" + policy +
+                                   "\") must be one of ConstantGlobal, ConstantPerRank");
+  }
+  return ReadInt64(e, "globalBatchSize", "spec.elastic", &out->global_batch_size);
 }
 
 Status ParseFailurePolicy(const json& f, FailurePolicy* out) {
@@ -300,6 +308,8 @@ json SpecToJson(const DDPJobSpec& spec, json base) {
     e["minReplicas"] = spec.elastic->min_replicas;
     e["maxReplicas"] = spec.elastic->max_replicas;
     e["pendingTimeoutSeconds"] = spec.elastic->pending_timeout_seconds;
+    e["batchPolicy"] = BatchPolicyName(spec.elastic->batch_policy);
+    SetOrErase(&e, "globalBatchSize", spec.elastic->global_batch_size);
     base["elastic"] = e;
   } else {
     base.erase("elastic");

@@ -54,6 +54,20 @@ const char* RecoveryName(Recovery r) {
   return "?";
 }
 
+const char* BatchPolicyName(BatchPolicy p) {
+  return p == BatchPolicy::kConstantPerRank ? "ConstantPerRank" : "ConstantGlobal";
+}
+
+bool ParseBatchPolicy(const std::string& name, BatchPolicy* out) {
+  for (BatchPolicy p : {BatchPolicy::kConstantGlobal, BatchPolicy::kConstantPerRank}) {
+    if (name == BatchPolicyName(p)) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool ParseRecovery(const std::string& name, Recovery* out) {
   for (Recovery r : {Recovery::kRestart, Recovery::kInPlace}) {
     if (name == RecoveryName(r)) {

@@ -31,6 +31,9 @@ using RestartPolicy = failure::RestartPolicy;
 enum class CleanPodPolicy { kNone, kRunning, kAll };
 // spec.failurePolicy.recovery: a new round per failure, or replace a failed pod alone.
 enum class Recovery { kRestart, kInPlace };
+// spec.elastic.batchPolicy: a global batch fixed at every size (gradient accumulation), or each
+// rank's batch fixed (the global batch follows the size). -> DDP_BATCH_POLICY.
+enum class BatchPolicy { kConstantGlobal, kConstantPerRank };
 
 // "OnFailure" etc.; Parse* return false on an unknown name (case-sensitive, as Kubernetes is).
 const char* RestartPolicyName(RestartPolicy p);
@@ -39,11 +42,17 @@ const char* CleanPodPolicyName(CleanPodPolicy p);
 bool ParseCleanPodPolicy(const std::string& name, CleanPodPolicy* out);
 const char* RecoveryName(Recovery r);
 bool ParseRecovery(const std::string& name, Recovery* out);
+const char* BatchPolicyName(BatchPolicy p);
+bool ParseBatchPolicy(const std::string& name, BatchPolicy* out);
 
 struct ElasticPolicy {
   int min_replicas = 0;  // 0 = unset; ApplyDefaults makes it 1
   int max_replicas = 0;  // 0 = unset; ApplyDefaults makes it max(spec.replicas, min_replicas)
   int pending_timeout_seconds = 120;
+  BatchPolicy batch_policy = BatchPolicy::kConstantGlobal;
+  // ConstantGlobal: samples per optimizer step, all ranks together (-> DDP_GLOBAL_BATCH_SIZE).
+  // Unset: maxReplicas x nprocPerNode ranks' batches (-> DDP_GLOBAL_BATCH_RANKS).
+  std::optional<int64_t> global_batch_size;
 };
 
 struct RendezvousSpec {

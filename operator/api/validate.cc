@@ -18,6 +18,7 @@ constexpr int kMaxSpares = 64;
 // world size (replicas x nprocPerNode) must fit an int.
 constexpr int kMaxReplicas = 10000;
 constexpr int kMaxNprocPerNode = 1024;
+constexpr int64_t kMaxGlobalBatch = int64_t{1} << 40;  // samples per step, as the worker's bound
 
 bool IsDns1123Label(const std::string& s) {
   static const std::regex kRe("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
@@ -77,6 +78,45 @@ void CheckNames(const DDPJob& job, std::vector<std::string>* errs) {
   }
 }
 
+// spec.elastic.globalBatchSize: each rank of every world size the job may run at takes a whole
+// share of it (the worker checks the share against its per-rank batch, which the spec does not
+// hold: it exits 2 naming both).
+void CheckGlobalBatch(const DDPJobSpec& spec, std::vector<std::string>* errs) {
+  const ElasticPolicy& e = *spec.elastic;
+  if (!e.global_batch_size) return;
+  const int64_t g = *e.global_batch_size;
+  if (e.batch_policy != BatchPolicy::kConstantGlobal) {
+    errs->push_back("spec.elastic.globalBatchSize is set but spec.elastic.batchPolicy is " +
+                    std::string(BatchPolicyName(e.batch_policy)) +
+                    " (each rank's batch is fixed there): remove one of them");
+    return;
+  }
+  if (g < 1 || g > kMaxGlobalBatch) {
+    errs->push_back("spec.elastic.globalBatchSize " + std::to_string(g) + " must be in [1, " +
+                    std::to_string(kMaxGlobalBatch) + "]");
+    return;
+  }
+  const int nproc = spec.nproc_per_node;
+  if (e.min_replicas < 1 || e.min_replicas > e.max_replicas || e.max_replicas > kMaxReplicas ||
+      nproc < 1 || nproc > kMaxNprocPerNode) {
+    return;  // reported above
+  }
+  std::vector<int64_t> bad;
+  for (int n = e.min_replicas; n <= e.max_replicas; ++n) {
+    if (g % (static_cast<int64_t>(n) * nproc) != 0) bad.push_back(static_cast<int64_t>(n) * nproc);
+  }
+  if (bad.empty()) return;
+  std::string sizes;
+  for (size_t i = 0; i < bad.size() && i < 8; ++i) sizes += (i ? ", " : "") + std::to_string(bad[i]);
+  if (bad.size() > 8) sizes += " and " + std::to_string(bad.size() - 8) + " more";
+  errs->push_back("spec.elastic.globalBatchSize " + std::to_string(g) +
+                  " does not divide evenly over world size" + (bad.size() > 1 ? "s " : " ") +
+                  sizes + " (spec.elastic.minReplicas " + std::to_string(e.min_replicas) +
+                  " to maxReplicas " + std::to_string(e.max_replicas) + ", x spec.nprocPerNode " +
+                  std::to_string(nproc) +
+                  "): every world size the job may run at must divide it");
+}
+
 void CheckSizes(const DDPJobSpec& spec, std::vector<std::string>* errs) {
   if (spec.replicas < 1) errs->push_back("spec.replicas " + Num(spec.replicas) + " must be >= 1");
   if (spec.replicas > kMaxReplicas) {
@@ -110,6 +150,7 @@ void CheckSizes(const DDPJobSpec& spec, std::vector<std::string>* errs) {
     errs->push_back("spec.elastic.pendingTimeoutSeconds " + Num(e.pending_timeout_seconds) +
                     " must be >= 0");
   }
+  CheckGlobalBatch(spec, errs);
 }
 
 void CheckPort(const char* field, int port, std::vector<std::string>* errs) {

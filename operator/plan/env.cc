@@ -52,6 +52,17 @@ EnvList RendezvousEnv(const api::DDPJob& job, int index, int round, int replicas
   const api::FailurePolicy& fp = job.spec.failure_policy;
   const int budget = fp.max_restarts - job.status.restarts - job.status.recoveries;
   env.push_back({api::kEnvMaxRecoveries, std::to_string(std::max(0, budget))});
+  if (const auto& e = job.spec.elastic) {
+    // The same global batch at every size the job may run at (worker/data/global_batch.h).
+    env.push_back({api::kEnvBatchPolicy, api::BatchPolicyName(e->batch_policy)});
+    if (e->batch_policy == api::BatchPolicy::kConstantGlobal) {
+      if (e->global_batch_size) {
+        env.push_back({api::kEnvGlobalBatchSize, std::to_string(*e->global_batch_size)});
+      } else {
+        env.push_back({api::kEnvGlobalBatchRanks, std::to_string(e->max_replicas * nproc)});
+      }
+    }
+  }
   if (fp.recovery == api::Recovery::kInPlace) {
     env.push_back({group::kEnvStoreAddr,
                    master_addr_override.empty() ? StoreAddr(job) : master_addr_override});

@@ -124,6 +124,8 @@ api::DDPJob FullyPopulatedJob() {
   s.replicas = 4;
   s.nproc_per_node = 8;
   s.elastic = api::ElasticPolicy{2, 8, 60};
+  s.elastic->batch_policy = api::BatchPolicy::kConstantPerRank;
+  s.elastic->global_batch_size = 960;
   s.rendezvous = {29501, 300};
   s.failure_policy.restart_policy = api::RestartPolicy::kExitCode;
   s.failure_policy.max_restarts = 5;

@@ -123,6 +123,30 @@ TEST(RendezvousEnv, RecoveryModeAndBudgetLeft) {
   }
 }
 
+// spec.elastic's batch policy reaches the trainer: the policy, and for ConstantGlobal either the
+// explicit global batch or the ranks whose batches make it (maxReplicas x nprocPerNode). Without
+// elastic, none of the three is set (the trainer's default: each rank's batch fixed).
+TEST(RendezvousEnv, BatchPolicyFromElastic) {
+  auto batch_env = [](const api::DDPJob& job) {
+    Env out;
+    for (const auto& [n, v] : WorkerEnv(BuildWorkerPod(job, 0, 0, job.spec.replicas))) {
+      if (n == "DDP_BATCH_POLICY" || n.rfind("DDP_GLOBAL_BATCH_", 0) == 0) out.emplace_back(n, v);
+    }
+    return out;
+  };
+  api::DDPJob job = JobWithCheckpoint(2, 4);
+  EXPECT_EQ(batch_env(job), Env{});
+  job.spec.elastic = api::ElasticPolicy{1, 3, 120};  // ConstantGlobal by default
+  EXPECT_EQ(batch_env(job),
+            (Env{{"DDP_BATCH_POLICY", "ConstantGlobal"}, {"DDP_GLOBAL_BATCH_RANKS", "12"}}));
+  job.spec.elastic->global_batch_size = 96;
+  EXPECT_EQ(batch_env(job),
+            (Env{{"DDP_BATCH_POLICY", "ConstantGlobal"}, {"DDP_GLOBAL_BATCH_SIZE", "96"}}));
+  job.spec.elastic->global_batch_size.reset();
+  job.spec.elastic->batch_policy = api::BatchPolicy::kConstantPerRank;
+  EXPECT_EQ(batch_env(job), (Env{{"DDP_BATCH_POLICY", "ConstantPerRank"}}));
+}
+
 TEST(RendezvousEnv, LocalModeOverridesMasterAndPorts) {
   api::DDPJob job = Job(2);
   PodOverrides o;

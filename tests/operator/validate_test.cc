@@ -90,6 +90,40 @@ TEST(Validate, OneBadManifestPerRule) {
       {"pending timeout not negative",
        [](json& m) { m["spec"]["elastic"] = {{"pendingTimeoutSeconds", -5}}; },
        "spec.elastic.pendingTimeoutSeconds (-5) must be >= 0"},
+      // globalBatchSize 40 over worlds 2, 3, 4: 3 does not divide it.
+      {"global batch divides every world size",
+       [](json& m) {
+         m["spec"]["elastic"] = {{"minReplicas", 2}, {"maxReplicas", 4}, {"globalBatchSize", 40}};
+       },
+       "spec.elastic.globalBatchSize 40 does not divide evenly over world size 3 "
+       "(spec.elastic.minReplicas 2 to maxReplicas 4, x spec.nprocPerNode 1): every world size "
+       "the job may run at must divide it"},
+      // 10 over worlds 1..8: 3, 4, 6, 7, 8 fail (10 = 2 x 5).
+      {"global batch names every failing size",
+       [](json& m) {
+         m["spec"]["elastic"] = {{"minReplicas", 1}, {"maxReplicas", 8}, {"globalBatchSize", 10}};
+       },
+       "spec.elastic.globalBatchSize 10 does not divide evenly over world sizes 3, 4, 6, 7, 8 "
+       "(spec.elastic.minReplicas 1 to maxReplicas 8, x spec.nprocPerNode 1): every world size "
+       "the job may run at must divide it"},
+      // 12 with 2 processes per pod over 1..4 pods: worlds 2, 4, 6, 8; 8 fails.
+      {"global batch counts processes per pod",
+       [](json& m) {
+         m["spec"]["nprocPerNode"] = 2;
+         m["spec"]["elastic"] = {{"minReplicas", 1}, {"maxReplicas", 4}, {"globalBatchSize", 12}};
+       },
+       "spec.elastic.globalBatchSize 12 does not divide evenly over world size 8 "
+       "(spec.elastic.minReplicas 1 to maxReplicas 4, x spec.nprocPerNode 2): every world size "
+       "the job may run at must divide it"},
+      {"global batch positive",
+       [](json& m) { m["spec"]["elastic"] = {{"globalBatchSize", 0}}; },
+       "spec.elastic.globalBatchSize 0 must be in [1, 1099511627776]"},
+      {"global batch only with ConstantGlobal",
+       [](json& m) {
+         m["spec"]["elastic"] = {{"batchPolicy", "ConstantPerRank"}, {"globalBatchSize", 48}};
+       },
+       "spec.elastic.globalBatchSize is set but spec.elastic.batchPolicy is ConstantPerRank (each "
+       "rank's batch is fixed there): remove one of them"},
       {"rendezvous port range", [](json& m) { m["spec"]["rendezvous"] = {{"port", 0}}; },
        "spec.rendezvous.port (0) must be in 1..65535"},
       {"metrics port range", [](json& m) { m["spec"]["metrics"] = {{"port", 70000}}; },
@@ -238,6 +272,19 @@ TEST(Validate, OneBadManifestPerRule) {
   }
 }
 
+// Every world size in [minReplicas, maxReplicas] x nprocPerNode divides the global batch: 48 over
+// 2..4 pods of 1 process (2, 3, 4), and over 1..3 pods of 2 processes (2, 4, 6).
+TEST(Validate, AGlobalBatchThatDividesEveryWorldSizeIsValid) {
+  json m = GoodManifest();
+  m["spec"]["elastic"] = {{"minReplicas", 2}, {"maxReplicas", 4}, {"globalBatchSize", 48},
+                          {"batchPolicy", "ConstantGlobal"}};
+  EXPECT_TRUE(Problems(m).empty());
+  m["spec"]["replicas"] = 3;
+  m["spec"]["nprocPerNode"] = 2;
+  m["spec"]["elastic"] = {{"minReplicas", 1}, {"maxReplicas", 3}, {"globalBatchSize", 48}};
+  EXPECT_TRUE(Problems(m).empty());
+}
+
 TEST(Validate, EveryReservedNameIsRejected) {
   for (const std::string& name : ReservedEnvNames()) {
     json m = GoodManifest();
@@ -247,10 +294,11 @@ TEST(Validate, EveryReservedNameIsRejected) {
     EXPECT_NE(problems[0].find("(\"" + name + "\") is reserved"), std::string::npos);
   }
   // DESIGN.md's table (20 names), DDP_RECOVERY, DDP_MAX_RECOVERIES, DDP_CHECKPOINT_JOB (the job a
-  // checkpoint belongs to), and recovery InPlace's eight (common/group_contract.h), which the
+  // checkpoint belongs to), elastic's three (DDP_BATCH_POLICY, DDP_GLOBAL_BATCH_SIZE,
+  // DDP_GLOBAL_BATCH_RANKS), and recovery InPlace's eight (common/group_contract.h), which the
   // operator sets on InPlace pods only but reserves always: a spec switched to InPlace must not
   // meet a user's copy.
-  EXPECT_EQ(ReservedEnvNames().size(), 31u);
+  EXPECT_EQ(ReservedEnvNames().size(), 34u);
   for (const char* name : {"DDP_STORE_ADDR", "DDP_POD_NAME", "DDP_POD_UID", "DDP_POD_IP",
                            "DDP_POD_ROLE", "DDP_LIVENESS_TIMEOUT", "DDP_RESTART_POLICY",
                            "DDP_RETRYABLE_EXIT_CODES"}) {

@@ -42,6 +42,10 @@ const std::vector<Row>& Rows() {
       {"steps", "train.steps", {"1", "1099511627776"}, {"0", "-5", "1099511627777"}, {}},
       {"batch-size", "train.batch_size", {"1", "1048576"}, {"0", "-1", "1048577"}, {}},
       {"grad-accum", "train.grad_accum", {"1", "1048576"}, {"0", "1048577"}, {}},
+      {"global-batch-size", "train.global_batch_size", {"0", "16", "1099511627776"},
+       {"-1", "1099511627777"}, {}},
+      {"global-batch-ranks", "train.global_batch_ranks", {"0", "1", "1048576"}, {"-1", "1048577"},
+       {}},
       {"lr", "train.lr", {"1e-9", "10"},
        {"0", "-0.1", "10.5", "inf", "-inf", "nan", "NaN", "1e999", "infinity"}, {"--min-lr", "0"}},
       {"min-lr", "train.min_lr", {"0", "0.003"}, {"-1e-9", "0.0031", "nan", "inf"}, {}},
@@ -115,7 +119,7 @@ TEST(ConfigBoundsTest, TheTableCoversEveryNumericFlag) {
   const std::set<std::string> strings = {"model", "model-file", "dataset", "data-file", "data-files",
                                          "val-files", "data-format", "device", "bf16", "log-level",
                                          "rebuild-buckets", "checkpoint-dir", "checkpoint-job",
-                                         "metrics-addr",
+                                         "metrics-addr", "batch-policy", "sample-log",
                                          "metrics-port-file"};
   std::set<std::string> numeric;
   for (const Row& r : Rows()) numeric.insert(r.flag);

@@ -67,6 +67,12 @@ TEST(ConfigTest, ErrorsNameTheKey) {
       {"model:\n  kind: gpt3\n", {}, {}, "model.kind"},
       {"model:\n  kind: torchscript\n", {}, {}, "model.file"},
       {"", {}, {"--model-file", "m.pt"}, "model.file"},  // without --model torchscript
+      {"", {{"DDP_BATCH_POLICY", "constantglobal"}}, {}, "want ConstantGlobal or ConstantPerRank"},
+      {"", {}, {"--batch-policy", "ConstantGlobal"}, "ConstantGlobal needs a global batch"},
+      {"", {}, {"--batch-policy", "ConstantGlobal", "--global-batch-size", "30", "--batch-size", "4"},
+       "train.global_batch_size: 30 is not a whole number of train.batch_size 4 micro-batches"},
+      {"", {{"DDP_GLOBAL_BATCH_RANKS", "-1"}}, {}, "train.global_batch_ranks"},
+      {"", {}, {"--global-batch-size", "1099511627777"}, "train.global_batch_size"},
   };
   for (const auto& r : rows) {
     auto c = Load(r.yaml, Env{r.env}, r.args);
@@ -74,6 +80,23 @@ TEST(ConfigTest, ErrorsNameTheKey) {
     EXPECT_NE(c.status().message().find(r.names), std::string::npos) << c.status().ToString();
     EXPECT_EQ(ExitCodeFor(c.status()), kExitInvalidConfig) << r.names;
   }
+}
+
+// The operator's env for spec.elastic (DDP_BATCH_POLICY with DDP_GLOBAL_BATCH_SIZE or
+// DDP_GLOBAL_BATCH_RANKS); the default without it is ConstantPerRank (each rank's batch fixed).
+TEST(ConfigTest, BatchPolicyFromTheOperatorsEnv) {
+  auto plain = Load("", Env{}, {});
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->batch_policy, "ConstantPerRank");
+  auto c = Load("", Env{{{"DDP_BATCH_POLICY", "ConstantGlobal"}, {"DDP_GLOBAL_BATCH_RANKS", "8"}}},
+                {});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->batch_policy, "ConstantGlobal");
+  EXPECT_EQ(c->global_batch_ranks, 8);
+  auto g = Load("train:\n  batch_policy: ConstantGlobal\n  batch_size: 4\n",
+                Env{{{"DDP_GLOBAL_BATCH_SIZE", "96"}}}, {});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->global_batch_size, 96);
 }
 
 TEST(ConfigTest, ShardsAndGpt2FromYaml) {

@@ -13,6 +13,7 @@
 #include "tests/worker/process_util.h"
 #include "tests/worker/shard_writer.h"
 #include "worker/data/dataset.h"
+#include "worker/data/global_batch.h"
 #include "worker/data/sampler.h"
 #include "worker/data/shards.h"
 #include "worker/train/exit_codes.h"
@@ -139,25 +140,43 @@ TEST_F(ShardsTest, ATokenOutsideTheVocabularyFailsTheBatchNamingItsOffset) {
       << bad.ToString();
 }
 
-// The sampler over the concatenation: one epoch of all ranks together is every window once
-// (up to the wrap-around padding), whichever file it lives in.
-TEST_F(ShardsTest, TwoRanksCoverEveryWindowOfEveryShard) {
+// The sampler over the concatenation, across resizes: with a fixed global batch of 6 windows dealt
+// to 2, then 3, then 2 ranks, every two steps are one epoch, and each epoch's windows together are
+// every window of every shard exactly once, whichever file it lives in.
+TEST_F(ShardsTest, ResizedRanksSeeEveryWindowOfEveryShardOncePerEpoch) {
   WriteBytes(Path("s0.bin"), RawShard(Ramp(33, 0, 1000)));   // 8 windows
   WriteBytes(Path("s1.bin"), RawShard(Ramp(17, 500, 1000)));  // 4 windows
   auto s = ShardSet::Open(Path("s*.bin"), Opts("raw", 1000), 4);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   TokenDataset ds(*s);
-  std::multiset<int64_t> firsts;
-  for (int r = 0; r < 2; ++r) {
-    DistributedSampler sampler(ds.size(), r, 2, 7);
-    at::Tensor x, y;
-    ASSERT_TRUE(ds.Batch(sampler.EpochIndices(0), &x, &y).ok());
-    for (int64_t i = 0; i < x.size(0); ++i) firsts.insert(x[i][0].item<int64_t>());
-  }
+  ASSERT_EQ(ds.size(), 12);
   std::multiset<int64_t> want;
   for (int k = 0; k < 8; ++k) want.insert(4 * k);
   for (int k = 0; k < 4; ++k) want.insert(500 + 4 * k);
-  EXPECT_EQ(firsts, want);
+  DistributedSampler sampler(ds.size(), 7);
+  BatchSettings b;
+  b.policy = BatchPolicy::kConstantGlobal;
+  b.global_batch_size = 6;
+  SamplerPosition pos;
+  std::multiset<int64_t> epoch_firsts;
+  int step = 0;
+  for (int world : {2, 3, 3, 2, 2, 3}) {
+    auto g = ResolveGlobalBatch(b, world);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    for (int r = 0; r < world; ++r) {
+      for (const auto& micro : RankMicroBatches(sampler, pos, *g, r, world)) {
+        at::Tensor x, y;
+        ASSERT_TRUE(ds.Batch(micro, &x, &y).ok());
+        for (int64_t i = 0; i < x.size(0); ++i) epoch_firsts.insert(x[i][0].item<int64_t>());
+      }
+    }
+    pos = sampler.Advance(pos, g->samples);
+    if (++step % 2 == 0) {
+      EXPECT_EQ(epoch_firsts, want) << "epoch " << step / 2 - 1;
+      epoch_firsts.clear();
+    }
+  }
+  EXPECT_EQ(pos, (SamplerPosition{3, 0}));
 }
 
 int64_t ResidentBytes() {

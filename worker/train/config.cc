@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "worker/data/global_batch.h"
 #include "worker/model/gpt2.h"
 
 namespace ddp::worker {
@@ -27,6 +28,8 @@ constexpr int64_t kMaxSyntheticTokens = int64_t{1} << 30;  // held in memory, 8 
 constexpr int64_t kMaxSteps = int64_t{1} << 40;          // steps and every "every N steps"
 constexpr int64_t kMaxBatch = int64_t{1} << 20;          // batch, grad_accum, eval batches
 constexpr int64_t kMaxThreads = 4096;
+constexpr int64_t kMaxRanks = int64_t{1} << 20;          // world sizes
+constexpr int64_t kMaxGlobalBatch = int64_t{1} << 40;    // samples per step, all ranks
 constexpr int64_t kMaxKeep = 10000;
 constexpr int64_t kMaxTimeoutSeconds = 7 * 24 * 3600;    // a collective waiting a week is hung
 constexpr double kMaxLr = 10;                            // AdamW diverges far below it
@@ -115,6 +118,9 @@ const std::vector<Option>& Options() {
       Opt("train.steps", "steps", &TrainConfig::steps),
       Opt("train.batch_size", "batch-size", &TrainConfig::batch_size),
       Opt("train.grad_accum", "grad-accum", &TrainConfig::grad_accum),
+      Opt("train.batch_policy", "batch-policy", &TrainConfig::batch_policy),
+      Opt("train.global_batch_size", "global-batch-size", &TrainConfig::global_batch_size),
+      Opt("train.global_batch_ranks", "global-batch-ranks", &TrainConfig::global_batch_ranks),
       Opt("train.lr", "lr", &TrainConfig::lr),
       Opt("train.min_lr", "min-lr", &TrainConfig::min_lr),
       Opt("train.warmup_steps", "warmup-steps", &TrainConfig::warmup_steps),
@@ -130,6 +136,7 @@ const std::vector<Option>& Options() {
       Opt("train.eval_every", "eval-every", &TrainConfig::eval_every),
       Opt("train.eval_batches", "eval-batches", &TrainConfig::eval_batches),
       Opt("train.log_level", "log-level", &TrainConfig::log_level),
+      Opt("train.sample_log", "sample-log", &TrainConfig::sample_log),
       Opt("train.bucket_cap_mb", "bucket-cap-mb", &TrainConfig::bucket_cap_mb),
       Opt("train.first_bucket_cap_mb", "first-bucket-cap-mb", &TrainConfig::first_bucket_cap_mb),
       Opt("train.rebuild_buckets", "rebuild-buckets", &TrainConfig::rebuild_buckets),
@@ -280,6 +287,20 @@ Status ValidateConfig(const TrainConfig& c) {
   DDP_RETURN_IF_ERROR(Range(c.steps, 1, kMaxSteps, "train.steps"));
   DDP_RETURN_IF_ERROR(Range(c.batch_size, 1, kMaxBatch, "train.batch_size"));
   DDP_RETURN_IF_ERROR(Range(c.grad_accum, 1, kMaxBatch, "train.grad_accum"));
+  BatchPolicy policy = BatchPolicy::kConstantPerRank;
+  DDP_RETURN_IF_ERROR(Check(ParseBatchPolicy(c.batch_policy, &policy), "train.batch_policy",
+                            "want ConstantGlobal or ConstantPerRank, got '" + c.batch_policy + "'"));
+  DDP_RETURN_IF_ERROR(Range(c.global_batch_size, 0, kMaxGlobalBatch, "train.global_batch_size"));
+  DDP_RETURN_IF_ERROR(Range(c.global_batch_ranks, 0, kMaxRanks, "train.global_batch_ranks"));
+  DDP_RETURN_IF_ERROR(Check(policy == BatchPolicy::kConstantPerRank ||
+                                c.global_batch_size > 0 || c.global_batch_ranks > 0,
+                            "train.batch_policy",
+                            "ConstantGlobal needs a global batch: train.global_batch_size "
+                            "(--global-batch-size) or train.global_batch_ranks (--global-batch-ranks)"));
+  DDP_RETURN_IF_ERROR(Check(c.global_batch_size == 0 || c.global_batch_size % c.batch_size == 0,
+                            "train.global_batch_size",
+                            std::to_string(c.global_batch_size) + " is not a whole number of "
+                            "train.batch_size " + std::to_string(c.batch_size) + " micro-batches"));
   DDP_RETURN_IF_ERROR(Range(c.lr, 0, kMaxLr, "train.lr", /*open_lo=*/true));
   DDP_RETURN_IF_ERROR(Range(c.min_lr, 0, c.lr, "train.min_lr"));
   DDP_RETURN_IF_ERROR(Range(c.warmup_steps, 0, kMaxSteps, "train.warmup_steps"));

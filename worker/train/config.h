@@ -30,6 +30,14 @@ struct TrainConfig {
   int64_t steps = 200;
   int64_t batch_size = 16;            // per rank per micro-step
   int64_t grad_accum = 1;             // micro-steps per optimizer step (no_sync on all but last)
+  // ConstantPerRank: each rank takes grad_accum batches per step (the global batch follows the
+  // world size). ConstantGlobal: the global batch is fixed (global_batch_size, or
+  // global_batch_ranks x batch_size x grad_accum) and a smaller world accumulates more
+  // micro-batches (worker/data/global_batch.h). The operator sets DDP_BATCH_POLICY and one of
+  // DDP_GLOBAL_BATCH_SIZE, DDP_GLOBAL_BATCH_RANKS from spec.elastic.
+  std::string batch_policy = "ConstantPerRank";
+  int64_t global_batch_size = 0;      // 0 = unset
+  int64_t global_batch_ranks = 0;     // 0 = unset
   double lr = 3e-3;
   double min_lr = 3e-4;
   int64_t warmup_steps = 10;
@@ -62,6 +70,9 @@ struct TrainConfig {
   std::string metrics_addr = "0.0.0.0";
   std::string metrics_port_file;      // when set, the bound port is written here (launch)
   std::string log_level = "info";
+  // Debugging and tests: when set, every committed step appends one line to this file, the
+  // samples this rank trained on ("step S E:I E:I ...", epoch and example index).
+  std::string sample_log;
 };
 
 // Applies a YAML document. Sections model/data/train/checkpoint/metrics hold the keys listed by

@@ -1,6 +1,7 @@
 // Checkpoint payload (de)serialization with torch archives.
 #include "worker/train/train_state.h"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -171,7 +172,9 @@ StatusOr<std::string> SerializeTrainState(torch::nn::Module& model, torch::optim
     root.write("optimizer", opt_ar);
     root.write("step", Scalar(progress.step));
     root.write("epoch", Scalar(progress.sampler.epoch));
-    root.write("sampler_offset", Scalar(progress.sampler.offset));
+    // The per-rank offset an earlier worker reads (it resumes a few samples early, never late).
+    root.write("sampler_offset", Scalar(progress.sampler.offset / std::max<int64_t>(1, progress.world_size)));
+    root.write("sampler_global_offset", Scalar(progress.sampler.offset));
     root.write("world_size", Scalar(progress.world_size));
     WriteRngStates(root);
     std::ostringstream out;
@@ -201,8 +204,11 @@ Status RestoreTrainState(const std::string& bytes, const c10::Device& device,
     opt.load(opt_ar);
     progress->step = ReadInt(root, "step");
     progress->sampler.epoch = ReadInt(root, "epoch");
-    progress->sampler.offset = ReadInt(root, "sampler_offset");
     progress->world_size = ReadInt(root, "world_size");
+    at::Tensor global;
+    progress->sampler_per_rank = !root.try_read("sampler_global_offset", global);
+    progress->sampler.offset = progress->sampler_per_rank ? ReadInt(root, "sampler_offset")
+                                                          : global.item<int64_t>();
     SetRngStates(*rng);
     return Status::OK();
   } catch (const std::exception& e) {

@@ -22,8 +22,11 @@ namespace ddp::worker {
 
 struct TrainProgress {
   int64_t step = 0;        // optimizer steps completed
-  SamplerPosition sampler; // where the saving rank was (all ranks are at the same offset)
-  int64_t world_size = 1;  // of the group that saved, to rescale the sampler position
+  SamplerPosition sampler; // where the group is in the global order (sampler.h)
+  int64_t world_size = 1;  // of the group that saved
+  // Read from a checkpoint of the earlier per-rank layout (no "sampler_global_offset"):
+  // sampler.offset is then one rank's of world_size (DistributedSampler::FromPerRankOffset).
+  bool sampler_per_rank = false;
 };
 
 // Serializes parameters, buffers, optimizer state, progress and the states of the default random

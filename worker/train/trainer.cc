@@ -14,12 +14,14 @@
 #include "common/logging.h"
 #include "worker/comm/deadline.h"
 #include "worker/comm/factory.h"
+#include "worker/data/global_batch.h"
 #include "worker/data/sampler.h"
 #include "worker/ddp/reducer.h"
 #include "worker/train/autocast.h"
 #include "worker/train/checkpoint_store.h"
 #include "worker/train/clip.h"
 #include "worker/train/heal.h"
+#include "worker/train/sample_log.h"
 #include "worker/train/evaluate.h"
 #include "worker/train/schedule.h"
 #include "worker/train/train_state.h"
@@ -70,6 +72,16 @@ struct PhaseTotals {
   }
 };
 
+BatchSettings BatchSettingsOf(const TrainConfig& cfg) {
+  BatchSettings b;
+  ParseBatchPolicy(cfg.batch_policy, &b.policy);  // ValidateConfig checked the name
+  b.batch_size = cfg.batch_size;
+  b.grad_accum = cfg.grad_accum;
+  b.global_batch_size = cfg.global_batch_size;
+  b.global_batch_ranks = cfg.global_batch_ranks;
+  return b;
+}
+
 }  // namespace
 
 std::string SummaryLine(const TrainResult& r, int rank, int world_size) {
@@ -98,11 +110,16 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   auto data = LoadData(cfg);
   if (!data.ok()) return data.status();
   const TokenDataset& dataset = *data->train;
-  DistributedSampler sampler(dataset.size(), rank, world, cfg.seed);
-  if (sampler.num_samples() < cfg.batch_size) {
-    return Status::DataLoss(dataset.source() + " gives each of " + std::to_string(world) +
-                            " ranks " + std::to_string(sampler.num_samples()) +
-                            " examples, fewer than one batch of " + std::to_string(cfg.batch_size));
+  DistributedSampler sampler(dataset.size(), cfg.seed);
+  // The step's global batch at this world size (exit 2 for a combination that does not split).
+  const StatusOr<GlobalBatch> resolved = ResolveGlobalBatch(BatchSettingsOf(cfg), world);
+  if (!resolved.ok()) return resolved.status();
+  const GlobalBatch gbatch = *resolved;
+  if (gbatch.samples > dataset.size()) {
+    return Status::DataLoss(dataset.source() + " holds " + std::to_string(dataset.size()) +
+                            " examples, fewer than one global batch of " +
+                            std::to_string(gbatch.samples) + " (" + std::to_string(world) +
+                            " ranks, batch policy " + cfg.batch_policy + ")");
   }
   auto built = BuildModel(cfg, dataset.vocab_size(), ctx.device);
   if (!built.ok()) return built.status();
@@ -120,7 +137,14 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
                                          &mo, &result.resumed_from);
     if (!progress.ok()) return progress.status();
     committed = *progress;
-    committed.sampler = sampler.Rescale(progress->sampler, static_cast<int>(progress->world_size));
+    // The position is the group's in the global order, whatever size saved it; a checkpoint of
+    // the per-rank layout says how many samples each of its ranks had taken.
+    committed.sampler = progress->sampler_per_rank
+                            ? sampler.FromPerRankOffset(progress->sampler.epoch,
+                                                        progress->sampler.offset,
+                                                        progress->world_size)
+                            : sampler.Restore(progress->sampler);
+    committed.sampler_per_rank = false;
     committed.world_size = world;
     return BroadcastModule(*mo.model, comm).WithContext("broadcast parameters");
   };
@@ -240,7 +264,9 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   };
 
   LrSchedule sched{cfg.lr, cfg.min_lr, cfg.warmup_steps, cfg.steps};
-  const double samples_per_step = static_cast<double>(cfg.batch_size * cfg.grad_accum);
+  // Per rank, on average: ranks may differ by one micro-batch (global_batch.h).
+  const double samples_per_step = static_cast<double>(gbatch.samples) / world;
+  const double loss_scale = MicroBatchLossScale(gbatch, world);
   const double tokens_per_step = samples_per_step * static_cast<double>(cfg.model.block_size);
   const bool bf16 = cfg.bf16 && ctx.device.is_cuda();
   const int64_t first_step = committed.step;
@@ -276,13 +302,15 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     StepBreakdown t;
     const double lr = LearningRateAt(sched, step);
     SetLearningRate(*mo.optimizer, lr);
-    SamplerPosition pos = committed.sampler;
+    // This rank's micro-batches of the step's global batch, dealt from the global order.
+    const SamplerPosition pos = committed.sampler;
+    const auto micro_batches = RankMicroBatches(sampler, pos, gbatch, rank, world);
     loss_sum.zero_();
-    for (int64_t micro = 0; micro < cfg.grad_accum; ++micro) {
-      reducer->set_sync(micro + 1 == cfg.grad_accum);  // no_sync on all but the last micro-step
+    for (size_t micro = 0; micro < micro_batches.size(); ++micro) {
+      reducer->set_sync(micro + 1 == micro_batches.size());  // no_sync on all but the last
       auto t0 = Clock::now();
       at::Tensor x, y;
-      DDP_RETURN_IF_ERROR(dataset.Batch(sampler.NextBatch(cfg.batch_size, &pos), &x, &y));
+      DDP_RETURN_IF_ERROR(dataset.Batch(micro_batches[micro], &x, &y));
       x = x.to(ctx.device), y = y.to(ctx.device);
       t.data += Since(t0);
       t0 = Clock::now();
@@ -290,7 +318,8 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       at::Tensor loss;
       {
         BF16Autocast autocast(bf16);
-        loss = mo.model->Loss(x, y) / static_cast<double>(cfg.grad_accum);
+        // Each micro-batch's share of the global batch's mean loss (after the reducer's / world).
+        loss = mo.model->Loss(x, y) * loss_scale;
       }
       t.forward += Since(t0);
       t0 = Clock::now();
@@ -341,7 +370,10 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     ZeroGrads(*mo.model);
     // Committed: every gradient of this step was the full all-reduced sum.
     committed.step = step + 1;
-    committed.sampler = pos;
+    committed.sampler = sampler.Advance(pos, gbatch.samples);
+    if (!cfg.sample_log.empty()) {
+      DDP_RETURN_IF_ERROR(AppendSampleLog(cfg.sample_log, step, sampler, pos, gbatch, rank, world));
+    }
     result.step = committed.step;
     t.optimizer = Since(t0);
     t0 = Clock::now();
@@ -393,7 +425,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       StepBreakdown a = window.Average(samples_per_step * world, tokens_per_step * world);
       char line[256];
       std::snprintf(line, sizeof(line),
-                    "step %lld/%lld loss %.4f lr %.2e tokens/s %.0f step_ms %.1f allreduce_ms %.2f "
+                    "step %lld/%lld loss %.6f lr %.2e tokens/s %.0f step_ms %.1f allreduce_ms %.2f "
                     "exposed_allreduce_ms %.2f",
                     static_cast<long long>(result.step), static_cast<long long>(cfg.steps),
                     result.last_loss, lr, a.tokens_per_second, a.step * 1e3, a.allreduce * 1e3,
