@@ -12,17 +12,6 @@
 namespace ddp::testing {
 namespace {
 
-std::vector<double> LossTrajectory(const std::string& log) {
-  std::vector<double> losses;
-  std::istringstream in(log);
-  for (std::string line; std::getline(in, line);) {
-    const size_t p = line.find(" loss ");
-    if (line.find("] step ") == std::string::npos || p == std::string::npos) continue;
-    losses.push_back(std::stod(line.substr(p + 6)));
-  }
-  return losses;
-}
-
 std::string Describe(const GroupResult& g) {
   std::string s;
   for (size_t r = 0; r < g.codes.size(); ++r) {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,18 @@ inline std::vector<std::string> TinyArgs(int steps, int batch = 4) {
           "--block-size", "16", "--batch-size", std::to_string(batch), "--steps",
           std::to_string(steps), "--threads", "1", "--log-every", "1", "--device", "cpu",
           "--synthetic-tokens", "20000", "--warmup-steps", "3", "--collective-timeout", "20"};
+}
+
+// The loss of every "] step ... loss X" line a trainer logged, in order.
+inline std::vector<double> LossTrajectory(const std::string& log) {
+  std::vector<double> losses;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    const size_t p = line.find(" loss ");
+    if (line.find("] step ") == std::string::npos || p == std::string::npos) continue;
+    losses.push_back(std::stod(line.substr(p + 6)));
+  }
+  return losses;
 }
 
 struct GroupResult {

@@ -36,17 +36,6 @@ const std::vector<std::string> kConstantGlobal = {"--batch-policy", "ConstantGlo
 const std::vector<std::string> kConstantPerRank = {"--batch-policy", "ConstantPerRank",
                                                    "--grad-accum", "3"};
 
-std::vector<double> Losses(const std::string& log) {
-  std::vector<double> losses;
-  std::istringstream in(log);
-  for (std::string line; std::getline(in, line);) {
-    const size_t p = line.find(" loss ");
-    if (line.find("] step ") == std::string::npos || p == std::string::npos) continue;
-    losses.push_back(std::stod(line.substr(p + 6)));
-  }
-  return losses;
-}
-
 struct Segment {
   int world;
   int until;  // the step this size trains to
@@ -81,7 +70,7 @@ SegmentedRun RunSegments(const std::vector<Segment>& segments, const std::vector
     }
     if (!run.ok) return run;
     EXPECT_EQ(Field(g.out[0], "resumed_from"), from == 0 ? "-1" : std::to_string(from)) << g.out[0];
-    auto l = Losses(g.err[0]);
+    auto l = LossTrajectory(g.err[0]);
     EXPECT_EQ(static_cast<int>(l.size()), segments[s].until - from) << g.err[0];
     run.losses.insert(run.losses.end(), l.begin(), l.end());
     from = segments[s].until;

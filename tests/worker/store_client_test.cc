@@ -77,6 +77,8 @@ TEST(StoreClientTest, EveryQueryAgreesWithC10dsOwnClientOnTheSameServer) {
   // Keys a, n, plus c10d's own bookkeeping if any: the server's count, read both ways, agrees.
   EXPECT_EQ(client->getNumKeys(), server->getNumKeys());
   std::thread later([&] {
+    // The stimulus: the key appears after the wait began (a wait that did not block would
+    // still pass, but one that returned early without the key fails the get below).
     std::this_thread::sleep_for(milliseconds(100));
     server->set("late", Bytes("x"));
   });
@@ -142,7 +144,7 @@ TEST(StoreClientTest, AKilledServerCostsAnExceptionAndNoSpinningThread) {
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
   const double cpu0 = CpuSeconds();
-  std::this_thread::sleep_for(milliseconds(500));
+  std::this_thread::sleep_for(milliseconds(500));  // the window the CPU time is measured over
   EXPECT_LT(CpuSeconds() - cpu0, 0.1) << "something spun while the store was gone";
   EXPECT_THROW(client->get("k"), std::exception);
   EXPECT_THROW(client->set("k", Bytes("w")), std::exception);  // closed after the error
@@ -166,8 +168,7 @@ TEST(StoreClientTest, AResetOrAnAbsurdReplyIsAnException) {
         ::setsockopt(c, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
       } else {
         const uint64_t huge = 1ull << 40;
-        (void)!::send(c, &huge, sizeof(huge), MSG_NOSIGNAL);
-        std::this_thread::sleep_for(milliseconds(200));
+        (void)!::send(c, &huge, sizeof(huge), MSG_NOSIGNAL);  // read before the close's EOF
       }
       ::close(c);
     }

@@ -40,7 +40,8 @@ constexpr char kKeyPrefix[] = "/";
 constexpr uint64_t kMaxValueBytes = 64ull << 20;
 
 int MillisLeft(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+  // Rounded up: poll() then never returns before the deadline (a timeout a hair early).
+  const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now()).count();
   return static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30));
 }
 
