@@ -91,7 +91,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   const TrainConfig& cfg = *ctx.config;
   group::GroupMembership* group = ctx.group;
   const int rank = group ? group->rank() : ctx.comm->rank();
-  const int world = group ? group->size() : ctx.comm->size();
+  int world = group ? group->size() : ctx.comm->size();  // an elastic group resizes in place
   WorkerMetrics* m = ctx.metrics;
 
   // 1. Data and model, identical on every rank by construction (seeded).
@@ -129,6 +129,8 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   // cancelled because the generation moved on again counts as one). A group that ends instead
   // (stop, abandon, fenced, store lost) sets group_end and returns Unavailable.
   group::GroupEnd group_end = group::GroupEnd::kNone;
+  bool resizing = false;  // the last form() changed the group's size: not a recovery
+  bool formed_before = false;
   auto form = [&]() -> Status {
     constexpr int kMaxFormAttempts = 32;
     Status last;
@@ -147,13 +149,35 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       owned = std::move(f->comm);
       comm = owned.get();
       group->Watch(comm);
+      if (f->world != world) {
+        // Resized in place: same rank, a new share of the data (survivors keep their memory).
+        DDP_LOG(INFO) << "rank " << rank << ": generation " << f->generation << " resizes the group "
+                      << world << " -> " << f->world;
+        world = f->world;
+        sampler = DistributedSampler(dataset.size(), rank, world, cfg.seed);
+        if (sampler.num_samples() < cfg.batch_size) {
+          return Status::DataLoss(dataset.source() + " gives each of " + std::to_string(world) +
+                                  " ranks fewer examples than one batch");
+        }
+        if (formed_before) {  // a newcomer's first group is its start, not a resize
+          if (m) m->resizes.Inc();
+          resizing = true;
+        }
+      }
       if (m) m->generation.Set(static_cast<double>(f->generation));
       const HealPlan plan = PlanHeal(f->committed_steps);
       if (plan.behind > 0) MaybeInjectHealFault(ctx.fault, rank);
       Status s = plan.step < 0 ? start_fresh()
                                : TransferState(comm, plan, committed.step, ctx.device, *mo.model,
                                                *mo.optimizer, &committed);
+      if (s.ok() && committed.step >= 0 && committed.world_size != world) {
+        // Whoever holds the state (a survivor, or the newcomer it was sent to) saw the epoch at
+        // the old size: the same fraction of it, at the new size, on every member alike.
+        committed.sampler = sampler.Rescale(committed.sampler, static_cast<int>(committed.world_size));
+        committed.world_size = world;
+      }
       if (s.ok()) {
+        formed_before = true;
         if (plan.step >= 0 && rank == 0) {
           DDP_LOG(INFO) << "generation " << f->generation << ": healed " << plan.behind
                         << " member(s) from rank " << plan.source << " at step " << plan.step;
@@ -382,10 +406,12 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     }
     if (failed_at) {
       const double seconds = Since(*failed_at);
-      if (m) m->recovery_seconds.Observe(seconds);
-      DDP_LOG(INFO) << "rank " << rank << ": recovered in " << seconds
-                    << "s (failure to the next committed step, " << committed.step << ")";
+      if (m) (resizing ? m->resize_seconds : m->recovery_seconds).Observe(seconds);
+      DDP_LOG(INFO) << "rank " << rank << ": " << (resizing ? "resized" : "recovered") << " in "
+                    << seconds << "s (the old generation's end to the next committed step, "
+                    << committed.step << ", at world size " << world << ")";
       failed_at.reset();
+      resizing = false;
     }
     // Every multiple of log_every, the last step and a stop are agreement steps.
     if (rank == 0 && agree_now &&
@@ -430,9 +456,11 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     DDP_LOG(WARNING) << "rank " << rank << ": " << s.ToString() << "; re-forming the group at step "
                      << committed.step;
     if (!failed_at) failed_at = Clock::now();
-    if (m) m->recoveries.Inc();
     reducer.reset();  // abandoned above: its buckets live on until their collectives stop
-    if (Status f = form(); !f.ok()) {
+    resizing = false;
+    Status f = form();
+    if (m && f.ok() && !resizing) m->recoveries.Inc();  // a resize is no recovery
+    if (!f.ok()) {
       // Declared lost: the group went on without this trainer; it holds nothing it needs.
       if (group_end == group::GroupEnd::kFenced) return f;
       if (group_end == group::GroupEnd::kStop) {
