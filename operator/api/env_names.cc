@@ -13,7 +13,8 @@ const std::vector<std::string>& OperatorEnvNames() {
       kEnvRound, kEnvRendezvousTimeout, kEnvCheckpointDir, kEnvCheckpointJob, kEnvMetricsPort,
       kEnvTorchelasticRestartCount, kEnvRecovery, kEnvMaxRecoveries, group::kEnvStoreAddr,
       group::kEnvPodName, group::kEnvPodUid, group::kEnvPodIp, group::kEnvPodRole,
-      group::kEnvLivenessTimeout, group::kEnvRestartPolicy, group::kEnvRetryableExitCodes};
+      group::kEnvLivenessTimeout, group::kEnvRestartPolicy, group::kEnvRetryableExitCodes,
+      group::kEnvMaxNodes, group::kEnvGroupSizeFile};
   return names;
 }
 

@@ -111,7 +111,12 @@ class ProgressScraper {
   std::optional<ScrapedProgress> Get(const std::string& key) const;
   // The group report of `key`'s last page (a rendezvous pod's), with its round; nullopt when
   // the last page had none.
-  std::optional<std::pair<int, metrics::GroupScrape>> GetGroup(const std::string& key) const;
+  struct ScrapedGroup {
+    int round = -1;
+    std::string pod_uid;  // the rendezvous pod that served it
+    metrics::GroupScrape report;
+  };
+  std::optional<ScrapedGroup> GetGroup(const std::string& key) const;
   size_t Tracked() const;
   // Why `key`'s last page was refused, the first time it is asked after a refusal that followed
   // a kept page (or the first read); nullopt otherwise, and while the refusal goes on.
