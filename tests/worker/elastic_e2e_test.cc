@@ -6,6 +6,8 @@
 // broadcast and every member ends with the same parameters.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -20,6 +22,19 @@ void WriteSize(const std::string& path, int nodes) {
   std::filesystem::rename(tmp, path);  // whole, as the kubelet swaps a projected volume
 }
 
+// On an early failure (an ASSERT), no pod outlives the test.
+struct KillOnExit {
+  InPlaceGroup* g;
+  ~KillOnExit() {
+    for (const Proc& p : g->pods) {
+      kill(-p.pid, SIGKILL);
+      WaitProc(p, std::chrono::seconds(5));
+    }
+    kill(-g->rendezvous.pid, SIGKILL);
+    WaitProc(g->rendezvous, std::chrono::seconds(5));
+  }
+};
+
 // Whether rank 0's log says the group runs at `world` ranks (the trainer logs each resize).
 bool RunsAt(const Proc& rank0, int from, int to) {
   return ReadAll(rank0.err_path).find("resizes the group " + std::to_string(from) + " -> " +
@@ -32,7 +47,8 @@ TEST(ElasticE2E, ShrinksFourToThreeToTwoAndGrowsBackToFourInPlace) {
   WriteSize(size_file, 4);
   const auto args = TinyArgs(2500);
   InPlaceGroup g = StartInPlace(4, args, dir, {}, {{"DDP_GROUP_SIZE_FILE", size_file}});
-  const auto deadline = std::chrono::seconds(90);
+  KillOnExit reaper{&g};
+  const auto deadline = std::chrono::seconds(180);  // a loaded machine starts 4 trainers slowly
   ASSERT_TRUE(PollUntil([&] { return LastStep(g.pods[0]) >= 30; }, deadline))
       << ReadAll(g.pods[0].err_path);
   std::vector<std::vector<pid_t>> trainers;
@@ -95,6 +111,7 @@ TEST(ElasticE2E, AMalformedSizeIsRefusedAndTheGroupKeepsItsSize) {
   const std::string size_file = dir + "/group-size";
   std::ofstream(size_file) << "two\n";
   InPlaceGroup g = StartInPlace(2, TinyArgs(300), dir, {}, {{"DDP_GROUP_SIZE_FILE", size_file}});
+  KillOnExit reaper{&g};
   PodsResult r = Wait(g);
   EXPECT_EQ(r.codes[0], 0) << r.err[0];
   EXPECT_EQ(r.codes[1], 0) << r.err[1];
