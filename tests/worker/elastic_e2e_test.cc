@@ -68,14 +68,13 @@ TEST(ElasticE2E, ShrinksFourToThreeToTwoAndGrowsBackToFourInPlace) {
   ASSERT_TRUE(PollUntil([&] { return RunsAt(g.pods[0], 3, 2); }, deadline));
   const int64_t at2 = LastStep(g.pods[0]);
   ASSERT_TRUE(PollUntil([&] { return LastStep(g.pods[0]) >= at2 + 20; }, deadline));
-  // 2 -> 4: the pods for node ranks 2 and 3 come back (pod 3 first: the group grows only from
-  // node rank 2 on, so both join in one step, one generation).
+  // 2 -> 4: the pods for node ranks 2 and 3 come back (pod 3 first; the group grows from node
+  // rank 2 on, so to 4 at once when both registered by then, else by one pod and then the other).
   WriteSize(size_file, 4);
   StartPod(&g, "pod3", 3);
-  ASSERT_TRUE(PollUntil([&] { return ReadAll(g.rendezvous.err_path).find("pod3") != std::string::npos; },
-                        deadline));
   StartPod(&g, "pod2", 2);
-  ASSERT_TRUE(PollUntil([&] { return RunsAt(g.pods[0], 2, 4); }, deadline))
+  ASSERT_TRUE(PollUntil([&] { return RunsAt(g.pods[0], 2, 4) || RunsAt(g.pods[0], 3, 4); },
+                        deadline))
       << ReadAll(g.rendezvous.err_path);
   for (int p = 0; p < 2; ++p) {
     EXPECT_EQ(ChildrenNamed(g.pods[p].pid, "ddp-worker"), trainers[p]) << "pod " << p;
@@ -100,7 +99,9 @@ TEST(ElasticE2E, ShrinksFourToThreeToTwoAndGrowsBackToFourInPlace) {
     EXPECT_EQ(r.err[p].find("restarted rank"), std::string::npos) << r.err[p];
     EXPECT_EQ(r.err[p].find("resumed from checkpoint"), std::string::npos) << r.err[p];
   }
-  EXPECT_EQ(Count(r.rendezvous_err, "the group resizes in place"), 3u) << r.rendezvous_err;
+  const size_t resizes = Count(r.rendezvous_err, "the group resizes in place");
+  EXPECT_GE(resizes, 3u) << r.rendezvous_err;
+  EXPECT_LE(resizes, 4u) << r.rendezvous_err;
   EXPECT_EQ(r.rendezvous_code, 0) << r.rendezvous_err;
   std::filesystem::remove_all(dir);
 }
