@@ -10,7 +10,8 @@ constexpr char kPrefix[] = "ddp: ";
 constexpr EndReason kAll[] = {EndReason::kBudgetSpent, EndReason::kNotRetryable,
                               EndReason::kGroupAbandoned, EndReason::kDeparted,
                               EndReason::kStopped, EndReason::kFenced,
-                              EndReason::kFinished, EndReason::kReleased};
+                              EndReason::kFinished, EndReason::kReleased,
+                              EndReason::kResized};
 
 }  // namespace
 
@@ -32,6 +33,8 @@ const char* EndReasonName(EndReason r) {
       return "Finished";
     case EndReason::kReleased:
       return "Released";
+    case EndReason::kResized:
+      return "Resized";
   }
   return "";
 }

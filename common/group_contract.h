@@ -33,6 +33,14 @@ inline constexpr char kEnvRetryableExitCodes[] = "DDP_RETRYABLE_EXIT_CODES";
 inline constexpr char kEnvTerminationLog[] = "DDP_TERMINATION_LOG";
 inline constexpr char kDefaultTerminationLog[] = "/dev/termination-log";
 
+// Elastic in place (the rendezvous pod only): the most node ranks the group may grow to
+// (spec.elastic.maxReplicas; default NNODES), and the file the kubelet projects the rendezvous
+// pod's kGroupSizeAnnotation into (a downwardAPI volume): the size the operator asks for.
+inline constexpr char kEnvMaxNodes[] = "DDP_MAX_NODES";
+inline constexpr char kEnvGroupSizeFile[] = "DDP_GROUP_SIZE_FILE";
+// Written by the operator's planner on the rendezvous pod: the desired node count.
+inline constexpr char kGroupSizeAnnotation[] = "ddp.dev/group-size";
+
 inline constexpr int kDefaultLivenessSeconds = 10;
 
 // Pod roles (label ddp.dev/role and kEnvPodRole).
@@ -52,6 +60,8 @@ enum class EndReason {
   kFinished,        // training done (exit 0): the steps trained and the group's recovery count
   kReleased,        // the job finished while this pod held no rank (an idle spare): exit 0, and
                     // not a finish of any rank
+  kResized,         // the group shrank in place without this pod (a scale-down): exit 0, not a
+                    // failure, not a finish
 };
 const char* EndReasonName(EndReason r);
 // "ddp: BudgetSpent: rank 1 exited 137; 3 of 3 recoveries used".
@@ -81,6 +91,10 @@ inline constexpr int64_t kMaxFinishedCount = 1000000000;
 
 // --- The rendezvous pod's /metrics (besides rank 0's series, which it serves as well) ---
 inline constexpr char kGroupGeneration[] = "ddp_group_generation";
+// Ranks in the group's current generation (elastic in place: below spec while it runs smaller).
+inline constexpr char kGroupWorldSize[] = "ddp_group_world_size";
+// Resizes done in place this round (a counter).
+inline constexpr char kGroupResizes[] = "ddp_group_resizes_total";
 // Failures healed in place this round, charged to maxRestarts (trainer restarts in the pods and
 // replaced pods), and the budget left of this round's maxRestarts.
 inline constexpr char kGroupRecoveries[] = "ddp_group_recoveries";

@@ -43,6 +43,8 @@ GroupScrape ReadGroupScrape(const std::vector<ParsedFamily>& families) {
   g.generation = *generation;
   g.recoveries = FindSample(families, kGroupRecoveries).value_or(0);
   g.budget_left = FindSample(families, kGroupBudgetLeft).value_or(0);
+  g.world_size = FindSample(families, kGroupWorldSize).value_or(0);
+  g.resizes = FindSample(families, kGroupResizes).value_or(0);
   g.abandoned = FindSample(families, kGroupAbandoned).value_or(0) > 0;
   for (const ParsedFamily& f : families) {
     for (const Sample& x : f.samples) {
@@ -66,7 +68,8 @@ GroupScrape ReadGroupScrape(const std::vector<ParsedFamily>& families) {
 
 bool GroupScrape::operator==(const GroupScrape& o) const {
   return present == o.present && generation == o.generation && recoveries == o.recoveries &&
-         budget_left == o.budget_left && members == o.members && spares == o.spares &&
+         budget_left == o.budget_left && world_size == o.world_size && resizes == o.resizes &&
+         members == o.members && spares == o.spares &&
          fenced == o.fenced && ended == o.ended && abandoned == o.abandoned;
 }
 
@@ -147,6 +150,12 @@ Status CheckWorkerScrape(WorkerScrape* s) {
     }
     if (!whole(g.recoveries, 0, kMaxPageCount)) {
       return bad(group::kGroupRecoveries, g.recoveries, "a whole number >= 0, <= 1e9");
+    }
+    if (!whole(g.world_size, 0, kMaxPageCount)) {
+      return bad(group::kGroupWorldSize, g.world_size, "a whole number >= 0, <= 1e9");
+    }
+    if (!whole(g.resizes, 0, kMaxPageCount)) {
+      return bad(group::kGroupResizes, g.resizes, "a whole number >= 0, <= 1e9");
     }
     if (!whole(g.budget_left, -kMaxPageCount, kMaxPageCount)) {
       return bad(group::kGroupBudgetLeft, g.budget_left, "a whole number, |n| <= 1e9");

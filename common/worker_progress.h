@@ -48,6 +48,8 @@ struct GroupScrape {
   double generation = 0;
   double recoveries = 0;    // failures healed in place this round, charged in the group
   double budget_left = 0;
+  double world_size = 0;    // ranks in the current generation; 0: not reported (an older page)
+  double resizes = 0;       // resizes done in place this round
   std::map<std::string, int> members;  // pod name -> node rank
   std::vector<std::string> spares;     // idle spare pods
   std::vector<std::pair<std::string, std::string>> fenced;  // pod name, uid

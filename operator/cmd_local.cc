@@ -7,6 +7,7 @@
 #include "common/logging.h"
 #include "operator/command.h"
 #include "operator/local/runner.h"
+#include "operator/local/scale_at.h"
 
 namespace ddp::controller {
 namespace {
@@ -31,6 +32,9 @@ constexpr char kUsage[] =
     "  --plain                line-by-line output even on a terminal\n"
     "  --pod-start-delay S    start each pod's process S seconds after its create (default 0):\n"
     "                         a cluster's scheduling, image pull and container start, emulated\n"
+    "  --scale-at STEP=N,...  scripted resizes: once rank 0 trained STEP steps, spec.replicas\n"
+    "                         becomes N (e.g. 200=3,400=2,600=4; an elastic job under\n"
+    "                         recovery InPlace resizes in place)\n"
     "  --straggler-factor F   report a rank whose busy time per step is F times the other\n"
     "                         ranks' median (default 1.5) ...\n"
     "  --straggler-reads N    ... in N consecutive reads, one every 5 s (default 3)\n"
@@ -92,6 +96,14 @@ int LocalMain(int argc, char** argv) {
         return local::kExitUsage;
       }
       options.pod_start_delay = std::chrono::milliseconds(static_cast<int64_t>(d * 1000));
+    } else if (arg == "--scale-at") {
+      std::string s;
+      auto parsed = next(&s) ? local::ParseScaleAt(s) : local::ParseScaleAt("");
+      if (!parsed.ok()) {
+        std::fprintf(stderr, "ddp-operator local: %s\n", parsed.status().message().c_str());
+        return local::kExitUsage;
+      }
+      options.scale_at = *parsed;
     } else if (arg == "--straggler-factor") {
       std::string s;
       char* end = nullptr;

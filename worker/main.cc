@@ -18,7 +18,7 @@
 #include "worker/comm/factory.h"
 #include "worker/comm/rendezvous.h"
 #include "worker/group/membership.h"
-#include "worker/group/rendezvous_main.h"
+#include "worker/launch/rendezvous_pod.h"
 #include "worker/launch/launch_plan.h"
 #include "worker/launch/launcher.h"
 #include "worker/launch/standby.h"
@@ -238,7 +238,7 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  if (!args.empty() && args[0] == "rendezvous") return group::RendezvousMain();
+  if (!args.empty() && args[0] == "rendezvous") return RendezvousMain();
   // In-place recovery: a pod's ddp-worker supervises itself (DESIGN.md): the process the pod
   // runs becomes the supervisor and the trainers are its children.
   const char* recovery = std::getenv(kEnvRecovery);

@@ -14,7 +14,8 @@ const std::vector<std::string>& OperatorEnvNames() {
       kEnvTorchelasticRestartCount, kEnvRecovery, kEnvMaxRecoveries, kEnvBatchPolicy,
       kEnvGlobalBatchSize, kEnvGlobalBatchRanks, group::kEnvStoreAddr,
       group::kEnvPodName, group::kEnvPodUid, group::kEnvPodIp, group::kEnvPodRole,
-      group::kEnvLivenessTimeout, group::kEnvRestartPolicy, group::kEnvRetryableExitCodes};
+      group::kEnvLivenessTimeout, group::kEnvRestartPolicy, group::kEnvRetryableExitCodes,
+      group::kEnvMaxNodes, group::kEnvGroupSizeFile};
   return names;
 }
 

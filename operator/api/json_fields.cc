@@ -146,6 +146,22 @@ Status ReadStringMap(const nlohmann::json& parent, const char* key, const std::s
   return Status::OK();
 }
 
+Status ReadStringList(const nlohmann::json& parent, const char* key, const std::string& path,
+                      std::vector<std::string>* out) {
+  const nlohmann::json* v = Field(parent, key);
+  if (!v) return Status::OK();
+  if (!v->is_array()) return TypeError(path, key, "a list of strings", *v);
+  out->clear();
+  for (size_t i = 0; i < v->size(); ++i) {
+    if (!(*v)[i].is_string()) {
+      return Status::InvalidArgument(Join(path, key) + "[" + std::to_string(i) +
+                                     "]: expected a string, got " + Describe((*v)[i]));
+    }
+    out->push_back((*v)[i].get<std::string>());
+  }
+  return Status::OK();
+}
+
 Status ReadObject(const nlohmann::json& parent, const char* key, const std::string& path,
                   const nlohmann::json** out) {
   *out = Field(parent, key);

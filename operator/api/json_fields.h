@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,8 @@ Status ReadTime(const nlohmann::json& parent, const char* key, const std::string
                 std::optional<TimePoint>* out);
 Status ReadStringMap(const nlohmann::json& parent, const char* key, const std::string& path,
                      std::map<std::string, std::string>* out);
+Status ReadStringList(const nlohmann::json& parent, const char* key, const std::string& path,
+                      std::vector<std::string>* out);
 // Sets *out to the object at key, or nullptr when absent/null; error when not an object.
 Status ReadObject(const nlohmann::json& parent, const char* key, const std::string& path,
                   const nlohmann::json** out);

@@ -18,6 +18,7 @@ using internal::ReadInt;
 using internal::ReadInt64;
 using internal::ReadObject;
 using internal::ReadString;
+using internal::ReadStringList;
 using internal::ReadStringMap;
 using internal::ReadTime;
 using nlohmann::json;
@@ -216,6 +217,12 @@ StatusOr<DDPJobStatus> ParseStatusJson(const json& s) {
     DDP_RETURN_IF_ERROR(internal::ReadNumber(*lf, "recoverySeconds", p, &f.recovery_seconds));
     out.last_failure = f;
   }
+  DDP_RETURN_IF_ERROR(ReadStringList(s, "countedPods", "status", &out.counted_pods));
+  if (out.counted_pods.size() > kMaxCountedPods) {
+    return Status::InvalidArgument("status.countedPods: " + std::to_string(out.counted_pods.size()) +
+                                   " entries, more than " + std::to_string(kMaxCountedPods));
+  }
+  DDP_RETURN_IF_ERROR(ReadString(s, "rendezvousUID", "status", &out.rendezvous_uid));
   DDP_RETURN_IF_ERROR(internal::ParseProgress(s, &out.progress));
   // Written by the operator alone; an entry that is not one (hand-edited) is dropped, not an
   // error: forgetting a suspect node costs at most a pod placed on it again.
@@ -394,6 +401,8 @@ json StatusToJson(const DDPJobStatus& s) {
     if (f.recovery_seconds) lf["recoverySeconds"] = *f.recovery_seconds;
     out["lastFailure"] = lf;
   }
+  if (!s.counted_pods.empty()) out["countedPods"] = s.counted_pods;
+  if (!s.rendezvous_uid.empty()) out["rendezvousUID"] = s.rendezvous_uid;
   if (s.progress) out["progress"] = internal::ProgressToJson(*s.progress);
   if (!s.suspect_nodes.empty()) {
     json list = json::array();
@@ -421,8 +430,8 @@ json ToJson(const DDPJob& job) {
   // A manifest without status stays without one until the operator has something to say.
   if (out.contains("status") || job.status != DDPJobStatus{}) {
     json st = Overlay(out, "status");
-    for (const char* optional_key :
-         {"lastFailure", "progress", "startTime", "completionTime", "phase", "suspectNodes"}) {
+    for (const char* optional_key : {"lastFailure", "countedPods", "rendezvousUID", "progress", "startTime",
+                                     "completionTime", "phase", "suspectNodes"}) {
       st.erase(optional_key);  // absent in the struct -> absent on the wire
     }
     const json fresh = StatusToJson(job.status);

@@ -137,6 +137,9 @@ inline constexpr char kCondSuspended[] = "Suspended";
 // True while the round waits for its gang to be admitted (a Kueue admission gate, a PodGroup the
 // scheduler has not placed yet, or a PodGroup kind the API server does not serve).
 inline constexpr char kCondQueued[] = "Queued";
+// Elastic in place: True while the group runs below the round's size (reason PendingTimeout:
+// pods unschedulable; Growing: pods joining at its next generation).
+inline constexpr char kCondBelowSize[] = "BelowSize";
 
 // metav1.Condition. Times have whole-second precision (RFC 3339 on the wire).
 struct Condition {
@@ -194,6 +197,9 @@ struct Progress {
   bool operator!=(const Progress& o) const { return !(*this == o); }
 };
 
+// Enough for every pod of a round ending twice over within one grace period.
+inline constexpr size_t kMaxCountedPods = 64;
+
 struct DDPJobStatus {
   std::string phase;  // empty until the first reconcile; then one of kPhase*
   std::vector<Condition> conditions;
@@ -208,6 +214,13 @@ struct DDPJobStatus {
   int spares = 0;        // spare pods of the current round that exist (recovery InPlace)
   int ready_spares = 0;  // of them, idle and ready to take a rank
   std::optional<LastFailure> last_failure;
+  // recovery InPlace: the uids of the pods whose end was counted (a failure, a disruption) in
+  // the current round, oldest first, at most kMaxCountedPods: a pod still Terminating passes
+  // later is never counted twice, whatever was counted after it. Emptied by a new round.
+  std::vector<std::string> counted_pods;
+  // recovery InPlace: the uid of the rendezvous pod whose store's count progress.recoveries is;
+  // a page from another one (a replaced rendezvous pod, a new store) counts from 0.
+  std::string rendezvous_uid;
   std::optional<Progress> progress;
   std::vector<SuspectNode> suspect_nodes;  // oldest first
   std::string selector;

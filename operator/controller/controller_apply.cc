@@ -71,13 +71,17 @@ Status Controller::ApplyDeletes(const std::string& key, const api::DDPJob& job,
 Status Controller::ApplyPatches(const std::string& key, const api::DDPJob& job,
                                 const std::vector<plan::Patch>& patches) {
   for (const plan::Patch& p : patches) {
-    // Only the PodGroup is patched; a plan that patches anything else is a bug.
-    if (p.kind != plan::kPodGroupKind || !pod_group_resource_ ||
-        p.api_version != pod_group_resource_->ApiVersion()) {
+    // Only the PodGroup and a rendezvous pod's group-size annotation (elastic in place) are
+    // patched; a plan that patches anything else is a bug.
+    const bool pod = p.kind == "Pod" && p.api_version == "v1" && p.merge_patch.size() == 1 &&
+                     p.merge_patch.contains("metadata");
+    if (!pod && (p.kind != plan::kPodGroupKind || !pod_group_resource_ ||
+                 p.api_version != pod_group_resource_->ApiVersion())) {
       return Status::Internal(key + ": plan patches " + p.api_version + " " + p.kind);
     }
-    auto patched =
-        client_->MergePatch(*pod_group_resource_, job.namespace_name, p.name, p.merge_patch);
+    auto patched = pod ? client_->MergePatch(kPods, job.namespace_name, p.name, p.merge_patch)
+                       : client_->MergePatch(*pod_group_resource_, job.namespace_name, p.name,
+                                             p.merge_patch);
     if (!patched.ok()) {
       return patched.status().WithContext(key + ": patch " + p.kind + " " + p.name);
     }

@@ -44,7 +44,7 @@ void Controller::ObserveProgress(const api::DDPJob& job, plan::Observed* seen) {
   if (std::optional<ScrapedProgress> s = scraper_->Get(key)) {
     seen->progress = plan::ObservedProgress{s->round, s->snapshot};
   }
-  if (auto g = scraper_->GetGroup(key)) seen->group = plan::ObservedGroup{g->first, g->second};
+  if (auto g = scraper_->GetGroup(key)) seen->group = plan::ObservedGroup{g->round, g->report, g->pod_uid};
   if (auto r = scraper_->Reads(key); r && in_place) {
     seen->rendezvous_reads = plan::RendezvousReads{r->pod_uid, r->last_ok, r->failing};
   }

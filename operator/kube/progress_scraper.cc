@@ -69,12 +69,12 @@ std::optional<ScrapedProgress> ProgressScraper::Get(const std::string& key) cons
                          it->second.last_page};
 }
 
-std::optional<std::pair<int, metrics::GroupScrape>> ProgressScraper::GetGroup(
+std::optional<ProgressScraper::ScrapedGroup> ProgressScraper::GetGroup(
     const std::string& key) const {
   std::lock_guard<std::mutex> l(mu_);
   auto it = entries_.find(key);
   if (it == entries_.end() || !it->second.last_page.group.present) return std::nullopt;
-  return std::make_pair(it->second.target.round, it->second.last_page.group);
+  return ScrapedGroup{it->second.target.round, it->second.target.pod_uid, it->second.last_page.group};
 }
 
 std::optional<PageReads> ProgressScraper::Reads(const std::string& key) const {

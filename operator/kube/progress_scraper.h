@@ -119,7 +119,12 @@ class ProgressScraper {
   std::optional<ScrapedProgress> Get(const std::string& key) const;
   // The group report of `key`'s last page (a rendezvous pod's), with its round; nullopt when
   // the last page had none.
-  std::optional<std::pair<int, metrics::GroupScrape>> GetGroup(const std::string& key) const;
+  struct ScrapedGroup {
+    int round = -1;
+    std::string pod_uid;  // the rendezvous pod that served it
+    metrics::GroupScrape report;
+  };
+  std::optional<ScrapedGroup> GetGroup(const std::string& key) const;
   size_t Tracked() const;
   // How `key`'s reads went; nullopt when it is not tracked or never answered.
   std::optional<PageReads> Reads(const std::string& key) const;

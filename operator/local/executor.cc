@@ -97,6 +97,13 @@ std::vector<std::string> LocalExecutor::Apply(const plan::Plan& plan, plan::Time
     }
     pods_.emplace(name, std::move(pod));
   }
+  for (const plan::Patch& patch : plan.patches) {
+    // The rendezvous pod's group-size annotation: merged into the object, projected to its file.
+    auto it = pods_.find(patch.name);
+    if (patch.kind != "Pod" || it == pods_.end() || !patch.merge_patch.contains("metadata")) continue;
+    it->second.object["metadata"].merge_patch(patch.merge_patch["metadata"]);
+    WriteGroupSize(it->second);
+  }
   const auto steady_now = SteadyClock::now();
   for (const plan::Delete& d : plan.deletes) {
     if (d.kind == "Service") {
@@ -143,6 +150,13 @@ Status LocalExecutor::Start(LocalPod* pod, std::vector<std::string>* messages) {
   std::error_code ignored;
   std::filesystem::remove(pod->termination_log, ignored);
   req.env.emplace_back(group::kEnvTerminationLog, pod->termination_log);
+  for (auto& [name, value] : req.env) {
+    // The projected annotation: a file of this run's, written now and at every patch.
+    if (name != group::kEnvGroupSizeFile) continue;
+    pod->group_size_file = pod->log_path + ".group-size";
+    value = pod->group_size_file;
+    WriteGroupSize(*pod);
+  }
   // A wrapper script in the template (sh -c '... exec ddp-worker') finds the same binaries the
   // command lookup does: the command dirs go in front of the inherited PATH.
   bool sets_path = false;
@@ -248,6 +262,18 @@ std::optional<SteadyClock::time_point> LocalExecutor::NextKillDeadline() const {
   return next;
 }
 
+void LocalExecutor::WriteGroupSize(const LocalPod& pod) {
+  if (pod.group_size_file.empty()) return;
+  const Json& annotations =
+      pod.object.value("metadata", Json::object()).value("annotations", Json::object());
+  const std::string size = annotations.value(group::kGroupSizeAnnotation, std::string());
+  // Whole or not at all, as the kubelet swaps a projected volume's files.
+  const std::string tmp = pod.group_size_file + ".tmp";
+  { std::ofstream(tmp) << size; }
+  std::error_code ignored;
+  std::filesystem::rename(tmp, pod.group_size_file, ignored);
+}
+
 plan::Observed LocalExecutor::Observe() const {
   plan::Observed seen;
   seen.service_exists = service_exists_;
@@ -262,6 +288,7 @@ plan::Observed LocalExecutor::Observe() const {
     o.owner_uid = plan::ControllerUid(pod.object);
     o.created = pod.created;
     o.deleting = pod.deleting;
+    if (pod.role == group::kRoleRendezvous) o.group_size = plan::ObservePod(pod.object).group_size;
     if (pod.alive) {
       o.phase = "Running";
       o.ready = true;  // no readiness probes locally: a running process is ready

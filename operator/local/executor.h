@@ -59,6 +59,9 @@ struct LocalPod {
   // Where its supervisor writes why it ended (DDP_TERMINATION_LOG), read back into the exit's
   // message as a kubelet reads terminationMessagePath.
   std::string termination_log;
+  // Elastic in place, the rendezvous pod: the file its ddp.dev/group-size annotation is
+  // projected into (the kubelet's downwardAPI volume); "" for other pods.
+  std::string group_size_file;
 };
 
 class LocalExecutor {
@@ -102,6 +105,9 @@ class LocalExecutor {
   void StopAll(std::chrono::milliseconds grace);
 
  private:
+  // Writes `pod`'s ddp.dev/group-size annotation to its group_size_file (when it has one).
+  static void WriteGroupSize(const LocalPod& pod);
+
   Status Start(LocalPod* pod, std::vector<std::string>* messages);
   // SIGTERM now and SIGKILL after the grace (`grace_seconds`, else the pod's own); a grace of 0
   // is a force delete: SIGKILL now. On a pod already deleting it can only shorten the grace.

@@ -101,6 +101,7 @@ class LocalRun {
   void ApplyEdit(const std::string& text);
   void RefreshStatusLine();
   void TrackProgress(const LocalPod& rank0, const WorkerProgress& page);
+  void ScaleOnSchedule(int64_t steps);
   void ReportGroupChanges(const plan::ObservedGroup& before, const metrics::GroupScrape& now,
                           int round);
   int Finish(int code);
@@ -131,6 +132,7 @@ class LocalRun {
   // Whether the rendezvous pod's page still answers (plan/silent_rendezvous.h): a frozen one
   // (SIGSTOP) is replaced after the liveness timeout, as in a cluster.
   std::optional<plan::RendezvousReads> rendezvous_reads_;
+  size_t next_scale_ = 0;      // the first of options_.scale_at not applied yet
   StragglerWatch stragglers_;
   bool finished_ = false;
 };
@@ -197,6 +199,20 @@ int LocalRun::Init() {
   terminal_.Line("  edit " + options_.manifest_path +
                  " to apply changes (replicas, suspend); Ctrl-C stops everything");
   return -1;
+}
+
+void LocalRun::ScaleOnSchedule(int64_t steps) {
+  while (next_scale_ < options_.scale_at.size() && steps >= options_.scale_at[next_scale_].first) {
+    const auto [at, replicas] = options_.scale_at[next_scale_++];
+    if (job_.spec.replicas == replicas) continue;
+    terminal_.Line(Elapsed() + " --scale-at " + std::to_string(at) + "=" +
+                   std::to_string(replicas) + ": rank 0 at step " + std::to_string(steps) +
+                   ", spec.replicas " + std::to_string(job_.spec.replicas) + " -> " +
+                   std::to_string(replicas) + " (generation " +
+                   std::to_string(job_.generation + 1) + ")");
+    job_.spec.replicas = replicas;
+    ++job_.generation;
+  }
 }
 
 void LocalRun::ApplyEdit(const std::string& text) {
@@ -311,12 +327,13 @@ void LocalRun::RefreshStatusLine() {
         WorkerProgress p = ParseWorkerProgress(page.value());
         if (p.group.present) {
           ReportGroupChanges(group_, p.group, rank0->round);
-          group_ = plan::ObservedGroup{rank0->round, p.group};
+          group_ = plan::ObservedGroup{rank0->round, p.group, rank0->uid};
         }
         TrackProgress(*rank0, p);
         if (p.steps) {
           progress_ = p;
           eta_.Add(std::chrono::duration<double>(now - started_).count(), *p.steps);
+          ScaleOnSchedule(static_cast<int64_t>(*p.steps));
         }
       }
     }

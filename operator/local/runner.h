@@ -39,6 +39,9 @@ struct RunOptions {
   double straggler_factor = 1.5;
   int straggler_reads = 3;
   std::chrono::milliseconds straggler_interval{5000};
+  // Scripted resizes (--scale-at STEP=REPLICAS,...), in step order: once rank 0 has trained
+  // STEP steps, spec.replicas becomes REPLICAS, as an edit of the manifest would make it.
+  std::vector<std::pair<int64_t, int>> scale_at;
 };
 
 // Runs the job to its end. Returns kExitSucceeded, kExitFailed, kExitUsage, or 128+n when

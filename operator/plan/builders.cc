@@ -213,6 +213,23 @@ json BuildRendezvousPod(const api::DDPJob& job, int round, int replicas,
   c["livenessProbe"] = probe;
   EnsurePort(&c, kRendezvousPortName, job.spec.rendezvous.port);
   EnsurePort(&c, kMetricsPortName, metrics_port);
+  if (job.spec.elastic) {
+    // Elastic in place: the size the planner asks the group for, as an annotation the kubelet
+    // projects into a file; the planner patches the annotation, never the running pod's env.
+    json annotations = ObjectAt(meta, "annotations");
+    annotations[group::kGroupSizeAnnotation] = std::to_string(replicas);
+    meta["annotations"] = std::move(annotations);
+    c["volumeMounts"] = json::array({{{"name", "ddp-group"}, {"mountPath", kGroupSizeDir},
+                                      {"readOnly", true}}});
+    spec["volumes"] = json::array({{{"name", "ddp-group"},
+                                    {"downwardAPI",
+                                     {{"items", json::array({{{"path", "size"},
+                                                              {"fieldRef",
+                                                               {{"fieldPath",
+                                                                 std::string("metadata.annotations['") +
+                                                                     group::kGroupSizeAnnotation +
+                                                                     "']"}}}}})}}}}});
+  }
   spec["containers"] = json::array({std::move(c)});
   ApplyRunAsGroup(&spec);  // no volumes here: runAsGroup only
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};

@@ -43,7 +43,8 @@ bool ExitedWithoutFinishing(const ObservedPod& pod, bool expect_finish_message) 
   if (pod.phase != "Succeeded") return false;
   const auto end = group::ParseEnd(pod.message);
   if (!end) return expect_finish_message;  // torchrun and other images say nothing
-  if (*end == group::EndReason::kReleased) return false;  // a spare that held no rank
+  // A spare that held no rank; a pod the group shrank without (its index is past the size).
+  if (*end == group::EndReason::kReleased || *end == group::EndReason::kResized) return false;
   return !group::ParseFinished(pod.message).has_value();
 }
 

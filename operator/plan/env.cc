@@ -71,6 +71,15 @@ EnvList RendezvousEnv(const api::DDPJob& job, int index, int round, int replicas
     env.push_back({group::kEnvLivenessTimeout, std::to_string(fp.liveness_timeout_seconds)});
     env.push_back({group::kEnvRestartPolicy, api::RestartPolicyName(fp.restart_policy)});
     env.push_back({group::kEnvRetryableExitCodes, failure::FormatExitCodes(fp.retryable_exit_codes)});
+    if (job.spec.elastic) {
+      // Elastic in place: node ranks up to maxReplicas may exist; the rendezvous pod reads the
+      // size the operator asks for from its projected annotation (docs/in-place-recovery.md).
+      env.push_back({group::kEnvMaxNodes,
+                     std::to_string(std::max(replicas, job.spec.elastic->max_replicas))});
+      if (role == group::kRoleRendezvous) {
+        env.push_back({group::kEnvGroupSizeFile, kGroupSizeFile});
+      }
+    }
   }
   return env;
 }

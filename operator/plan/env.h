@@ -12,6 +12,11 @@
 
 namespace ddp::plan {
 
+// Where the rendezvous pod of an elastic InPlace job finds its ddp.dev/group-size annotation
+// (a downwardAPI volume, builders.cc).
+inline constexpr char kGroupSizeDir[] = "/etc/ddp-group";
+inline constexpr char kGroupSizeFile[] = "/etc/ddp-group/size";
+
 using EnvList = std::vector<std::pair<std::string, std::string>>;
 
 // The operator's env for pod `index` of a round with `replicas` pods, in the table's order.

@@ -92,10 +92,9 @@ bool NoSurvivor(const Pass& p) {
 std::vector<const ObservedPod*> TakenWithoutSurvivor(const Pass& p) {
   std::vector<const ObservedPod*> out;
   if (!NoSurvivor(p)) return out;
-  const auto& last = p.job.status.last_failure;
   for (const ObservedPod& pod : p.seen->pods) {
     if (!pod.deleting || !IsMember(p, pod) || ReplacedInThisPass(p, pod.name)) continue;
-    if (last && !pod.uid.empty() && last->pod_uid == pod.uid) continue;  // counted when it went
+    if (CountedThisRound(p, pod)) continue;  // counted when it went
     out.push_back(&pod);
   }
   return out;
@@ -207,7 +206,18 @@ int64_t FinishedCount(const Pass& p) {
 std::optional<Plan> MirrorGroup(Pass* p) {
   if (!InPlace(*p)) return std::nullopt;
   const metrics::GroupScrape* g = CurrentGroup(*p);
-  const int64_t counted = p->st.progress ? p->st.progress->recoveries : 0;
+  // A page from another rendezvous pod than the one counted (it was replaced: its store counts
+  // from 0) starts a new baseline at 0, so a heal in the new store is never taken for one
+  // counted in the old, however soon after the replacement it happens.
+  const std::string& source = p->seen->group ? p->seen->group->pod_uid : "";
+  int64_t counted = p->st.progress ? p->st.progress->recoveries : 0;
+  if (g != nullptr && !source.empty() && source != p->st.rendezvous_uid) {
+    if (!p->st.rendezvous_uid.empty()) {
+      counted = 0;
+      if (p->st.progress) p->st.progress->recoveries = 0;
+    }
+    p->st.rendezvous_uid = source;
+  }
   const int64_t finished = FinishedCount(*p);
   // A finished pod's count only ever adds what no scrape saw (it never sets a new baseline).
   if (g == nullptr && finished <= counted) return std::nullopt;

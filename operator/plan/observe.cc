@@ -86,6 +86,9 @@ ObservedPod ObservePod(const json& pod) {
     out.index = ParseIndexLabel(labels, api::kReplicaIndexLabel);
   }
   out.round = ParseIndexLabel(labels, api::kRoundLabel);
+  if (out.role == group::kRoleRendezvous) {
+    out.group_size = ParseIndexLabel(Get(meta, "annotations"), group::kGroupSizeAnnotation);
+  }
   out.deleting = !Get(meta, "deletionTimestamp").is_null();
   out.deletion_timestamp = Time(meta, "deletionTimestamp");
   const json& grace = Get(meta, "deletionGracePeriodSeconds");

@@ -13,6 +13,7 @@
 #include "operator/plan/names.h"
 #include "operator/plan/progress.h"
 #include "operator/plan/replace.h"
+#include "operator/plan/resize.h"
 #include "operator/plan/suspect_nodes.h"
 #include "operator/plan/unschedulable.h"
 
@@ -130,11 +131,19 @@ void Requeue(Pass* p, TimePoint at) {
 }
 
 void DeleteStalePods(Pass* p) {
-  std::vector<std::string> names;
+  std::vector<std::string> names, past;
   for (const auto& pod : p->seen->pods) {
     if (IsCurrent(*p, pod) || pod.deleting) continue;
     p->plan.deletes.push_back({"Pod", pod.name, pod.uid});
-    names.push_back(pod.name + " (round " + std::to_string(pod.round) + ")");
+    // Elastic in place: a pod of this round past its size (the group shrank without it).
+    (pod.round == p->round ? past : names).push_back(pod.name + " (round " + std::to_string(pod.round) + ")");
+  }
+  if (!past.empty()) {
+    std::string list;
+    for (const auto& n : past) list += (list.empty() ? "" : ", ") + n;
+    AddEvent(p, "Normal", "DeletingPods",
+             "round " + std::to_string(p->round) + ": deleting " + Plural(past.size(), "pod") +
+                 " past the round's size of " + std::to_string(p->size) + ": " + list);
   }
   if (names.empty()) return;
   std::string list;
@@ -252,7 +261,8 @@ void Summarize(Pass* p) {
     const ObservedPod* rdzv = CurrentRendezvous(*p);
     if (!rdzv || (rdzv->phase != "Running" && rdzv->phase != "Succeeded")) return;
   }
-  if (p->st.phase == api::kPhaseRunning || started < p->size) return;
+  // Elastic in place: a pod left Pending (unschedulable) is not waited for (resize.h).
+  if (p->st.phase == api::kPhaseRunning || started < GroupSize(p)) return;
   const std::string msg = "round " + std::to_string(p->round) + ": all " +
                           Plural(static_cast<size_t>(p->size), "pod") + " running (world size " +
                           std::to_string(p->st.world_size) + ")";

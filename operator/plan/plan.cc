@@ -33,6 +33,7 @@
 #include "operator/plan/network_policy.h"
 #include "operator/plan/pass.h"
 #include "operator/plan/replace.h"
+#include "operator/plan/resize.h"
 #include "operator/plan/round.h"
 #include "operator/plan/silent_rendezvous.h"
 #include "operator/plan/suspect_nodes.h"
@@ -210,10 +211,15 @@ bool AllSucceeded(const Pass& p) {
   if (internal::InPlace(p)) {
     std::vector<const ObservedPod*> pods = internal::CurrentPods(p);
     for (const ObservedPod* s : internal::CurrentSpares(p)) pods.push_back(s);
-    int finished = 0;
+    int finished = 0, running = 0;
     for (const ObservedPod* pod : pods) {
       if (pod && pod->phase == "Succeeded" && group::ParseFinished(pod->message)) ++finished;
+      if (pod && pod->phase == "Running") ++running;
     }
+    // Elastic in place: the group may have trained below the round's size (a pod unschedulable
+    // all along, never a member); a finish is every rank's, so one finished member and no
+    // member still running is the end.
+    if (internal::ResizesInPlace(p) && finished > 0 && running == 0) return true;
     // Nothing else: a pod that exited 0 without finishing is a failure, one released from a
     // finished group (held no rank) finished nothing.
     return finished >= p.size;
@@ -352,11 +358,15 @@ std::optional<Plan> DecideForRound(Pass* p) {
     return EndJob(p, true, "AllPodsSucceeded",
                   "round " + std::to_string(p->round) + ": all " + std::to_string(p->size) +
                       " pods exited 0" + internal::FinishedSteps(*p));
+  } else if (ResizeRequested(*p) && internal::ResizesInPlace(*p)) {
+    internal::ResizeInPlace(p, internal::DesiredSize(p->job), "spec.replicas changed");
   } else if (ResizeRequested(*p)) {
     const int to = internal::DesiredSize(p->job);
     StartNewRound(p, to, api::kPhaseScaling, "Resized",
                   "resize " + std::to_string(p->size) + " -> " + std::to_string(to) + " pods",
                   false);
+  } else if (internal::ResizesInPlace(*p) && !internal::UnschedulableBelowTop(p)) {
+    // An unschedulable pod shrinks the group, not the round (PlanGroupSize): it stays Pending.
   } else if (auto target = ShrinkTarget(p)) {
     StartNewRound(p, *target, api::kPhaseScaling, "PendingTimeout",
                   "shrink " + std::to_string(p->size) + " -> " + std::to_string(*target) +
@@ -466,6 +476,7 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
   internal::CreateMissing(&p, backing_off || (p.gang_wait && p.gang_wait->hold_pods));
   internal::ForceDeleteLostPods(&p, options);
   internal::Summarize(&p);
+  internal::PlanGroupSize(&p);
   internal::UpdateProgress(&p);
   return internal::FinishPass(&p);
 }

@@ -43,6 +43,8 @@ struct ObservedPod {
   std::string uid;
   std::string owner_uid;  // uid of the controller ownerReference; "" when none
   std::string pod_ip;  // status.podIP; where the operator scrapes rank 0's /metrics
+  // The rendezvous pod's ddp.dev/group-size annotation (elastic in place); -1 when absent.
+  int group_size = -1;
   // metadata.deletionTimestamp: when the grace period ends (the kubelet then confirms, or the
   // pod stays Terminating if its node is lost); deletionGracePeriodSeconds: that grace.
   std::optional<TimePoint> deletion_timestamp;
@@ -83,6 +85,7 @@ struct RendezvousReads {
 struct ObservedGroup {
   int round = -1;
   metrics::GroupScrape report;
+  std::string pod_uid;  // the rendezvous pod that served it ("" when not known)
 };
 
 // The job's PodGroup (gang.h) as the API server has it.

@@ -5,6 +5,7 @@
 
 #include "common/group_contract.h"
 #include "operator/plan/conditions.h"
+#include "operator/plan/round.h"
 
 namespace ddp::plan::internal {
 namespace {
@@ -34,9 +35,8 @@ bool ReplacedInThisPass(const Pass& p, const std::string& name) {
 bool AlreadyReplacing(const Pass& p, const ObservedPod& pod) {
   if (!CanReplaceAlone(p, pod)) return false;
   if (ReplacedInThisPass(p, pod.name)) return true;
-  // The last failure as the pass found it: one counted in an earlier pass.
-  const auto& last = p.job.status.last_failure;
-  if (last && !pod.uid.empty() && last->pod_uid == pod.uid) return true;
+  // A failure counted in an earlier pass of this round, the last one or any before it.
+  if (CountedThisRound(p, pod)) return true;
   return pod.deleting && ReplacementUnderWay(p);
 }
 

@@ -1,6 +1,8 @@
 // The round model's transitions (see round.h).
 #include "operator/plan/round.h"
 
+#include <algorithm>
+
 #include "operator/plan/conditions.h"
 #include "operator/plan/progress.h"
 
@@ -37,6 +39,17 @@ void RecordFailure(Pass* p, const ObservedPod& pod, PodOutcome outcome, int rank
   f.time = p->now;
   f.pod_uid = pod.uid;
   p->st.last_failure = f;
+  auto& counted = p->st.counted_pods;
+  if (pod.uid.empty() || std::find(counted.begin(), counted.end(), pod.uid) != counted.end()) return;
+  counted.push_back(pod.uid);
+  if (counted.size() > api::kMaxCountedPods) counted.erase(counted.begin());
+}
+
+bool CountedThisRound(const Pass& p, const ObservedPod& pod) {
+  if (pod.uid.empty()) return false;
+  const api::DDPJobStatus& st = p.job.status;  // as the pass found it
+  if (st.last_failure && st.last_failure->pod_uid == pod.uid) return true;
+  return std::find(st.counted_pods.begin(), st.counted_pods.end(), pod.uid) != st.counted_pods.end();
 }
 
 void StartNewRound(Pass* p, int size, const char* phase, const std::string& reason,
@@ -47,6 +60,8 @@ void StartNewRound(Pass* p, int size, const char* phase, const std::string& reas
   p->st.phase = phase;
   // The new round's rendezvous pod counts in-place recoveries from 0 (progress.h).
   if (p->st.progress) p->st.progress->recoveries = 0;
+  p->st.rendezvous_uid.clear();
+  p->st.counted_pods.clear();  // the old round's pods are deleted as one, never counted again
   SetCondition(&p->st, api::kCondRestarting, "True", reason, msg, p->now, p->job.generation);
   ClearCondition(&p->st, api::kCondRunning, reason, msg, p->now, p->job.generation);
   AddEvent(p, warning ? "Warning" : "Normal", reason, msg);

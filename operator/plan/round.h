@@ -16,6 +16,9 @@ Plan EndJob(Pass* p, bool succeeded, const std::string& reason, const std::strin
 
 // status.lastFailure := `pod`'s end. `rank`: the node rank it held (-1: its index).
 void RecordFailure(Pass* p, const ObservedPod& pod, PodOutcome outcome, int rank = -1);
+// Whether this pod object's end was counted in an earlier pass of this round (status.countedPods
+// or status.lastFailure as the pass found them).
+bool CountedThisRound(const Pass& p, const ObservedPod& pod);
 
 // A new round of `size` pods: old-round pods become stale (DeleteStalePods removes them) and
 // CreateMissing recreates each name once its old pod is gone.

@@ -157,6 +157,8 @@ api::DDPJob FullyPopulatedJob() {
   st.last_failure = api::LastFailure{"full-worker-1", 1, 75, "Error", "peer lost", t, "uid-1", 12.5};
   st.progress = api::Progress{120, 400, 2.5, 1500.5, 140, t, 2};
   st.suspect_nodes = {api::SuspectNode{"node-3", t}};
+  st.counted_pods = {"full-worker-0/uid-0", "full-worker-1/uid-1"};
+  st.rendezvous_uid = "uid-r";
   st.selector = "ddp.dev/job-name=full";
   st.start_time = t;
   st.completion_time = t;

@@ -45,5 +45,41 @@ TEST(Layering, OperatorIncludesFollowTheLayers) {
   EXPECT_GT(files, 50) << "read too few files to be the operator";
 }
 
+// The worker's layers: contract (env names, exit codes) below everything; the group protocol
+// (group/) knows communicators, not processes: the launcher, supervisor and rendezvous pod's
+// process (launch/) and the trainer (train/) stand on it, never the other way round.
+const std::map<std::string, std::set<std::string>> kWorkerAllowed = {
+    {"contract", {}},
+    {"comm", {"contract"}},
+    {"group", {"comm", "contract"}},
+    {"ddp", {"comm", "contract"}},
+    {"data", {"contract"}},
+    {"model", {"contract"}},
+    {"train", {"comm", "contract", "data", "ddp", "group", "model"}},
+    {"launch", {"comm", "contract", "group", "train"}},
+};
+
+TEST(Layering, WorkerIncludesFollowTheLayers) {
+  const std::regex kInclude(R"re(#include "worker/([a-z_]+)/)re");
+  int files = 0;
+  for (const auto& [layer, allowed] : kWorkerAllowed) {
+    const std::filesystem::path dir = SourcePath("worker/" + layer);
+    ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.path().extension() != ".h" && entry.path().extension() != ".cc") continue;
+      ++files;
+      const std::string text = ReadSource("worker/" + layer + "/" + name);
+      for (std::sregex_iterator it(text.begin(), text.end(), kInclude), end; it != end; ++it) {
+        const std::string to = (*it)[1];
+        EXPECT_TRUE(to == layer || allowed.count(to))
+            << "worker/" << layer << "/" << name << " includes worker/" << to
+            << "/: the " << layer << " layer may not depend on " << to;
+      }
+    }
+  }
+  EXPECT_GT(files, 40) << "read too few files to be the worker";
+}
+
 }  // namespace
 }  // namespace ddp::delivery

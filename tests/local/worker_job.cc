@@ -17,7 +17,8 @@ std::string WorkerJob(const TempDir& dir, const JobOptions& o) {
          "kind: DDPJob\n"
          "metadata: {name: " + o.name + "}\n"
          "spec:\n"
-         "  replicas: " + std::to_string(o.replicas) + "\n"
+         "  replicas: " + std::to_string(o.replicas) + "\n" +
+         (o.elastic.empty() ? std::string() : "  elastic: " + o.elastic + "\n") +
          "  rendezvous: {timeoutSeconds: 60}\n"
          "  failurePolicy: {recovery: " + o.recovery + ", maxRestarts: " +
          std::to_string(o.max_restarts) +
@@ -45,10 +46,10 @@ LocalJob::LocalJob(const TempDir& dir, const JobOptions& o)
     : dir_(dir), run_dir_(dir.path() + "/" + o.name), name_(o.name) {
   const std::string manifest = dir.path() + "/" + o.name + ".yaml";
   WriteFileAtomic(manifest, WorkerJob(dir, o));
-  op_ = std::make_unique<OperatorProcess>(
-      std::vector<std::string>{DDP_OPERATOR_BIN, "local", "-f", manifest, "--run-dir", run_dir_,
-                               "--plain"},
-      dir.path() + "/" + o.name + ".out");
+  std::vector<std::string> argv{DDP_OPERATOR_BIN, "local", "-f", manifest, "--run-dir", run_dir_,
+                                "--plain"};
+  argv.insert(argv.end(), o.operator_args.begin(), o.operator_args.end());
+  op_ = std::make_unique<OperatorProcess>(argv, dir.path() + "/" + o.name + ".out");
 }
 
 std::string LocalJob::PodLog(const std::string& pod, int incarnation, int round) const {

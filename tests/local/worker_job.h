@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,8 @@ struct JobOptions {
   int steps = 1500;
   std::string fault;    // DDP_FAULT for every pod, "" for none
   std::string wrapper;  // shell run before exec'ing ddp-worker ($(VAR) expansion: write $ as $$)
+  std::string elastic;  // spec.elastic as flow YAML ("{minReplicas: 1, maxReplicas: 4}"), "" none
+  std::vector<std::string> operator_args;  // more `ddp-operator local` flags
 };
 
 // The manifest: one thread per rank, a few hundred steps a second here. Each pod writes its main

@@ -203,6 +203,14 @@ void Apply(const Plan& plan, api::DDPJob* job, Observed* world, TimePoint now) {
       group.merge_patch(patch.merge_patch);
       world->pod_group->spec = group["spec"];
     }
+    if (patch.kind == "Pod") {  // the rendezvous pod's group-size annotation
+      for (auto& pod : world->pods) {
+        if (pod.name != patch.name) continue;
+        nlohmann::json obj = {{"metadata", {{"name", pod.name}, {"labels", {{api::kRoleLabel, pod.role}}}}}};
+        obj.merge_patch(patch.merge_patch);
+        pod.group_size = ObservePod(obj).group_size;
+      }
+    }
   }
   for (const auto& obj : plan.creates) {
     if (obj["kind"] == "Service") {

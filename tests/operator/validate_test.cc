@@ -295,13 +295,13 @@ TEST(Validate, EveryReservedNameIsRejected) {
   }
   // DESIGN.md's table (20 names), DDP_RECOVERY, DDP_MAX_RECOVERIES, DDP_CHECKPOINT_JOB (the job a
   // checkpoint belongs to), elastic's three (DDP_BATCH_POLICY, DDP_GLOBAL_BATCH_SIZE,
-  // DDP_GLOBAL_BATCH_RANKS), and recovery InPlace's eight (common/group_contract.h), which the
-  // operator sets on InPlace pods only but reserves always: a spec switched to InPlace must not
-  // meet a user's copy.
-  EXPECT_EQ(ReservedEnvNames().size(), 34u);
+  // DDP_GLOBAL_BATCH_RANKS), and recovery InPlace's ten (common/group_contract.h: eight, and
+  // elastic in place's DDP_MAX_NODES and DDP_GROUP_SIZE_FILE), which the operator sets on InPlace
+  // pods only but reserves always: a spec switched to InPlace must not meet a user's copy.
+  EXPECT_EQ(ReservedEnvNames().size(), 36u);
   for (const char* name : {"DDP_STORE_ADDR", "DDP_POD_NAME", "DDP_POD_UID", "DDP_POD_IP",
                            "DDP_POD_ROLE", "DDP_LIVENESS_TIMEOUT", "DDP_RESTART_POLICY",
-                           "DDP_RETRYABLE_EXIT_CODES"}) {
+                           "DDP_RETRYABLE_EXIT_CODES", "DDP_MAX_NODES", "DDP_GROUP_SIZE_FILE"}) {
     const auto& names = ReservedEnvNames();
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
   }

@@ -17,7 +17,7 @@ std::string Id(const std::string& name) { return name + "/u-" + name; }
 AuthoritySettings Settings() {
   AuthoritySettings s;
   s.nodes = 2;
-  s.liveness_seconds = 10;  // the rejoin window is 5 s
+  s.liveness_seconds = 10;  // the rejoin window is 2.5 s
   return s;
 }
 
@@ -82,16 +82,18 @@ TEST(RejoinTest, TheNewestCopyWins) {
   EXPECT_EQ(NewestMembers({"junk"}, 2).generation, -1);
 }
 
-TEST(RejoinTest, TheWindowIsHalfTheLivenessTimeoutAtLeastTwoSeconds) {
+TEST(RejoinTest, TheWindowIsAQuarterOfTheLivenessTimeoutAtLeastTwoSeconds) {
   AuthoritySettings s;
-  s.liveness_seconds = 10;
+  s.liveness_seconds = 20;
   EXPECT_EQ(RejoinWindowSeconds(s), 5);
+  s.liveness_seconds = 10;
+  EXPECT_EQ(RejoinWindowSeconds(s), 2.5);
   s.liveness_seconds = 3;
   EXPECT_EQ(RejoinWindowSeconds(s), 2);
 }
 
 TEST(RejoinTest, AnOldMemberBackGetsItsRankAndTheMissingOnesRankWaitsInsideTheWindow) {
-  GroupView v = NewStore(4.9);
+  GroupView v = NewStore(2.4);
   v.pods["s0"] = Pod("s0", -1);  // an idle spare must not take rank 1 yet
   const Actions a = Decide(v, Settings());
   EXPECT_EQ(Assigns(a), Strings{"0=" + Id("w0")});
@@ -100,7 +102,7 @@ TEST(RejoinTest, AnOldMemberBackGetsItsRankAndTheMissingOnesRankWaitsInsideTheWi
 }
 
 TEST(RejoinTest, AnOldMemberNotBackAfterTheWindowIsFencedAndTheGroupMovesOn) {
-  GroupView v = NewStore(5.1);
+  GroupView v = NewStore(2.6);
   v.node_holders = {Id("w0"), ""};
   const Actions a = Decide(v, Settings());
   EXPECT_EQ(Fenced(a), Strings{Id("w1")});
@@ -111,7 +113,7 @@ TEST(RejoinTest, AnOldMemberNotBackAfterTheWindowIsFencedAndTheGroupMovesOn) {
 }
 
 TEST(RejoinTest, AfterTheWindowASpareTakesTheRankAtOnce) {
-  GroupView v = NewStore(5.1);
+  GroupView v = NewStore(2.6);
   v.node_holders = {Id("w0"), ""};
   v.pods["s0"] = Pod("s0", -1);
   const Actions a = Decide(v, Settings());
@@ -120,7 +122,7 @@ TEST(RejoinTest, AfterTheWindowASpareTakesTheRankAtOnce) {
 }
 
 TEST(RejoinTest, TheReplacementTakesTheRankOnceItsPredecessorIsFenced) {
-  GroupView v = NewStore(6);
+  GroupView v = NewStore(3);
   v.node_holders = {Id("w0"), ""};
   v.fenced = {Id("w1")};
   PodView r = Pod("w1", 1);

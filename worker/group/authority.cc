@@ -65,7 +65,7 @@ struct Work {
 
 bool Actions::empty() const {
   return fence.empty() && verdicts.empty() && assign.empty() && stalls.empty() && !advance &&
-         !stop && abandon.empty() && !finished;
+         !stop && abandon.empty() && !finished && resize_to < 0;
 }
 
 bool IsLive(const GroupView& view, const AuthoritySettings& settings, const std::string& identity) {
@@ -76,6 +76,7 @@ bool IsLive(const GroupView& view, const AuthoritySettings& settings, const std:
 Actions Decide(const GroupView& v, const AuthoritySettings& s) {
   Work w{v, s, {}, v.node_holders, {v.fenced.begin(), v.fenced.end()}};
   w.holders.resize(static_cast<size_t>(s.nodes));
+  int cur = v.nodes > 0 ? std::min(v.nodes, s.nodes) : s.nodes;  // as rules 4 and 9 leave it
   if (v.finished) return {};
   // 8. Done: nothing else matters any more.
   if (v.world > 0 && v.done_ranks >= v.world) {
@@ -147,11 +148,30 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
       w.a.log.push_back("spare " + name + " departs (SIGTERM)");
     }
   }
+  // 9a. Shrink: the highest node ranks depart.
+  const int want = v.desired_nodes < 0 ? cur : std::clamp(v.desired_nodes, 1, s.nodes);
+  if (want < cur) {
+    for (int n = want; n < cur; ++n) {
+      const std::string h = w.holders[static_cast<size_t>(n)];
+      if (h.empty()) continue;
+      w.Fence(h, "departed: the group shrank");
+      w.a.verdicts.push_back({h, kVerdictResized});
+      w.holders[static_cast<size_t>(n)] = "";
+      w.a.assign.push_back({n, ""});
+      w.a.log.push_back("pod " + PodOfIdentity(h) + " leaves node rank " + std::to_string(n) +
+                        ": the group shrinks");
+    }
+    w.a.log.push_back("resize: " + std::to_string(cur) + " -> " + std::to_string(want) +
+                      " node(s)");
+    cur = want;
+    w.a.resize_to = want;
+    w.a.advance = true;
+  }
   // 4. Free node ranks: to the pod created for it, else to an idle spare in name order.
   auto idle = [&](const PodView& p) {
     return w.Live(p.identity) && !p.leaving && w.NodeOf(p.identity) < 0;
   };
-  for (int n = 0; n < s.nodes; ++n) {
+  for (int n = 0; n < cur; ++n) {
     if (!w.holders[static_cast<size_t>(n)].empty() || rejoin.waiting.count(n)) continue;
     const std::string* pick = nullptr;
     for (const auto& [name, p] : v.pods) {
@@ -165,7 +185,7 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
     const bool spare_may = held_before || v.unformed_seconds > s.liveness_seconds;
     for (auto it = v.pods.begin(); spare_may && pick == nullptr && it != v.pods.end(); ++it) {
       const PodView& p = it->second;
-      const bool own_rank_free = p.home_node >= 0 && p.home_node < s.nodes &&
+      const bool own_rank_free = p.home_node >= 0 && p.home_node < cur &&
                                  w.holders[static_cast<size_t>(p.home_node)].empty();
       if (idle(p) && !own_rank_free) pick = &it->first;
     }
@@ -175,6 +195,35 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
     w.a.assign.push_back({n, p.identity});
     w.a.log.push_back((p.home_node == n ? "pod " : "spare ") + *pick + " takes node rank " +
                       std::to_string(n));
+  }
+  // 9b. Grow, once every node rank of the group is held: the next node ranks go to the idle pods
+  // created for them, else to idle worker pods whose own rank is held (a spare pod stays one).
+  bool whole = want > cur;
+  for (int n = 0; whole && n < cur; ++n) whole = !w.holders[static_cast<size_t>(n)].empty();
+  int grown = cur;
+  while (whole && grown < want) {
+    const std::string* pick = nullptr;
+    for (const auto& [name, p] : v.pods) {
+      if (idle(p) && p.home_node == grown) pick = &name;
+    }
+    for (auto it = v.pods.begin(); pick == nullptr && it != v.pods.end(); ++it) {
+      const PodView& p = it->second;
+      const bool own_rank_later = p.home_node > grown && p.home_node < want;
+      if (idle(p) && p.home_node >= 0 && p.home_node < grown && !own_rank_later) pick = &it->first;
+    }
+    if (pick == nullptr) break;
+    const PodView& p = v.pods.at(*pick);
+    w.holders[static_cast<size_t>(grown)] = p.identity;
+    w.a.assign.push_back({grown, p.identity});
+    w.a.log.push_back("pod " + *pick + " takes node rank " + std::to_string(grown) +
+                      ": the group grows");
+    ++grown;
+  }
+  if (grown > cur) {
+    w.a.log.push_back("resize: " + std::to_string(cur) + " -> " + std::to_string(grown) +
+                      " node(s)");
+    w.a.resize_to = grown;
+    w.a.advance = true;
   }
   // 5. Stalled trainers of live pods.
   for (size_t r = 0; r < v.trainers.size(); ++r) {

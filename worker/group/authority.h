@@ -26,7 +26,12 @@
 //   7. a generation not formed for longer than the rendezvous timeout since its first member
 //      arrived abandons the group (a store that replaced a lost rendezvous pod has no arrivals
 //      while the group trains on: nothing to abandon);
-//   8. every rank done: finished.
+//   8. every rank done: finished;
+//   9. resize (elastic in place, resize.h): a desired size below the group's makes the pods
+//      holding the highest node ranks depart (not a failure, not charged; ranks stay dense); one
+//      above it grows the group, once the whole group is held, by the live idle pods created for
+//      the next node ranks (else other idle worker pods), as many as are there. Either moves the
+//      group to the next generation at the new size; survivors keep their ranks and processes.
 // And for a store that replaced a lost rendezvous pod (rejoin.h): a member of the old store that
 // has not registered again within the rejoin window is lost like in rule 1 (fenced, the
 // generation moves on, its node rank may go to a spare); until then its node rank waits for it.
@@ -41,7 +46,7 @@
 namespace ddp::worker::group {
 
 struct AuthoritySettings {
-  int nodes = 1;                  // pods in the world (NNODES)
+  int nodes = 1;                  // node ranks the group may ever hold (DDP_MAX_NODES, else NNODES)
   double liveness_seconds = 10;   // DDP_LIVENESS_TIMEOUT
   double stop_window_seconds = 3;
   double rendezvous_seconds = 600;  // DDP_RENDEZVOUS_TIMEOUT
@@ -67,6 +72,8 @@ struct TrainerView {
 struct GroupView {
   std::map<std::string, PodView> pods;    // registered pods by name
   std::vector<std::string> node_holders;  // by node rank; "" = free. size == settings.nodes
+  int nodes = 0;          // node ranks in the group now: [0, nodes) train; 0: settings.nodes
+  int desired_nodes = -1; // the size asked for (resize.h); -1: none, keep `nodes`
   std::vector<bool> ever_held;            // by node rank: held by some pod this round
   std::vector<TrainerView> trainers;      // by rank; may be empty
   std::vector<std::string> fenced;        // identities already fenced
@@ -89,6 +96,7 @@ struct Actions {
   std::vector<std::pair<std::string, std::string>> verdicts;  // pod identity, verdict
   std::vector<std::pair<int, std::string>> assign;            // node rank, identity ("" = free)
   std::vector<std::pair<int, std::string>> stalls;            // rank, trainer identity
+  int resize_to = -1;  // the group's new node count; -1: unchanged
   bool advance = false;
   bool stop = false;
   std::string abandon;  // non-empty: abandon the group, with this reason

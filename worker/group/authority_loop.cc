@@ -27,13 +27,33 @@ void TryAdvance(c10d::Store& store, int64_t g) {
 }
 
 AuthorityLoop::AuthorityLoop(c10::intrusive_ptr<c10d::Store> store, PresenceServer* presence,
-                             AuthoritySettings settings, int world, std::chrono::milliseconds tick)
+                             AuthoritySettings settings, int world, std::chrono::milliseconds tick,
+                             int initial_nodes, DesiredNodes desired)
     : store_(std::move(store)),
       presence_(presence),
       settings_(settings),
       world_(world),
+      per_node_(initial_nodes > 0 ? std::max(1, world / initial_nodes)
+                                  : std::max(1, world / std::max(1, settings.nodes))),
+      nodes_(initial_nodes > 0 ? initial_nodes : settings.nodes),
+      desired_(std::move(desired)),
       tick_(tick),
-      trainers_(static_cast<size_t>(world)) {
+      trainers_(static_cast<size_t>(per_node_ * std::max(1, settings.nodes))) {
+  // A store that replaced a lost rendezvous pod keeps the size the group trains at (the members
+  // wrote nothing of it; the authority is the only writer, so `world` absent means a new store).
+  try {
+    if (store_->check({kWorldKey})) {
+      const int w = std::atoi(Text(store_->get(kWorldKey)).c_str());
+      if (w > 0 && w % per_node_ == 0 && w / per_node_ <= settings_.nodes) {
+        world_ = w;
+        nodes_ = w / per_node_;
+      }
+    } else {
+      store_->set(kWorldKey, Bytes(std::to_string(world_)));
+    }
+  } catch (const std::exception& e) {
+    DDP_LOG(WARNING) << "group authority: cannot write the group's size: " << BackendErrorText(e);
+  }
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -69,6 +89,8 @@ void AuthorityLoop::Tick() {
   const auto now = Clock::now();
   GroupView v;
   v.world = world_;
+  v.nodes = nodes_;
+  v.desired_nodes = desired_ ? desired_() : -1;
   GroupReport r;
   // Presence first: a pod's done keys are written before its process ends, so a connection seen
   // closed here has its done keys in the reads below.
@@ -109,7 +131,7 @@ void AuthorityLoop::Tick() {
       if (!done_.count(rank) && s.check({DoneKey(rank)})) done_.insert(rank);
     }
   }
-  const int per_node = settings_.nodes > 0 ? std::max(1, world_ / settings_.nodes) : 1;
+  const int per_node = per_node_;
   for (const auto& [name, info] : pods_) {
     if (info.identity.empty()) continue;
     PodView p;
@@ -233,9 +255,28 @@ void AuthorityLoop::Tick() {
     stalls_[rank] = id;
     s.set(StallKey(rank), Bytes(id));
   }
+  const bool resize = a.resize_to > 0 && a.resize_to != nodes_;
+  // The generation the group moves to: a resize ends whatever generation members arrived in.
+  const int64_t moved = resize ? s.add(kGenKey, 0) : g;
+  if (resize) {
+    // `world` first, then the generation: a member that reads the new generation reads the new
+    // size. Members that arrived in `moved` may have read the old size, so `moved` ends too.
+    const int from = world_;
+    nodes_ = a.resize_to;
+    world_ = nodes_ * per_node_;
+    s.set(kWorldKey, Bytes(std::to_string(world_)));
+    ++resizes_;
+    DDP_LOG(INFO) << "group authority: the group resizes in place: " << from << " -> " << world_
+                  << " rank(s)";
+    for (int rank = world_; rank < static_cast<int>(trainers_.size()); ++rank) {
+      done_.erase(rank);  // a rank outside the group is not waited for, nor counted done
+    }
+  }
   // Who holds which node rank, for the pods to hand to a store that replaces this one.
-  if (!a.assign.empty()) s.set(kMembersKey, Bytes(FormatMembers(a.advance ? g + 1 : g, holders_)));
-  if (a.advance) TryAdvance(s, g);
+  if (!a.assign.empty()) {
+    s.set(kMembersKey, Bytes(FormatMembers(a.advance || resize ? moved + 1 : moved, holders_)));
+  }
+  if (resize || a.advance) TryAdvance(s, moved);
   if (a.stop) s.set(kStopKey, Bytes("1"));
   if (!a.abandon.empty()) s.set(kAbandonKey, Bytes(a.abandon));
   if (a.finished) s.set(kFinishedKey, Bytes("1"));
@@ -245,6 +286,8 @@ void AuthorityLoop::Tick() {
 
   // The report (the budget's counters every few ticks: they change only at failures).
   r.generation = a.advance ? g + 1 : g;
+  r.world_size = world_;
+  r.resizes = resizes_;
   if (ticks_++ % 4 == 0) {
     if (auto b = ReadBudget(s); b.ok()) budget_ = *b;
   }
@@ -270,7 +313,8 @@ void AuthorityLoop::Tick() {
     // A departed pod leaves by itself (SIGTERM reached it), and a pod whose process ended reports
     // its own exit (a crash is a failure, not a disruption): nothing for the operator to force.
     if (auto m = pod_memory_.find(id);
-        m != pod_memory_.end() && (m->second.verdict == kVerdictDepart || m->second.exited)) {
+        m != pod_memory_.end() && (m->second.verdict == kVerdictDepart ||
+                                   m->second.verdict == kVerdictResized || m->second.exited)) {
       continue;
     }
     r.fenced.push_back({id.substr(0, slash), slash == std::string::npos ? "" : id.substr(slash + 1)});

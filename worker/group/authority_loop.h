@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,6 +27,8 @@ namespace ddp::worker::group {
 // What the rendezvous pod's /metrics says (common/group_contract.h names the series).
 struct GroupReport {
   int64_t generation = 0;
+  int world_size = 0;       // ranks in the group now
+  int64_t resizes = 0;      // times the group changed its size in place this round
   int64_t recoveries = 0;
   int64_t budget_left = 0;
   std::map<int, std::string> members;            // node rank -> pod name
@@ -51,9 +54,16 @@ void TryAdvance(c10d::Store& store, int64_t g);
 // Thread-safe: the loop runs on its own thread; Report() from any.
 class AuthorityLoop {
  public:
+  // The group size asked for, in node ranks (resize.h), read every tick on the loop's thread;
+  // -1 when nothing is asked (keep the size).
+  using DesiredNodes = std::function<int()>;
+
   // `store`: a client connection to the round's store (round-prefixed); `presence` outlives this.
+  // `world`: the group's ranks at start (`initial_nodes` x ranks per node); settings.nodes is the
+  // most node ranks it may grow to. Writes the store's `world` key before its first tick.
   AuthorityLoop(c10::intrusive_ptr<c10d::Store> store, PresenceServer* presence,
-                AuthoritySettings settings, int world, std::chrono::milliseconds tick);
+                AuthoritySettings settings, int world, std::chrono::milliseconds tick,
+                int initial_nodes = -1, DesiredNodes desired = nullptr);
   ~AuthorityLoop();
 
   GroupReport Report() const;
@@ -65,7 +75,11 @@ class AuthorityLoop {
   c10::intrusive_ptr<c10d::Store> store_;
   PresenceServer* presence_;
   AuthoritySettings settings_;
-  int world_;
+  int world_;      // ranks in the group now
+  int per_node_;   // ranks per node
+  int nodes_;      // node ranks in the group now
+  int64_t resizes_ = 0;
+  DesiredNodes desired_;
   std::chrono::milliseconds tick_;
   std::atomic<bool> stop_{false};
   std::thread thread_;

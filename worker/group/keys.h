@@ -29,6 +29,9 @@
 //   done/<rank>           rank's trainer finished training (exit 0; its supervisor sets it)
 //   finished              every rank is done: spares and the rendezvous may end
 //   gen                   add() counter: the current generation G (comm/membership.h)
+//   world                 ranks in the group (nodes x nproc per node), written by the authority
+//                         only, always before it moves `gen` on: a member reads `gen`, then
+//                         `world`, and so never joins a generation at a size it was not formed for
 //   gen<G>/advance        add() counter: the caller taking it 0 -> 1 moves gen to G+1
 //   gen<G>/arrived/<r>    rank r joined G: "<committed step> <trainer identity>"
 //   gen<G>/arrivals       a counter: arrivals in G (the authority's rendezvous clock starts at 1)
@@ -53,10 +56,13 @@ inline constexpr char kAbandonKey[] = "abandon";
 inline constexpr char kFinishedKey[] = "finished";
 inline constexpr char kFormedKey[] = "formed";
 inline constexpr char kGenKey[] = "gen";
+inline constexpr char kWorldKey[] = "world";
 
 inline constexpr char kVerdictStop[] = "stop";
 inline constexpr char kVerdictDepart[] = "depart";
 inline constexpr char kVerdictFenced[] = "fenced";
+// The group shrank without this pod (a resize, not a failure): it ends at once, uncharged.
+inline constexpr char kVerdictResized[] = "resized";
 
 inline std::string PodAtKey(int64_t i) { return "pod_at/" + std::to_string(i); }
 inline std::string PodKey(const std::string& name, const char* field) {

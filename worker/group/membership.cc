@@ -4,6 +4,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "common/logging.h"
 #include "worker/comm/deadline.h"
@@ -150,6 +151,13 @@ Clock::time_point GroupMembership::JoinDeadline() const {
 StatusOr<Formation> GroupMembership::Join(int64_t committed_step) {
   Watch(nullptr);
   const auto deadline = JoinDeadline();
+  if (store_replaced_.exchange(false)) {
+    // Not a word more to the old store: a frozen one would hold this thread for its timeout.
+    if (auto s = open_(); s.ok()) {
+      DDP_LOG(INFO) << "membership: rank " << rank_ << ": joining through the new store";
+      store_ = *s;
+    }
+  }
   while (true) {
     try {
       return JoinOnce(committed_step, deadline);
@@ -193,8 +201,30 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
   }
   joined_before_ = true;
   while (true) {
-    // 3. Arrive in the current generation.
+    // 3. Arrive in the current generation, at the size the authority gave the group (it writes
+    // `world` before it moves `gen`, so reading them in this order never pairs a generation with
+    // an older size). A store without the key (an older rendezvous pod) keeps ours.
     const int64_t g = s.add(kGenKey, 0);
+    if (const std::string w = GetOr(s, kWorldKey); !w.empty()) {
+      const int world = std::atoi(w.c_str());
+      if (world > 0 && world != size_) {
+        DDP_LOG(INFO) << "membership: rank " << rank_ << ": the group resized: " << size_ << " -> "
+                      << world << " rank(s)";
+        size_ = world;
+      }
+    }
+    if (rank_ >= size_) {
+      // Outside the group: either it shrank without this rank (its pod is fenced as it departs:
+      // Ended says so) or it is growing to take it in (its pod holds the node rank already and
+      // the authority writes the size next). Wait for one or the other.
+      if (f.why = Ended(s, &f.end); f.end != GroupEnd::kNone) return f;
+      if (Clock::now() >= deadline) {
+        return Status::DeadlineExceeded("membership: rank " + std::to_string(rank_) +
+                                        " stayed outside a group of " + std::to_string(size_));
+      }
+      std::this_thread::sleep_for(kPollInterval * 5);
+      continue;
+    }
     s.set(ArrivedKey(g, rank_), Bytes(std::to_string(committed_step) + " " + id_.trainer));
     s.add(ArrivalsKey(g), 1);
     // 4. Wait for everyone, or for the generation to move on, or for the group to end.
@@ -232,6 +262,7 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
     }
     // 5. Steps, then the communicator.
     f.generation = g;
+    f.world = size_;
     f.committed_steps.assign(static_cast<size_t>(size_), -1);
     for (int r = 0; r < size_; ++r) {
       const std::string v = Text(s.get(keys[static_cast<size_t>(r)]));
@@ -289,6 +320,7 @@ void GroupMembership::WatchLoop() {
         // and any generation past it means the membership changed (its authority declared an
         // old member lost: rejoin.h), however late this watcher first saw the new store.
         if (g > 0) why = "the group moved on (new store)";
+        if (!now_epoch.empty()) store_replaced_ = true;
       } else if (g > watched_generation_) {
         why = "generation " + std::to_string(watched_generation_) + " ended";
       }

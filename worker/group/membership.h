@@ -9,7 +9,9 @@
 //      join (kStop, kAbandon);
 //   2. a survivor of generation g calls Advance(g); a new process reads G = gen and calls
 //      Advance(G) when gen<G>/arrived/<rank> names another trainer (an earlier incarnation);
-//   3. G = gen; set gen<G>/arrived/<rank> = "<committed step> <trainer identity>";
+//   3. G = gen, then the group's size (world: the authority writes it before it moves gen on);
+//      a rank outside it ends (kFenced: its pod departs); set gen<G>/arrived/<rank> =
+//      "<committed step> <trainer identity>";
 //   4. wait until every rank arrived in G; if gen moves past G meanwhile, go to 3 with the new G;
 //   5. read every rank's committed step, then create the communicator under gen<G>/comm/ through
 //      a FencedStore: a generation that moves on while the communicator forms cancels it.
@@ -61,6 +63,7 @@ const char* GroupEndName(GroupEnd e);
 
 struct Formation {
   int64_t generation = 0;
+  int world = 0;  // ranks in this generation (== committed_steps.size())
   std::vector<int64_t> committed_steps;  // by rank; -1 = no training state
   std::unique_ptr<Communicator> comm;
   GroupEnd end = GroupEnd::kNone;  // when not kNone, nothing else is set
@@ -76,6 +79,8 @@ class GroupMembership {
   ~GroupMembership();
 
   int rank() const { return rank_; }
+  // The group's size at the last Join (the constructor's until then): an elastic group resizes
+  // in place at a new generation (authority.h rule 9), and every member reads the same size.
   int size() const { return size_; }
   int64_t generation() const { return generation_; }
 
@@ -121,6 +126,10 @@ class GroupMembership {
   int64_t watched_generation_ = -1;
   std::string watched_epoch_;
   std::atomic<bool> stop_requested_{false};
+  // The watcher saw a new store (a replaced rendezvous pod): the training thread's connection is
+  // to the old one, which may be frozen (every call would wait out the store's timeout), so the
+  // next Join opens a fresh connection first.
+  std::atomic<bool> store_replaced_{false};
   std::atomic<bool> quit_{false};
   std::thread watcher_;
 };

@@ -9,8 +9,7 @@
 #include <random>
 
 #include "common/group_contract.h"
-#include "worker/launch/launch_plan.h"
-#include "worker/launch/supervise.h"
+#include "worker/contract/env_names.h"
 
 namespace ddp::worker::group {
 namespace {
@@ -65,6 +64,12 @@ StatusOr<GroupSettings> ReadGroupSettings(const std::function<const char*(const 
                                    std::to_string(g.nodes * g.nproc_per_node));
   }
   g.rendezvous.world_size = g.nodes * g.nproc_per_node;
+  g.max_nodes = g.nodes;
+  if (const char* s = get(kEnvMaxNodes)) {
+    DDP_RETURN_IF_ERROR(ParseInt(kEnvMaxNodes, s, g.nodes, 1 << 20, &v));
+    g.max_nodes = static_cast<int>(v);
+  }
+  if (const char* s = get(kEnvGroupSizeFile)) g.group_size_file = s;
   if (const char* s = get(kEnvLivenessTimeout)) {
     DDP_RETURN_IF_ERROR(ParseInt(kEnvLivenessTimeout, s, 1, 3600, &v));
     g.liveness = std::chrono::seconds(v);

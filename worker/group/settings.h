@@ -1,5 +1,5 @@
 // The environment of an InPlace job's pods, as the group protocol reads it: the rendezvous pod
-// (rendezvous_main.h) and every pod's supervisor (launch/supervisor.h). One parser, so both read
+// (launch/rendezvous_pod.h) and every pod's supervisor (launch/supervisor.h). One parser, so both read
 // the same variables the same way (names: common/group_contract.h and comm/rendezvous.h).
 #ifndef DDP_WORKER_GROUP_SETTINGS_H_
 #define DDP_WORKER_GROUP_SETTINGS_H_
@@ -19,6 +19,8 @@ struct GroupSettings {
   RendezvousConfig rendezvous;  // MASTER_PORT, DDP_ROUND, WORLD_SIZE, DDP_RENDEZVOUS_TIMEOUT
   std::string store_addr;       // DDP_STORE_ADDR, else MASTER_ADDR
   int nodes = 1;                // NNODES
+  int max_nodes = 1;            // DDP_MAX_NODES (>= NNODES), else NNODES
+  std::string group_size_file;  // DDP_GROUP_SIZE_FILE; "" when unset
   int nproc_per_node = 1;       // NPROC_PER_NODE
   std::chrono::milliseconds liveness{10000};  // DDP_LIVENESS_TIMEOUT (seconds)
   std::chrono::milliseconds tick{250};        // the authority's period: liveness / 20, 50-250 ms

@@ -9,13 +9,9 @@
 #include <vector>
 
 #include "common/status.h"
+#include "worker/contract/env_names.h"  // kEnvNodeRank, kEnvNprocPerNode, kEnvNnodes
 
 namespace ddp::worker {
-
-// Written by the operator's planner (DESIGN.md env table), read by the launcher.
-inline constexpr char kEnvNodeRank[] = "NODE_RANK";            // this pod's index
-inline constexpr char kEnvNprocPerNode[] = "NPROC_PER_NODE";   // trainers per pod
-inline constexpr char kEnvNnodes[] = "NNODES";                 // pods in the round
 
 // The global rank of local process `local_rank` on node `node_rank`. The only place in the
 // worker that computes a rank from node and local indices.

@@ -7,21 +7,9 @@
 #include <functional>
 
 #include "common/status.h"
+#include "worker/contract/env_names.h"  // kEnvRecovery, kEnvMaxRecoveries, kEnvSupervised, ...
 
 namespace ddp::worker {
-
-// Written by the operator's planner, read by ddp-worker: "InPlace" or "Restart" (default).
-inline constexpr char kEnvRecovery[] = "DDP_RECOVERY";
-// Written by the operator's planner: failures the group may heal in place in this round (the rest
-// of spec.failurePolicy.maxRestarts); the rendezvous pod keeps the count (group/budget.h).
-inline constexpr char kEnvMaxRecoveries[] = "DDP_MAX_RECOVERIES";
-// Written by the supervisor for its trainers, read by main.cc: "1" = run the trainer itself.
-inline constexpr char kEnvSupervised[] = "DDP_SUPERVISED";
-// Written by the supervisor: how many times this local rank's trainer was started before (0 for
-// the first). Read by fault injection (fault.h), so a test can crash one incarnation only.
-inline constexpr char kEnvIncarnation[] = "DDP_INCARNATION";
-// Read by the supervisor: "0" turns warm standby trainers off (standby.h); "1", the default, on.
-inline constexpr char kEnvWarmStandby[] = "DDP_WARM_STANDBY";
 
 struct RecoverySettings {
   bool in_place = false;

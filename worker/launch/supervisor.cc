@@ -209,7 +209,14 @@ void Supervisor::OnExit(Trainer* t, int code) {
     }
     // Its pod departed or lost its place as it exited: the group's doing, nothing to charge.
     const bool departed = p.verdict == group::kVerdictDepart;
-    if (departed || p.verdict == group::kVerdictFenced ||
+    if (p.verdict == group::kVerdictResized) {  // the group shrank without it: not a failure
+      failed_code_ = kExitOk;
+      reason_ = EndReason::kResized;
+      reason_text_ = "the group shrank in place without pod " + gs_.pod_name + " (node rank " +
+                     std::to_string(node_) + ")";
+      KillAll(SIGKILL);
+      kill_at_ = Clock::now();
+    } else if (departed || p.verdict == group::kVerdictFenced ||
         (node_ >= 0 && !p.holder.empty() && p.holder != client_->identity() && !p.stop)) {
       failed_code_ = kExitRetryable;
       reason_ = departed ? EndReason::kDeparted : EndReason::kFenced;
@@ -310,6 +317,11 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
           DDP_LOG(INFO) << "supervisor: registered again with a new store";
           for (auto& t : trainers_) if (node_ >= 0 && !t.done) (void)client_->SetTrainer(t.spec.rank, t.id);
         }
+      } else if (p.verdict == group::kVerdictResized) {
+        KillAll(SIGKILL);  // they hold nothing the group needs: it re-formed without them
+        return End(kExitOk, EndReason::kResized,
+                   "the group shrank in place without pod " + gs_.pod_name + " (node rank " +
+                       std::to_string(node_) + ")");
       } else if (p.verdict == group::kVerdictDepart) {
         KillAll(SIGKILL);
         return End(kExitRetryable, EndReason::kDeparted,

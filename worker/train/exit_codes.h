@@ -6,13 +6,9 @@
 #include <string>
 
 #include "common/status.h"
+#include "worker/contract/exit_codes.h"  // kExitOk ... kExitRetryable
 
 namespace ddp::worker {
-
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitInvalidConfig = 2;  // permanent: restarting cannot fix a bad config
-inline constexpr int kExitInvalidData = 3;    // permanent: missing/empty/corrupt data
-inline constexpr int kExitRetryable = 75;     // EX_TEMPFAIL: peer lost, timeout, preempted
 
 // InvalidArgument/FailedPrecondition -> 2; NotFound/DataLoss -> 3 (only data loading reports
 // those to main: a corrupt checkpoint is skipped, not fatal); Unavailable/DeadlineExceeded/

@@ -103,7 +103,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   const TrainConfig& cfg = *ctx.config;
   group::GroupMembership* group = ctx.group;
   const int rank = group ? group->rank() : ctx.comm->rank();
-  const int world = group ? group->size() : ctx.comm->size();
+  int world = group ? group->size() : ctx.comm->size();  // an elastic group resizes in place
   WorkerMetrics* m = ctx.metrics;
 
   // 1. Data and model, identical on every rank by construction (seeded).
@@ -111,16 +111,22 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   if (!data.ok()) return data.status();
   const TokenDataset& dataset = *data->train;
   DistributedSampler sampler(dataset.size(), cfg.seed);
-  // The step's global batch at this world size (exit 2 for a combination that does not split).
-  const StatusOr<GlobalBatch> resolved = ResolveGlobalBatch(BatchSettingsOf(cfg), world);
-  if (!resolved.ok()) return resolved.status();
-  const GlobalBatch gbatch = *resolved;
-  if (gbatch.samples > dataset.size()) {
-    return Status::DataLoss(dataset.source() + " holds " + std::to_string(dataset.size()) +
-                            " examples, fewer than one global batch of " +
-                            std::to_string(gbatch.samples) + " (" + std::to_string(world) +
-                            " ranks, batch policy " + cfg.batch_policy + ")");
-  }
+  // The step's global batch at the current world size (exit 2 for a combination that does not
+  // split); again at every resize: under ConstantGlobal its samples stay, the shares change.
+  GlobalBatch gbatch;
+  auto resolve_batch = [&]() -> Status {
+    const StatusOr<GlobalBatch> resolved = ResolveGlobalBatch(BatchSettingsOf(cfg), world);
+    if (!resolved.ok()) return resolved.status();
+    gbatch = *resolved;
+    if (gbatch.samples > dataset.size()) {
+      return Status::DataLoss(dataset.source() + " holds " + std::to_string(dataset.size()) +
+                              " examples, fewer than one global batch of " +
+                              std::to_string(gbatch.samples) + " (" + std::to_string(world) +
+                              " ranks, batch policy " + cfg.batch_policy + ")");
+    }
+    return Status::OK();
+  };
+  DDP_RETURN_IF_ERROR(resolve_batch());
   auto built = BuildModel(cfg, dataset.vocab_size(), ctx.device);
   if (!built.ok()) return built.status();
   ModelAndOptimizer mo = std::move(*built);
@@ -153,6 +159,8 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   // cancelled because the generation moved on again counts as one). A group that ends instead
   // (stop, abandon, fenced, store lost) sets group_end and returns Unavailable.
   group::GroupEnd group_end = group::GroupEnd::kNone;
+  bool resizing = false;  // the last form() changed the group's size: not a recovery
+  bool formed_before = false;
   auto form = [&]() -> Status {
     constexpr int kMaxFormAttempts = 32;
     Status last;
@@ -171,13 +179,28 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       owned = std::move(f->comm);
       comm = owned.get();
       group->Watch(comm);
+      if (f->world != world) {
+        // Resized in place: same rank, a new share of the data (survivors keep their memory).
+        DDP_LOG(INFO) << "rank " << rank << ": generation " << f->generation << " resizes the group "
+                      << world << " -> " << f->world;
+        world = f->world;
+        DDP_RETURN_IF_ERROR(resolve_batch());
+        if (formed_before) {  // a newcomer's first group is its start, not a resize
+          if (m) m->resizes.Inc();
+          resizing = true;
+        }
+      }
       if (m) m->generation.Set(static_cast<double>(f->generation));
       const HealPlan plan = PlanHeal(f->committed_steps);
       if (plan.behind > 0) MaybeInjectHealFault(ctx.fault, rank);
       Status s = plan.step < 0 ? start_fresh()
                                : TransferState(comm, plan, committed.step, ctx.device, *mo.model,
                                                *mo.optimizer, &committed);
+      // The sampler's position is the group's in the global order (the same at any size): a
+      // resize changes only who takes which micro-batch of the next global batch.
+      if (s.ok()) committed.world_size = world;
       if (s.ok()) {
+        formed_before = true;
         if (plan.step >= 0 && rank == 0) {
           DDP_LOG(INFO) << "generation " << f->generation << ": healed " << plan.behind
                         << " member(s) from rank " << plan.source << " at step " << plan.step;
@@ -265,9 +288,14 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
 
   LrSchedule sched{cfg.lr, cfg.min_lr, cfg.warmup_steps, cfg.steps};
   // Per rank, on average: ranks may differ by one micro-batch (global_batch.h).
-  const double samples_per_step = static_cast<double>(gbatch.samples) / world;
-  const double loss_scale = MicroBatchLossScale(gbatch, world);
-  const double tokens_per_step = samples_per_step * static_cast<double>(cfg.model.block_size);
+  // All three change with the world size (a resize in place): per_world() sets them again.
+  double samples_per_step = 0, loss_scale = 0, tokens_per_step = 0;
+  auto per_world = [&]() {
+    samples_per_step = static_cast<double>(gbatch.samples) / world;
+    loss_scale = MicroBatchLossScale(gbatch, world);
+    tokens_per_step = samples_per_step * static_cast<double>(cfg.model.block_size);
+  };
+  per_world();
   const bool bf16 = cfg.bf16 && ctx.device.is_cuda();
   const int64_t first_step = committed.step;
   const int64_t warmup = std::min<int64_t>(5, (cfg.steps - first_step) / 5);
@@ -414,10 +442,12 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     }
     if (failed_at) {
       const double seconds = Since(*failed_at);
-      if (m) m->recovery_seconds.Observe(seconds);
-      DDP_LOG(INFO) << "rank " << rank << ": recovered in " << seconds
-                    << "s (failure to the next committed step, " << committed.step << ")";
+      if (m) (resizing ? m->resize_seconds : m->recovery_seconds).Observe(seconds);
+      DDP_LOG(INFO) << "rank " << rank << ": " << (resizing ? "resized" : "recovered") << " in "
+                    << seconds << "s (the old generation's end to the next committed step, "
+                    << committed.step << ", at world size " << world << ")";
       failed_at.reset();
+      resizing = false;
     }
     // Every multiple of log_every, the last step and a stop are agreement steps.
     if (rank == 0 && agree_now &&
@@ -462,9 +492,11 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     DDP_LOG(WARNING) << "rank " << rank << ": " << s.ToString() << "; re-forming the group at step "
                      << committed.step;
     if (!failed_at) failed_at = Clock::now();
-    if (m) m->recoveries.Inc();
     reducer.reset();  // abandoned above: its buckets live on until their collectives stop
-    if (Status f = form(); !f.ok()) {
+    resizing = false;
+    Status f = form();
+    if (m && f.ok() && !resizing) m->recoveries.Inc();  // a resize is no recovery
+    if (!f.ok()) {
       // Declared lost: the group went on without this trainer; it holds nothing it needs.
       if (group_end == group::GroupEnd::kFenced) return f;
       if (group_end == group::GroupEnd::kStop) {
@@ -483,6 +515,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     next_agreement = committed.step + 1;  // as a member that joins now starts: the same step
     busy = BusyWindow{};
     agree = at::zeros({world + 3}, on_device.dtype(at::kFloat));
+    per_world();
   }
   if (!result.preempted) DDP_RETURN_IF_ERROR(checkpoint());
   result.breakdown = totals.Average(samples_per_step * world, tokens_per_step * world);

@@ -40,6 +40,8 @@ WorkerMetrics::WorkerMetrics(const WorkerIdentity& id)
       round(registry_.AddGauge("ddp_worker_round", "Rendezvous round of this process (DDP_ROUND): +1 on every restart or resize of the group.").Get()),
       recoveries(registry_.AddCounter("ddp_worker_recoveries_total", "In-place recoveries this trainer process survived (the group re-formed without it restarting).").Get()),
       recovery_seconds(registry_.AddHistogram("ddp_worker_recovery_seconds", "Seconds from a failure seen by this rank to the group's next committed step (in-place recovery).", RecoveryBuckets()).Get()),
+      resizes(registry_.AddCounter("ddp_worker_resizes_total", "Resizes of the group this trainer process went through in place (spec.elastic under recovery InPlace).").Get()),
+      resize_seconds(registry_.AddHistogram("ddp_worker_resize_seconds", "Seconds from the generation before a resize ending to the first step committed at the new size.", RecoveryBuckets()).Get()),
       gpu_memory_bytes(registry_.AddGauge("ddp_worker_gpu_memory_bytes", "GPU memory in use on this rank's device (total - free, from the CUDA runtime).")),
       val_loss(registry_.AddGauge("ddp_worker_val_loss", "Loss on the held-out shards at the last eval, averaged over ranks.")),
       rank_busy_seconds(registry_.AddCounter("ddp_worker_rank_busy_seconds_total", "Rank 0 only: each rank's busy seconds (data, forward, backward; not the all-reduce wait) over the steps counted by ddp_worker_rank_busy_steps_total.", {"peer_rank"})),

@@ -57,6 +57,10 @@ class WorkerMetrics {
   metrics::Gauge& round;
   metrics::Counter& recoveries;
   metrics::Histogram& recovery_seconds;
+  // Elastic in place: resizes of the group this process went through (it kept running), and the
+  // seconds from its old generation ending to the first step committed at the new size.
+  metrics::Counter& resizes;
+  metrics::Histogram& resize_seconds;
   // ddp_worker_gpu_memory_bytes: a family with no series until a GPU reading exists, so a
   // CPU worker exports no misleading 0.
   metrics::GaugeFamily& gpu_memory_bytes;

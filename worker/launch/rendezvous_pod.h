@@ -9,20 +9,14 @@
 //   - on SIGTERM: at once when no member is stopping; when the job stops together, once the
 //     members have gone (they need the store for their last checkpoint), at most 25 s.
 // Exit 2 for an invalid environment, 75 when the store's port cannot be bound.
-#ifndef DDP_WORKER_GROUP_RENDEZVOUS_MAIN_H_
-#define DDP_WORKER_GROUP_RENDEZVOUS_MAIN_H_
+#ifndef DDP_WORKER_LAUNCH_RENDEZVOUS_POD_H_
+#define DDP_WORKER_LAUNCH_RENDEZVOUS_POD_H_
 
-#include <string>
+namespace ddp::worker {
 
-#include "worker/group/authority_loop.h"
-
-namespace ddp::worker::group {
-
+// The process of the rendezvous pod; returns its exit code (main.cc exits with it).
 int RendezvousMain();
 
-// The rendezvous page's own series (Prometheus text), without rank 0's.
-std::string RenderGroupReport(const GroupReport& r, const std::string& job, int round);
+}  // namespace ddp::worker
 
-}  // namespace ddp::worker::group
-
-#endif  // DDP_WORKER_GROUP_RENDEZVOUS_MAIN_H_
+#endif  // DDP_WORKER_LAUNCH_RENDEZVOUS_POD_H_

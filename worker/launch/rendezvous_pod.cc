@@ -1,5 +1,5 @@
-// The rendezvous pod's process (see rendezvous_main.h).
-#include "worker/group/rendezvous_main.h"
+// The rendezvous pod's process (see rendezvous_pod.h).
+#include "worker/launch/rendezvous_pod.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -10,35 +10,31 @@
 #include <atomic>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <random>
-#include <sstream>
 
 #include "common/group_contract.h"
 #include "common/http_server.h"
 #include "common/logging.h"
 #include "worker/comm/rendezvous.h"
 #include "worker/comm/work_util.h"
+#include "worker/contract/exit_codes.h"
 #include "worker/group/budget.h"
+#include "worker/group/desired_size.h"
 #include "worker/group/keys.h"
+#include "worker/group/presence.h"
+#include "worker/group/report_page.h"
 #include "worker/group/settings.h"
-#include "worker/launch/launch_plan.h"
-#include "worker/train/exit_codes.h"
 
-namespace ddp::worker::group {
+namespace ddp::worker {
+
+using namespace group;  // the rendezvous pod runs the group protocol
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 std::atomic<int> g_signal{0};
 extern "C" void OnRendezvousSignal(int sig) { g_signal.store(sig); }
-
-std::string Quote(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c == '\n' ? ' ' : c);
-  }
-  return out;
-}
 
 // Rank 0's page, fetched from the pod that holds node rank 0 ("" when it cannot be read).
 std::string Rank0Page(const GroupReport& r) {
@@ -56,50 +52,6 @@ std::string Rank0Page(const GroupReport& r) {
 }
 
 }  // namespace
-
-std::string RenderGroupReport(const GroupReport& r, const std::string& job, int round) {
-  using namespace ddp::group;
-  std::ostringstream o;
-  const std::string common = "job=\"" + Quote(job) + "\",round=\"" + std::to_string(round) + "\"";
-  auto gauge = [&](const char* name, const char* help, double v) {
-    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " gauge\n"
-      << name << "{" << common << "} " << v << "\n";
-  };
-  gauge(kGroupGeneration, "The group's generation this round (+1 at every re-formation).",
-        static_cast<double>(r.generation));
-  gauge(kGroupRecoveries, "Failures healed in place this round, charged to maxRestarts.",
-        static_cast<double>(r.recoveries));
-  gauge(kGroupBudgetLeft, "Failures the group may still heal in place this round.",
-        static_cast<double>(r.budget_left));
-  gauge(kGroupAbandoned, "1 once the group gave up re-forming in place this round.",
-        r.abandoned ? 1 : 0);
-  o << "# HELP " << kGroupMember << " 1 per pod holding a node rank.\n# TYPE " << kGroupMember
-    << " gauge\n";
-  for (const auto& [node, pod] : r.members) {
-    o << kGroupMember << "{" << common << "," << kPodLabel << "=\"" << Quote(pod) << "\","
-      << kNodeRankLabel << "=\"" << node << "\"} 1\n";
-  }
-  o << "# HELP " << kGroupSpare << " 1 per idle spare pod ready to take a rank.\n# TYPE "
-    << kGroupSpare << " gauge\n";
-  for (const auto& pod : r.spares) {
-    o << kGroupSpare << "{" << common << "," << kPodLabel << "=\"" << Quote(pod) << "\"} 1\n";
-  }
-  o << "# HELP " << kGroupFenced << " 1 per pod the group fenced while it may still run.\n# TYPE "
-    << kGroupFenced << " gauge\n";
-  for (const auto& [pod, uid] : r.fenced) {
-    o << kGroupFenced << "{" << common << "," << kPodLabel << "=\"" << Quote(pod) << "\","
-      << kUidLabel << "=\"" << Quote(uid) << "\"} 1\n";
-  }
-  o << "# HELP " << kGroupEnded
-    << " 1 per pod whose process ended, with the node rank it held (-1: an idle spare).\n# TYPE "
-    << kGroupEnded << " gauge\n";
-  for (const auto& e : r.ended) {
-    o << kGroupEnded << "{" << common << "," << kPodLabel << "=\"" << Quote(e.pod) << "\","
-      << kUidLabel << "=\"" << Quote(e.uid) << "\"," << kNodeRankLabel << "=\"" << e.node_rank
-      << "\"} 1\n";
-  }
-  return o.str();
-}
 
 int RendezvousMain() {
   auto settings = ReadGroupSettings([](const char* n) { return std::getenv(n); });
@@ -130,7 +82,7 @@ int RendezvousMain() {
               << gs.rendezvous.master_port << ": " << BackendErrorText(e) << std::endl;
     return kExitRetryable;
   }
-  auto presence = PresenceServer::Start(0, PresenceCapacity(gs.nodes));
+  auto presence = PresenceServer::Start(0, PresenceCapacity(gs.max_nodes));
   if (!presence.ok()) {
     std::cerr << "ddp-worker rendezvous: " << presence.status().ToString() << std::endl;
     return kExitRetryable;
@@ -140,7 +92,16 @@ int RendezvousMain() {
     std::cerr << "ddp-worker rendezvous: " << s.ToString() << std::endl;
     return kExitRetryable;
   }
+  // The size the group starts at: the one asked for (a rendezvous pod that replaced a lost one
+  // starts where the group runs), else NNODES. Written before the presence key: pods register
+  // only after that, and their trainers read it before they arrive anywhere.
+  auto desired = std::make_shared<DesiredSizeFile>(gs.group_size_file, gs.max_nodes);
+  int initial_nodes = gs.nodes;
+  if (!gs.group_size_file.empty()) {
+    if (const int n = desired->Read(); n > 0) initial_nodes = n;
+  }
   try {
+    store->set(kWorldKey, Bytes(std::to_string(initial_nodes * gs.nproc_per_node)));
     std::random_device rd;
     store->set(kEpochKey, Bytes(std::to_string(rd()) + std::to_string(rd())));
     store->set(kPresenceKey, Bytes(std::to_string((*presence)->port())));
@@ -150,10 +111,13 @@ int RendezvousMain() {
   }
   // 2. The authority, on its own connection.
   AuthoritySettings as;
-  as.nodes = gs.nodes;
+  as.nodes = gs.max_nodes;
   as.liveness_seconds = gs.liveness.count() / 1000.0;
   as.rendezvous_seconds = static_cast<double>(gs.rendezvous.timeout.count());
-  AuthorityLoop authority(store, presence->get(), as, gs.rendezvous.world_size, gs.tick);
+  AuthorityLoop::DesiredNodes desired_nodes;
+  if (!gs.group_size_file.empty()) desired_nodes = [desired] { return desired->Read(); };
+  AuthorityLoop authority(store, presence->get(), as, initial_nodes * gs.nproc_per_node, gs.tick,
+                          initial_nodes, desired_nodes);
   DDP_LOG(INFO) << "rendezvous: round " << gs.rendezvous.round << ", " << gs.nodes << " node(s) x "
                 << gs.nproc_per_node << ", store on port " << gs.rendezvous.master_port
                 << ", presence on port " << (*presence)->port() << ", liveness "
@@ -207,4 +171,4 @@ int RendezvousMain() {
   }
 }
 
-}  // namespace ddp::worker::group
+}  // namespace ddp::worker

@@ -1,0 +1,126 @@
+// Elastic in place end to end, with real ddp-worker processes: the group of four pods shrinks to
+// three, then two, then grows back to four, each at a new generation, as the size file (the
+// rendezvous pod's projected ddp.dev/group-size annotation) says. The survivors keep their
+// trainer processes (same PIDs), no trainer is restarted, no checkpoint is read, no failure is
+// charged; the pods the group shrank without end 0 as Resized; the newcomers are healed by
+// broadcast and every member ends with the same parameters.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/worker/inplace_util.h"
+
+namespace ddp::testing {
+namespace {
+
+void WriteSize(const std::string& path, int nodes) {
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << nodes << "\n";
+  std::filesystem::rename(tmp, path);  // whole, as the kubelet swaps a projected volume
+}
+
+// On an early failure (an ASSERT), no pod outlives the test.
+struct KillOnExit {
+  InPlaceGroup* g;
+  ~KillOnExit() {
+    for (const Proc& p : g->pods) {
+      kill(-p.pid, SIGKILL);
+      WaitProc(p, std::chrono::seconds(5));
+    }
+    kill(-g->rendezvous.pid, SIGKILL);
+    WaitProc(g->rendezvous, std::chrono::seconds(5));
+  }
+};
+
+// Whether rank 0's log says the group runs at `world` ranks (the trainer logs each resize).
+bool RunsAt(const Proc& rank0, int from, int to) {
+  return ReadAll(rank0.err_path).find("resizes the group " + std::to_string(from) + " -> " +
+                                      std::to_string(to)) != std::string::npos;
+}
+
+TEST(ElasticE2E, ShrinksFourToThreeToTwoAndGrowsBackToFourInPlace) {
+  const std::string dir = MakeTempDir("ddp-e2e-elastic");
+  const std::string size_file = dir + "/group-size";
+  WriteSize(size_file, 4);
+  const auto args = TinyArgs(2500);
+  InPlaceGroup g = StartInPlace(4, args, dir, {}, {{"DDP_GROUP_SIZE_FILE", size_file}});
+  KillOnExit reaper{&g};
+  const auto deadline = std::chrono::seconds(180);  // a loaded machine starts 4 trainers slowly
+  ASSERT_TRUE(PollUntil([&] { return LastStep(g.pods[0]) >= 30; }, deadline))
+      << ReadAll(g.pods[0].err_path);
+  std::vector<std::vector<pid_t>> trainers;
+  for (int p = 0; p < 2; ++p) trainers.push_back(ChildrenNamed(g.pods[p].pid, "ddp-worker"));
+  ASSERT_EQ(trainers[0].size(), 1u);
+  ASSERT_EQ(trainers[1].size(), 1u);
+
+  // 4 -> 3: pod 3 leaves.
+  WriteSize(size_file, 3);
+  const std::optional<int> pod3 = WaitProc(g.pods[3], deadline);
+  ASSERT_TRUE(PollUntil([&] { return RunsAt(g.pods[0], 4, 3); }, deadline));
+  const int64_t at3 = LastStep(g.pods[0]);
+  ASSERT_TRUE(PollUntil([&] { return LastStep(g.pods[0]) >= at3 + 20; }, deadline));
+  // 3 -> 2: pod 2 leaves.
+  WriteSize(size_file, 2);
+  const std::optional<int> pod2 = WaitProc(g.pods[2], deadline);
+  ASSERT_TRUE(PollUntil([&] { return RunsAt(g.pods[0], 3, 2); }, deadline));
+  const int64_t at2 = LastStep(g.pods[0]);
+  ASSERT_TRUE(PollUntil([&] { return LastStep(g.pods[0]) >= at2 + 20; }, deadline));
+  // 2 -> 4: the pods for node ranks 2 and 3 come back (pod 3 first; the group grows from node
+  // rank 2 on, so to 4 at once when both registered by then, else by one pod and then the other).
+  WriteSize(size_file, 4);
+  StartPod(&g, "pod3", 3);
+  StartPod(&g, "pod2", 2);
+  ASSERT_TRUE(PollUntil([&] { return RunsAt(g.pods[0], 2, 4) || RunsAt(g.pods[0], 3, 4); },
+                        deadline))
+      << ReadAll(g.rendezvous.err_path);
+  for (int p = 0; p < 2; ++p) {
+    EXPECT_EQ(ChildrenNamed(g.pods[p].pid, "ddp-worker"), trainers[p]) << "pod " << p;
+  }
+
+  PodsResult r = Wait(g);
+  EXPECT_EQ(pod3, 0) << r.err[3];
+  EXPECT_EQ(pod2, 0) << r.err[2];
+  EXPECT_NE(r.ends[3].find("ddp: Resized:"), std::string::npos) << r.ends[3];
+  EXPECT_NE(r.ends[2].find("ddp: Resized:"), std::string::npos) << r.ends[2];
+  // The survivors (pods 0, 1) and the newcomers (started 5th and 6th) trained to the end, with
+  // nothing charged, in one group: the same parameters everywhere.
+  const std::string want = Field(r.out[0], "param_checksum");
+  ASSERT_FALSE(want.empty()) << r.err[0];
+  for (size_t p : {0u, 1u, 4u, 5u}) {
+    EXPECT_EQ(r.codes[p], 0) << "pod " << p << "\n" << r.err[p];
+    EXPECT_EQ(Field(r.out[p], "param_checksum"), want) << "pod " << p << "\n" << r.err[p];
+    EXPECT_NE(r.ends[p].find("step 2500 of 2500; 0 recoveries"), std::string::npos)
+        << "pod " << p << ": " << r.ends[p];
+  }
+  for (size_t p : {0u, 1u}) {
+    EXPECT_EQ(r.err[p].find("restarted rank"), std::string::npos) << r.err[p];
+    EXPECT_EQ(r.err[p].find("resumed from checkpoint"), std::string::npos) << r.err[p];
+  }
+  const size_t resizes = Count(r.rendezvous_err, "the group resizes in place");
+  EXPECT_GE(resizes, 3u) << r.rendezvous_err;
+  EXPECT_LE(resizes, 4u) << r.rendezvous_err;
+  EXPECT_EQ(r.rendezvous_code, 0) << r.rendezvous_err;
+  std::filesystem::remove_all(dir);
+}
+
+// A size that is not one refuses nothing but itself: the group keeps training at its size.
+TEST(ElasticE2E, AMalformedSizeIsRefusedAndTheGroupKeepsItsSize) {
+  const std::string dir = MakeTempDir("ddp-e2e-elastic-bad");
+  const std::string size_file = dir + "/group-size";
+  std::ofstream(size_file) << "two\n";
+  InPlaceGroup g = StartInPlace(2, TinyArgs(300), dir, {}, {{"DDP_GROUP_SIZE_FILE", size_file}});
+  KillOnExit reaper{&g};
+  PodsResult r = Wait(g);
+  EXPECT_EQ(r.codes[0], 0) << r.err[0];
+  EXPECT_EQ(r.codes[1], 0) << r.err[1];
+  EXPECT_NE(r.rendezvous_err.find("refused: \"two\" is not an integer"), std::string::npos)
+      << r.rendezvous_err;
+  EXPECT_EQ(r.rendezvous_err.find("resizes in place"), std::string::npos) << r.rendezvous_err;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ddp::testing

@@ -1,0 +1,158 @@
+// The group authority's resize rule (worker/group/authority.h rule 9), one row each: a smaller
+// desired size makes the highest node ranks depart (verdict "resized", fenced, not charged),
+// a larger one grows the group by the idle pods created for the next node ranks, once the whole
+// group is held. Expected actions are written from the rule, not read off the program.
+#include <gtest/gtest.h>
+
+#include "worker/group/authority.h"
+#include "worker/group/desired_size.h"
+#include "worker/group/keys.h"
+
+namespace ddp::worker::group {
+namespace {
+
+using Strings = std::vector<std::string>;
+
+PodView Pod(const std::string& name, int home) {
+  PodView p;
+  p.identity = name + "/u";
+  p.home_node = home;
+  p.silent_seconds = 0.5;
+  return p;
+}
+std::string Id(const std::string& name) { return name + "/u"; }
+
+AuthoritySettings Max(int nodes) {
+  AuthoritySettings s;
+  s.nodes = nodes;
+  return s;
+}
+
+// `held` worker pods w0.. holding their own node ranks of a group of `held` (room for 4);
+// `idle` more pods (w<held>.. created for the next ranks) registered and idle.
+GroupView Group(int held, int idle, int desired) {
+  GroupView v;
+  for (int n = 0; n < held + idle; ++n) {
+    const std::string name = "w" + std::to_string(n);
+    v.pods[name] = Pod(name, n);
+  }
+  v.node_holders.assign(4, "");
+  v.ever_held.assign(4, false);
+  for (int n = 0; n < held; ++n) {
+    v.node_holders[static_cast<size_t>(n)] = Id("w" + std::to_string(n));
+    v.ever_held[static_cast<size_t>(n)] = true;
+  }
+  v.nodes = held;
+  v.desired_nodes = desired;
+  v.world = held;
+  v.formed = v.ever_formed = true;
+  return v;
+}
+
+Strings Assigns(const Actions& a) {
+  Strings out;
+  for (const auto& [node, id] : a.assign) out.push_back(std::to_string(node) + "=" + id);
+  return out;
+}
+Strings Verdicts(const Actions& a) {
+  Strings out;
+  for (const auto& [id, v] : a.verdicts) out.push_back(id + ":" + v);
+  return out;
+}
+
+TEST(ResizeTest, TheSizeAskedIsTheSizeItHasNothingToDo) {
+  EXPECT_TRUE(Decide(Group(4, 0, 4), Max(4)).empty());
+  EXPECT_TRUE(Decide(Group(4, 0, -1), Max(4)).empty()) << "no size asked: keep it";
+}
+
+TEST(ResizeTest, ShrinkingByOneMakesTheHighestNodeRankDepart) {
+  const Actions a = Decide(Group(4, 0, 3), Max(4));
+  EXPECT_EQ(a.resize_to, 3);
+  EXPECT_TRUE(a.advance);
+  EXPECT_EQ(Verdicts(a), Strings{"w3/u:" + std::string(kVerdictResized)});
+  EXPECT_EQ(Assigns(a), Strings{"3="});
+  ASSERT_EQ(a.fence.size(), 1u);
+  EXPECT_EQ(a.fence[0].first, "w3/u");
+  EXPECT_TRUE(a.abandon.empty());
+  EXPECT_FALSE(a.stop);
+}
+
+TEST(ResizeTest, ShrinkingByTwoKeepsTheRanksDense) {
+  const Actions a = Decide(Group(4, 0, 2), Max(4));
+  EXPECT_EQ(a.resize_to, 2);
+  EXPECT_EQ(Verdicts(a), (Strings{"w2/u:resized", "w3/u:resized"}));
+  EXPECT_EQ(Assigns(a), (Strings{"2=", "3="}));
+}
+
+TEST(ResizeTest, ASizeBelowOneOrAboveTheMostIsClamped) {
+  EXPECT_EQ(Decide(Group(2, 0, 0), Max(4)).resize_to, 1);
+  EXPECT_EQ(Decide(Group(4, 0, 9), Max(4)).resize_to, -1) << "4 is the most: nothing to grow";
+}
+
+TEST(ResizeTest, GrowingTakesTheIdlePodsCreatedForTheNextRanks) {
+  const Actions a = Decide(Group(2, 2, 4), Max(4));
+  EXPECT_EQ(a.resize_to, 4);
+  EXPECT_TRUE(a.advance);
+  EXPECT_EQ(Assigns(a), (Strings{"2=w2/u", "3=w3/u"}));
+  EXPECT_TRUE(a.verdicts.empty());
+  EXPECT_TRUE(a.fence.empty());
+}
+
+TEST(ResizeTest, GrowingStopsAtTheFirstRankWithoutAPod) {
+  // Only the pod for node rank 3 came: rank 2 has nobody, so the group waits (ranks stay dense).
+  GroupView v = Group(2, 0, 4);
+  v.pods["w3"] = Pod("w3", 3);
+  EXPECT_TRUE(Decide(v, Max(4)).empty());
+  // With rank 2's pod too, one step to 4.
+  v.pods["w2"] = Pod("w2", 2);
+  EXPECT_EQ(Decide(v, Max(4)).resize_to, 4);
+  // Only rank 2's: grows by one.
+  GroupView one = Group(2, 1, 4);
+  const Actions a = Decide(one, Max(4));
+  EXPECT_EQ(a.resize_to, 3);
+  EXPECT_EQ(Assigns(a), Strings{"2=w2/u"});
+}
+
+TEST(ResizeTest, AHoleIsHealedBeforeTheGroupGrows) {
+  // Node rank 1's holder was lost a moment ago: the idle pod created for rank 2 fills the hole
+  // (ranks stay dense) and the group does not grow in the same decision.
+  GroupView v = Group(2, 1, 3);
+  v.pods["w1"].presence_closed = true;
+  const Actions a = Decide(v, Max(4));
+  EXPECT_EQ(a.resize_to, -1);
+  EXPECT_EQ(Assigns(a), (Strings{"1=", "1=w2/u"}));
+  // Nobody idle: the hole stays and nothing grows.
+  GroupView alone = Group(2, 0, 3);
+  alone.pods["w1"].presence_closed = true;
+  const Actions b = Decide(alone, Max(4));
+  EXPECT_EQ(b.resize_to, -1);
+  EXPECT_EQ(Assigns(b), Strings{"1="});
+}
+
+TEST(ResizeTest, ASparePodIsNotTakenToGrow) {
+  GroupView v = Group(2, 0, 3);
+  v.pods["s0"] = Pod("s0", -1);
+  EXPECT_TRUE(Decide(v, Max(4)).empty());
+}
+
+TEST(ResizeTest, AWholeJobStopIsNotAResize) {
+  GroupView v = Group(4, 0, 2);
+  v.stop = true;
+  EXPECT_EQ(Decide(v, Max(4)).resize_to, -1);
+}
+
+TEST(DesiredSizeTest, ParsesStrictlyAndRefusesWhatIsNotASize) {
+  std::string why;
+  EXPECT_EQ(ParseDesiredNodes("3", 4, &why), 3);
+  EXPECT_EQ(ParseDesiredNodes(" 4\n", 4, &why), 4);
+  EXPECT_TRUE(why.empty());
+  EXPECT_EQ(ParseDesiredNodes("", 4, &why), -1);
+  EXPECT_TRUE(why.empty()) << "an absent annotation is no refusal";
+  for (const char* bad : {"two", "3x", "0", "-1", "5", "99999999999999999999", "3 4", "0x3"}) {
+    EXPECT_EQ(ParseDesiredNodes(bad, 4, &why), -1) << bad;
+    EXPECT_FALSE(why.empty()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace ddp::worker::group
