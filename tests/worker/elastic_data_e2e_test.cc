@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "tests/worker/e2e_util.h"
+#include "tests/worker/sample_check.h"
 
 namespace ddp::testing {
 namespace {
@@ -78,49 +79,6 @@ SegmentedRun RunSegments(const std::vector<Segment>& segments, const std::vector
   return run;
 }
 
-// Every sample log line is "step S E:I E:I ...". Checks that each step's samples, all ranks
-// together, are one global batch, and that over the run every example of every epoch was trained
-// on exactly once: derived from the dataset size and the global batch alone.
-void ExpectEverySampleOnce(const std::vector<std::string>& logs) {
-  std::map<std::pair<int64_t, int64_t>, int> seen;  // (epoch, example) -> times
-  std::map<int64_t, int> per_step;
-  for (const auto& path : logs) {
-    std::istringstream in(ReadAll(path));
-    for (std::string line; std::getline(in, line);) {
-      std::istringstream words(line);
-      std::string word;
-      int64_t step = -1;
-      words >> word >> step;
-      ASSERT_EQ(word, "step") << path << ": " << line;
-      while (words >> word) {
-        const size_t colon = word.find(':');
-        ASSERT_NE(colon, std::string::npos) << word;
-        ++seen[{std::stoll(word.substr(0, colon)), std::stoll(word.substr(colon + 1))}];
-        ++per_step[step];
-      }
-    }
-  }
-  ASSERT_EQ(static_cast<int>(per_step.size()), kSteps);
-  for (const auto& [step, n] : per_step) EXPECT_EQ(n, kGlobal) << "step " << step;
-  const int total = kSteps * kGlobal, full = total / kExamples;
-  for (const auto& [key, times] : seen) {
-    EXPECT_EQ(times, 1) << "epoch " << key.first << " example " << key.second;
-    EXPECT_LE(key.first, full);
-    EXPECT_TRUE(key.second >= 0 && key.second < kExamples) << key.second;
-  }
-  for (int e = 0; e <= full; ++e) {
-    int count = 0;
-    for (int i = 0; i < kExamples; ++i) count += seen.count({e, i}) ? 1 : 0;
-    EXPECT_EQ(count, e < full ? kExamples : total % kExamples) << "epoch " << e;
-  }
-}
-
-double MaxDiff(const std::vector<double>& a, const std::vector<double>& b) {
-  double d = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
-  return d;
-}
-
 // The run of a shrink and a growth under ConstantGlobal: 4 -> 3 -> 2 -> 4 ranks, each resize
 // through a checkpoint. Every sample of every epoch exactly once, and the loss curve of the
 // fixed-size run within float summation order: every micro-batch holds the same samples at every
@@ -134,10 +92,10 @@ TEST(ElasticDataE2E, ResizedRunSeesEverySampleOnceAndMatchesTheFixedSizeRun) {
   const std::vector<Segment> resized = {{4, 3}, {3, 6}, {2, 10}, {4, kSteps}};
   SegmentedRun r = RunSegments(resized, kConstantGlobal, dir + "/resized");
   ASSERT_TRUE(r.ok);
-  ExpectEverySampleOnce(r.sample_logs);
+  ExpectEverySampleOnce(r.sample_logs, kSteps, kGlobal, kExamples);
   SegmentedRun fixed = RunSegments({{4, kSteps}}, kConstantGlobal, dir + "/fixed");
   ASSERT_TRUE(fixed.ok);
-  ExpectEverySampleOnce(fixed.sample_logs);
+  ExpectEverySampleOnce(fixed.sample_logs, kSteps, kGlobal, kExamples);
   ASSERT_EQ(r.losses.size(), fixed.losses.size());
   const double diff = MaxDiff(r.losses, fixed.losses);
   std::printf("ConstantGlobal: max |loss(4-3-2-4) - loss(4)| over %d steps = %.3g\n", kSteps, diff);

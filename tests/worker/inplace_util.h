@@ -68,10 +68,12 @@ inline Proc StartPod(InPlaceGroup* g, const std::string& name, int node,
 }
 
 // The rendezvous pod, `n` worker pods ("pod<i>", faults by rank as DDP_FAULT) and `spares` spare
-// pods ("spare<k>"). Defaults: rendezvous timeout 60 s, liveness 5 s, budget 3.
+// pods ("spare<k>"), `rank_env` more environment by rank. Defaults: rendezvous timeout 60 s,
+// liveness 5 s, budget 3.
 inline InPlaceGroup StartInPlace(int n, const std::vector<std::string>& args, const std::string& dir,
                                  const std::map<int, std::string>& faults,
-                                 std::map<std::string, std::string> env = {}, int spares = 0) {
+                                 std::map<std::string, std::string> env = {}, int spares = 0,
+                                 const std::map<int, std::map<std::string, std::string>>& rank_env = {}) {
   InPlaceGroup g;
   g.n = n;
   g.args = args;
@@ -88,6 +90,9 @@ inline InPlaceGroup StartInPlace(int n, const std::vector<std::string>& args, co
   for (int r = 0; r < n; ++r) {
     std::map<std::string, std::string> extra;
     if (auto it = faults.find(r); it != faults.end()) extra["DDP_FAULT"] = it->second;
+    if (auto it = rank_env.find(r); it != rank_env.end()) {
+      for (const auto& [k, v] : it->second) extra[k] = v;
+    }
     StartPod(&g, "pod" + std::to_string(r), r, extra);
   }
   for (int k = 0; k < spares; ++k) StartPod(&g, "spare" + std::to_string(k), -1);
