@@ -42,17 +42,18 @@ class Job:
     """REQUIRES: start() once; every other method from the same thread."""
 
     def __init__(self, system, run_dir, a, steps, pods=3, spares=0, delay=0.0, env=(), liveness=5,
-                 rendezvous_timeout=120, delay_file=False):
+                 rendezvous_timeout=120, delay_file=False, elastic=None, operator_args=()):
         self.system, self.dir, self.a, self.steps = system, run_dir, a, steps
         self.n, self.spares, self.delay, self.env = pods, spares, delay, list(env)
         self.liveness, self.rendezvous_timeout = liveness, rendezvous_timeout
+        self.elastic, self.operator_args = elastic, list(operator_args)  # resize_bench.py
         self.delay_file = os.path.join(run_dir, "start-delays") if delay_file else ""
         self.name = f"b-{system}"
         self.log = StepLog(system, run_dir)
         self._members = {}  # pod -> node rank, the group's last report
 
     def start(self):
-        os.makedirs(self.dir)
+        os.makedirs(self.dir, exist_ok=True)  # resize_bench.py puts a snapshot there first
         out = open(os.path.join(self.dir, "bench-stdout.txt"), "w")
         if self.system == "torchrun":
             cmd = [rb.PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(self.n),
@@ -71,9 +72,10 @@ class Job:
             with open(path, "w") as f:
                 f.write(rb.manifest(self.name, "InPlace" if self.system == "inplace" else "Restart", self.steps,
                                     self.a.checkpoint_every, self.a.run_timeout, self.a.worker, replicas=self.n,
-                                    policy=policy, env=self.env, rendezvous_timeout=self.rendezvous_timeout))
+                                    policy=policy, env=self.env, rendezvous_timeout=self.rendezvous_timeout,
+                                    elastic=self.elastic))
             cmd = [self.a.operator, "local", "-f", path, "--run-dir", os.path.join(self.dir, "run"), "--plain",
-                   "--pod-start-delay", f"{self.delay:g}"]
+                   "--pod-start-delay", f"{self.delay:g}", *self.operator_args]
             env = dict(os.environ)
         self.t0 = time.time()
         self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)

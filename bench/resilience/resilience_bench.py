@@ -157,19 +157,21 @@ def free_port():
 # ---------------------------------------------------------------- systems
 
 def manifest(name, recovery, steps, ckpt_every, timeout, worker, replicas=2, policy=(), env=(),
-             rendezvous_timeout=60, max_restarts=10000):
+             rendezvous_timeout=60, max_restarts=10000, elastic=None):
     """The bench's DDPJob. `policy`: extra failurePolicy fields as (key, value); `env`: extra
-    container env as (name, value) (fault_matrix.py and spares_bench.py use both)."""
+    container env as (name, value) (fault_matrix.py and spares_bench.py use both); `elastic`:
+    (minReplicas, maxReplicas) or None (resize_bench.py)."""
     args = ["--model=mingpt", *MODEL, f"--steps={steps}", "--log-every=1",
             f"--checkpoint-every={ckpt_every}", "--threads=1", "--device=cpu", "--seed=42"]
     policy_lines = "".join(f"\n    {k}: {v}" for k, v in policy)
     env_lines = "".join(f'\n            - name: {k}\n              value: "{v}"' for k, v in env)
+    elastic_lines = f"\n  elastic:\n    minReplicas: {elastic[0]}\n    maxReplicas: {elastic[1]}" if elastic else ""
     return f"""apiVersion: ddp.dev/v1alpha1
 kind: DDPJob
 metadata:
   name: {name}
 spec:
-  replicas: {replicas}
+  replicas: {replicas}{elastic_lines}
   failurePolicy:
     restartPolicy: ExitCode
     maxRestarts: {max_restarts}

@@ -143,6 +143,30 @@ TEST(RejoinTest, TheOldMemberWakingUpAfterItsFenceGetsNothing) {
   EXPECT_TRUE(a.fence.empty());
 }
 
+// The rendezvous pod and worker 1 deleted at once: worker 1 (SIGTERM, leaving) registers with
+// the new store first. It is not every member: no whole-job stop while worker 0 may still come
+// back; once it is, worker 1 departs alone after the stop window.
+TEST(RejoinTest, ALeavingMemberBackFirstDoesNotStopTheJob) {
+  GroupView v = NewStore(0.5);
+  v.pods.clear();
+  PodView w1 = Pod("w1", 1);
+  w1.leaving = true;
+  w1.leaving_seconds = 0.5;
+  v.pods["w1"] = w1;
+  v.node_holders = {"", Id("w1")};
+  Actions a = Decide(v, Settings());
+  EXPECT_FALSE(a.stop);
+  EXPECT_TRUE(a.verdicts.empty());
+  // Worker 0 back, worker 1 past the stop window: it departs, nothing stops.
+  v.pods["w0"] = Pod("w0", 0);
+  v.node_holders = {Id("w0"), Id("w1")};
+  v.pods["w1"].leaving_seconds = 4;
+  a = Decide(v, Settings());
+  EXPECT_FALSE(a.stop);
+  ASSERT_EQ(a.verdicts.size(), 1u);
+  EXPECT_EQ(a.verdicts[0], (std::pair<std::string, std::string>{Id("w1"), kVerdictDepart}));
+}
+
 TEST(RejoinTest, EveryOldMemberBackNeedsNothingMore) {
   GroupView v = NewStore(30);
   v.pods["w1"] = Pod("w1", 1);

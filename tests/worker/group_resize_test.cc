@@ -106,8 +106,12 @@ TEST(ResizeTest, GrowingStopsAtTheFirstRankWithoutAPod) {
   // With rank 2's pod too, one step to 4.
   v.pods["w2"] = Pod("w2", 2);
   EXPECT_EQ(Decide(v, Max(4)).resize_to, 4);
-  // Only rank 2's: grows by one.
+  // Only rank 2's: it waits for rank 3's pod (one re-formation, not two) ...
   GroupView one = Group(2, 1, 4);
+  one.pods["w2"].registered_seconds = kGrowWaitSeconds - 0.1;
+  EXPECT_TRUE(Decide(one, Max(4)).empty());
+  // ... for kGrowWaitSeconds, then grows by one.
+  one.pods["w2"].registered_seconds = kGrowWaitSeconds;
   const Actions a = Decide(one, Max(4));
   EXPECT_EQ(a.resize_to, 3);
   EXPECT_EQ(Assigns(a), Strings{"2=w2/u"});

@@ -126,7 +126,10 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
       longest = std::max(longest, p.leaving_seconds);
     }
   }
-  if (!members.empty() && leaving.size() == members.size()) {
+  // Not while an old member may still register again with a new store (rejoin.h): the first
+  // pod back may be one that is leaving while the others are on their way (a rendezvous pod and
+  // one worker deleted at once), and it is not "every member".
+  if (!members.empty() && leaving.size() == members.size() && rejoin.waiting.empty()) {
     w.a.stop = true;
     for (const auto& h : members) w.a.verdicts.push_back({h, kVerdictStop});
     w.a.log.push_back("every member got SIGTERM: the job stops together with a checkpoint");
@@ -200,6 +203,17 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
   // created for them, else to idle worker pods whose own rank is held (a spare pod stays one).
   bool whole = want > cur;
   for (int n = 0; whole && n < cur; ++n) whole = !w.holders[static_cast<size_t>(n)].empty();
+  if (whole) {
+    // All the pods the growth needs, or the first of them waited long enough.
+    int there = 0;
+    double waited = 0;
+    for (const auto& [name, p] : v.pods) {
+      if (!idle(p) || p.home_node < 0) continue;
+      ++there;
+      waited = std::max(waited, p.registered_seconds);
+    }
+    whole = there >= want - cur || waited >= kGrowWaitSeconds;
+  }
   int grown = cur;
   while (whole && grown < want) {
     const std::string* pick = nullptr;

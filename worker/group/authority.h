@@ -30,8 +30,11 @@
 //   9. resize (elastic in place, resize.h): a desired size below the group's makes the pods
 //      holding the highest node ranks depart (not a failure, not charged; ranks stay dense); one
 //      above it grows the group, once the whole group is held, by the live idle pods created for
-//      the next node ranks (else other idle worker pods), as many as are there. Either moves the
-//      group to the next generation at the new size; survivors keep their ranks and processes.
+//      the next node ranks (else other idle worker pods), as many as are there once all the
+//      pods it needs are, or once the first of them has waited kGrowWaitSeconds (pods created
+//      together start within seconds of each other: one re-formation, not one per pod). Either
+//      moves the group to the next generation at the new size; survivors keep their ranks and
+//      processes.
 // And for a store that replaced a lost rendezvous pod (rejoin.h): a member of the old store that
 // has not registered again within the rejoin window is lost like in rule 1 (fenced, the
 // generation moves on, its node rank may go to a spare); until then its node rank waits for it.
@@ -52,6 +55,9 @@ struct AuthoritySettings {
   double rendezvous_seconds = 600;  // DDP_RENDEZVOUS_TIMEOUT
 };
 
+// How long a growth waits for the rest of the pods it needs once one of them is there.
+inline constexpr double kGrowWaitSeconds = 2;
+
 struct PodView {
   std::string identity;         // as registered now ("<name>/<uid>")
   int home_node = -1;           // the node rank it was created for; -1 for a spare
@@ -61,6 +67,7 @@ struct PodView {
   bool presence_closed = false; // its presence connection closed (and no newer one is open)
   bool done = false;            // every rank of the node rank it holds finished training
   double silent_seconds = 0;    // since its last sign of life (presence byte or registration)
+  double registered_seconds = 0; // since the authority first saw this identity registered
 };
 
 struct TrainerView {

@@ -146,6 +146,7 @@ void AuthorityLoop::Tick() {
     p.leaving = m.leaving;
     p.leaving_seconds = p.leaving ? SecondsSince(m.leaving_since, now) : 0;
     p.verdict = m.verdict;
+    p.registered_seconds = SecondsSince(m.first_seen, now);
     auto it = seen.find(p.identity);
     if (it == seen.end()) {
       p.silent_seconds = SecondsSince(m.first_seen, now);
