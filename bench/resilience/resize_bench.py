@@ -9,6 +9,8 @@ Systems (local_job.py):
             generation; the survivors keep their processes, newcomers are healed by broadcast
   restart   the same job under recovery Restart: every resize is a new round (a stop with a
             checkpoint, every pod created again, each S late)
+  heal      the reference: the same InPlace job at its first size, no resize; at each step a
+            resize would be at, rank 1's trainer is killed (SIGKILL) and healed in place
   torchrun  torchrun's restart-all (the peer): on a membership change every worker restarts and
             loads the last snapshot (--checkpoint-every); the bench stops the worker group and
             starts it again at the new size; a new rank (growth) starts S late, the others wait
@@ -18,8 +20,8 @@ the bench itself for torchrun, at the same steps.
 
 Per resize: the pause, the longest time rank 0's furthest step stood still between two resize
 marks (replayed steps included), less the median step time of that window; what the trainers
-say (InPlace: `resized in`); then per run the round at the end, the checkpoints read and how many
-trainer processes rank 0 and rank 1 had (1 = never restarted).
+say (InPlace: `resized in`, heal: `recovered in`); then per run the round at the end, the
+checkpoints read and the trainer processes started again.
 
   bench/resilience/resize_bench.py                    # S = 0 and 10 s, all three systems
   bench/resilience/resize_bench.py --delays 0 --systems inplace
@@ -36,7 +38,7 @@ import time
 import local_job as lj
 import resilience_bench as rb
 
-RESIZED = re.compile(r"rank (\d+): resized in ([0-9.eE+-]+)s")
+RESIZED = re.compile(r"rank (\d+): (?:resized|recovered) in ([0-9.eE+-]+)s")
 
 
 def pauses(steps, marks):
@@ -66,21 +68,22 @@ def sizes_arg(text):
 
 
 def run_operator(system, d, a, delay):
-    """One ddp-operator local job of `system` (inplace or restart) with the scripted resizes."""
+    """One ddp-operator local job of `system` (inplace, restart or heal) with the scripted
+    resizes (heal: the trainer kills in their place)."""
     scale = ",".join(f"{at}={n}" for at, n in zip(a.at, a.sizes[1:]))
-    job = lj.Job(system, d, a, a.steps, pods=a.sizes[0], delay=delay, elastic=(1, max(a.sizes)),
-                 rendezvous_timeout=max(120, 2 * delay + 60), operator_args=["--scale-at", scale])
+    heal = system == "heal"
+    job = lj.Job("inplace" if heal else system, d, a, a.steps, pods=a.sizes[0], delay=delay,
+                 elastic=(1, max(a.sizes)), rendezvous_timeout=max(120, 2 * delay + 60),
+                 operator_args=[] if heal else ["--scale-at", scale])
     job.start()
-    seen = {0: {}, 1: {}}  # rank -> {pid: polls it was the rank's trainer}
+    kills = list(a.at) if heal else []
     deadline = time.time() + a.run_timeout + 8 * delay
     while job.poll() is None and time.time() < deadline:
-        for rank, pid in job.trainers().items():
-            if rank in seen:
-                seen[rank][pid] = seen[rank].get(pid, 0) + 1
-        time.sleep(0.3)
-    # A warm standby is named ddp-worker for the moment between its exec and its renaming: a pid
-    # counts when it was the rank's trainer in two polls or more.
-    pids = {r: [p for p, n in c.items() if n >= 2] for r, c in seen.items()}
+        if kills:
+            job.log.update()
+            if job.log.last() >= kills[0] and job.kill_trainer(1) is not None:
+                kills.pop(0)
+        time.sleep(0.1 if kills else 0.3)
     if job.poll() is None:
         print(f"  ! {system} S={delay:g}: hard timeout: stopping it", flush=True)
         job.stop()
@@ -92,7 +95,15 @@ def run_operator(system, d, a, delay):
     restarts, recoveries, disruptions, rnd = job.charges()
     return {"steps": job.log.steps, "phase": job.phase(), "round": rnd, "restarts": restarts,
             "recoveries": recoveries, "reads": job.count_in_logs("resumed from checkpoint"),
-            "processes": {r: len(p) for r, p in pids.items()}, "resized": resized}
+            "restarted": restarted(system, job, rnd), "resized": resized}
+
+
+def restarted(system, job, rnd):
+    """Trainer processes started again, as the job's own logs say: InPlace's supervisors log each
+    restart of a rank ("restarted rank"); a new round under Restart starts every pod again."""
+    if system == "restart":
+        return f"every pod, {rnd} round(s)"
+    return str(job.count_in_logs("restarted rank"))
 
 
 def run_torchrun(d, a, delay):
@@ -129,7 +140,7 @@ def run_torchrun(d, a, delay):
     steps.sort()
     groups = len(a.sizes)
     return {"steps": steps, "phase": phase, "round": groups - 1, "restarts": groups - 1, "recoveries": 0,
-            "reads": groups - 1, "processes": {0: groups, 1: groups}, "resized": []}
+            "reads": groups - 1, "restarted": f"every worker, {groups - 1} time(s)", "resized": []}
 
 
 def main():
@@ -149,8 +160,8 @@ def main():
         sys.exit("--at: one increasing step per resize (len(--sizes) - 1), each below --steps")
     systems = [s for s in a.systems.split(",") if s]
     for s in systems:
-        if s not in ("inplace", "restart", "torchrun"):
-            sys.exit(f"--systems: unknown system {s!r} (inplace, restart, torchrun)")
+        if s not in ("inplace", "restart", "torchrun", "heal"):
+            sys.exit(f"--systems: unknown system {s!r} (inplace, restart, torchrun, heal)")
     rb.prepare_run(a)
     work = tempfile.mkdtemp(prefix="resize-bench-")
     results = []
@@ -181,15 +192,14 @@ def main():
 def report(results, a):
     names = [f"{f} -> {t}" for f, t in zip(a.sizes, a.sizes[1:])]
     print("\n| start delay S | system | " + " | ".join(f"{n}: pause s" for n in names) +
-          " | trainers say (InPlace) | round at end | checkpoints read | rank 0 / rank 1 processes | phase |")
+          " | trainers say (InPlace: resized / recovered in, s) | round at end | checkpoints read | trainers restarted | phase |")
     print("|---" * (len(names) + 7) + "|")
     by_delay = {}
     for r in results:
         by_delay.setdefault(r["delay"], {})[r["system"]] = r
         said = ", ".join(f"{x:.2f}" for x in r["resized"][:6]) or "-"
-        procs = f"{r['processes'].get(0, 0)} / {r['processes'].get(1, 0)}"
         print(f"| {r['delay']:g} | {r['system']} | " + " | ".join(rb.fmt(x) for x in r["pauses"]) +
-              f" | {said} | {r['round']} | {r['reads']} | {procs} | {r['phase']} |")
+              f" | {said} | {r['round']} | {r['reads']} | {r['restarted']} | {r['phase']} |")
     print("\nRatio of the summed pauses to InPlace's, per start delay:")
     for delay, rs in by_delay.items():
         base = rs.get("inplace")

@@ -17,7 +17,7 @@ std::string Id(const std::string& name) { return name + "/u-" + name; }
 AuthoritySettings Settings() {
   AuthoritySettings s;
   s.nodes = 2;
-  s.liveness_seconds = 10;  // the rejoin window is 2.5 s
+  s.liveness_seconds = 10;  // the rejoin window is 3 s
   return s;
 }
 
@@ -82,18 +82,18 @@ TEST(RejoinTest, TheNewestCopyWins) {
   EXPECT_EQ(NewestMembers({"junk"}, 2).generation, -1);
 }
 
-TEST(RejoinTest, TheWindowIsAQuarterOfTheLivenessTimeoutAtLeastTwoSeconds) {
+TEST(RejoinTest, TheWindowIsAQuarterOfTheLivenessTimeoutAtLeastThreeSeconds) {
   AuthoritySettings s;
   s.liveness_seconds = 20;
   EXPECT_EQ(RejoinWindowSeconds(s), 5);
   s.liveness_seconds = 10;
-  EXPECT_EQ(RejoinWindowSeconds(s), 2.5);
+  EXPECT_EQ(RejoinWindowSeconds(s), 3);
   s.liveness_seconds = 3;
-  EXPECT_EQ(RejoinWindowSeconds(s), 2);
+  EXPECT_EQ(RejoinWindowSeconds(s), 3);
 }
 
 TEST(RejoinTest, AnOldMemberBackGetsItsRankAndTheMissingOnesRankWaitsInsideTheWindow) {
-  GroupView v = NewStore(2.4);
+  GroupView v = NewStore(2.9);
   v.pods["s0"] = Pod("s0", -1);  // an idle spare must not take rank 1 yet
   const Actions a = Decide(v, Settings());
   EXPECT_EQ(Assigns(a), Strings{"0=" + Id("w0")});
@@ -102,7 +102,7 @@ TEST(RejoinTest, AnOldMemberBackGetsItsRankAndTheMissingOnesRankWaitsInsideTheWi
 }
 
 TEST(RejoinTest, AnOldMemberNotBackAfterTheWindowIsFencedAndTheGroupMovesOn) {
-  GroupView v = NewStore(2.6);
+  GroupView v = NewStore(3.1);
   v.node_holders = {Id("w0"), ""};
   const Actions a = Decide(v, Settings());
   EXPECT_EQ(Fenced(a), Strings{Id("w1")});
@@ -113,7 +113,7 @@ TEST(RejoinTest, AnOldMemberNotBackAfterTheWindowIsFencedAndTheGroupMovesOn) {
 }
 
 TEST(RejoinTest, AfterTheWindowASpareTakesTheRankAtOnce) {
-  GroupView v = NewStore(2.6);
+  GroupView v = NewStore(3.1);
   v.node_holders = {Id("w0"), ""};
   v.pods["s0"] = Pod("s0", -1);
   const Actions a = Decide(v, Settings());
@@ -122,7 +122,7 @@ TEST(RejoinTest, AfterTheWindowASpareTakesTheRankAtOnce) {
 }
 
 TEST(RejoinTest, TheReplacementTakesTheRankOnceItsPredecessorIsFenced) {
-  GroupView v = NewStore(3);
+  GroupView v = NewStore(4);
   v.node_holders = {Id("w0"), ""};
   v.fenced = {Id("w1")};
   PodView r = Pod("w1", 1);

@@ -65,7 +65,7 @@ GroupMembership::GroupMembership(StoreOpener open, int rank, int size, MemberIde
         auto s = open();
         if (!s.ok()) return s;
         try {
-          BoundFirstRead(**s, std::chrono::seconds(10));
+          BoundFirstRead(**s, kFirstReadBound);
         } catch (const std::exception& e) {
           return Status::Unavailable("membership: the store does not answer: " + BackendErrorText(e));
         }

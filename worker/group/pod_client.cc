@@ -3,6 +3,7 @@
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
+#include <algorithm>
 #include <thread>
 
 #include "common/logging.h"
@@ -35,7 +36,7 @@ StatusOr<c10::intrusive_ptr<c10d::Store>> OpenGroupStore(const GroupSettings& se
     auto tcp = ConnectStore(settings.store_addr, settings.rendezvous.master_port, timeout);
     c10::intrusive_ptr<c10d::Store> store =
         c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(settings.rendezvous.round), tcp);
-    BoundFirstRead(*store, timeout);
+    BoundFirstRead(*store, std::min(timeout, kFirstReadBound));
     return store;
   } catch (const std::exception& e) {
     return Status::Unavailable("the group's store " + where + " is unreachable: " +

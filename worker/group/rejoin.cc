@@ -66,7 +66,7 @@ Membership NewestMembers(const std::vector<std::string>& copies, int nodes) {
 }
 
 double RejoinWindowSeconds(const AuthoritySettings& settings) {
-  return std::max(2.0, settings.liveness_seconds / 4);
+  return std::max(3.0, settings.liveness_seconds / 4);
 }
 
 RejoinDecision DecideRejoin(const GroupView& v, const AuthoritySettings& s) {

@@ -44,8 +44,9 @@ Membership NewestMembers(const std::vector<std::string>& copies, int nodes);
 
 // How long the old members have to register again, counted from the first copy handed over.
 // Every live member notices a silent store within the liveness timeout, before the operator
-// replaces it, so by then they all retry (every kReconnectInterval, half a second); a quarter of
-// the liveness timeout (at least 2 s: four retries) covers their retries and a busy new store.
+// replaces it, so by then they all retry (a connection's first read bounded by kFirstReadBound,
+// 2 s, then again); a quarter of the liveness timeout, at least 3 s, covers one attempt lost to
+// a stale route and a busy new store.
 double RejoinWindowSeconds(const AuthoritySettings& settings);
 
 struct RejoinDecision {
