@@ -11,6 +11,7 @@
 
 #include "tests/worker/e2e_util.h"
 #include "tests/worker/sample_check.h"
+#include "tests/worker/shard_writer.h"
 
 namespace ddp::testing {
 namespace {
@@ -101,6 +102,22 @@ TEST(ElasticDataE2E, ResizedRunSeesEverySampleOnceAndMatchesTheFixedSizeRun) {
   std::printf("ConstantGlobal: max |loss(4-3-2-4) - loss(4)| over %d steps = %.3g\n", kSteps, diff);
   EXPECT_LT(diff, 1e-4);
   EXPECT_GT(fixed.losses.front() - fixed.losses.back(), 0.05) << "the runs must move";
+  std::filesystem::remove_all(dir);
+}
+
+// The same resizes over token shards: the global order is over the shards' windows (shards of
+// 801 and 1,121 tokens: 50 and 70 windows of 16, 120 examples, not the synthetic stream's 100),
+// so every window of every epoch once too.
+TEST(ElasticDataE2E, TokenShardsResizedRunSeesEveryWindowOnce) {
+  const std::string dir = MakeTempDir("ddp-e2e-elastic-shards");
+  WriteBytes(dir + "/train_0.bin", RawShard(Ramp(801, 0, 50)));
+  WriteBytes(dir + "/train_1.bin", RawShard(Ramp(1121, 17, 50)));
+  std::vector<std::string> policy = kConstantGlobal;
+  policy.insert(policy.end(), {"--dataset", "shards", "--data-files", dir + "/train_*.bin",
+                               "--vocab-size", "64"});
+  SegmentedRun r = RunSegments({{4, 3}, {3, 6}, {2, 10}, {4, kSteps}}, policy, dir + "/resized");
+  ASSERT_TRUE(r.ok);
+  ExpectEverySampleOnce(r.sample_logs, kSteps, kGlobal, 120);
   std::filesystem::remove_all(dir);
 }
 
