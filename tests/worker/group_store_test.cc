@@ -3,7 +3,9 @@
 // tell a process's end (at once) from its silence (after the timeout), and what the authority
 // reports of the pods it fenced.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include "worker/group/budget.h"
 #include "worker/group/fenced_store.h"
 #include "worker/group/keys.h"
+#include "worker/group/pod_client.h"
 #include "worker/group/presence.h"
 
 namespace ddp::worker::group {
@@ -186,6 +189,31 @@ void Register(c10d::Store& s, const std::string& name, int node) {
 // Both pods are fenced, but the operator is told only of the silent one (it may still run: force
 // it away); the one whose process ended reports its own exit, which says failure or disruption.
 // Otherwise a crash seen by the group before its pod's status would count as a disruption.
+// A frozen rendezvous pod still reached through a stale route: the kernel accepts the
+// connection, nobody answers. A reconnecting pod gives up within kFirstReadBound (and tries
+// again), not after the store's timeout.
+TEST(OpenGroupStoreTest, AStoreThatAcceptsAndNeverAnswersIsGivenUpWithinTheFirstReadBound) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(::listen(fd, 8), 0);  // never accepted: the handshake completes, nothing answers
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  GroupSettings settings;
+  settings.store_addr = "127.0.0.1";
+  settings.rendezvous.master_port = ntohs(a.sin_port);
+  const auto t0 = Clock::now();
+  auto s = OpenGroupStore(settings, std::chrono::seconds(10));
+  const auto took = Clock::now() - t0;
+  EXPECT_FALSE(s.ok());
+  EXPECT_GE(took, kFirstReadBound - std::chrono::milliseconds(50));
+  EXPECT_LT(took, std::chrono::seconds(5)) << "waited for the store's timeout";
+  ::close(fd);
+}
+
 TEST(AuthorityLoopTest, ReportsASilentPodAsFencedButNotOneWhoseProcessEnded) {
   auto store = NewStore();
   ASSERT_TRUE(InitBudget(*store, 3).ok());

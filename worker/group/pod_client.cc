@@ -33,10 +33,15 @@ StatusOr<c10::intrusive_ptr<c10d::Store>> OpenGroupStore(const GroupSettings& se
                                                          std::chrono::milliseconds timeout) {
   const std::string where = settings.store_addr + ":" + std::to_string(settings.rendezvous.master_port);
   try {
-    auto tcp = ConnectStore(settings.store_addr, settings.rendezvous.master_port, timeout);
+    // The connection and its first read within kFirstReadBound, the later calls within
+    // `timeout`: a route to a lost rendezvous pod on a dead node drops the SYN (a connect that
+    // waits out its whole timeout); the next try reaches the replaced one.
+    const auto first = std::min(timeout, kFirstReadBound);
+    auto tcp = ConnectStore(settings.store_addr, settings.rendezvous.master_port, first);
+    tcp->setTimeout(timeout);
     c10::intrusive_ptr<c10d::Store> store =
         c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(settings.rendezvous.round), tcp);
-    BoundFirstRead(*store, std::min(timeout, kFirstReadBound));
+    BoundFirstRead(*store, first);
     return store;
   } catch (const std::exception& e) {
     return Status::Unavailable("the group's store " + where + " is unreachable: " +

@@ -87,10 +87,11 @@ StatusOr<c10::intrusive_ptr<c10d::Store>> OpenGroupStore(const GroupSettings& se
 // connection before any other read.
 void BoundFirstRead(c10d::Store& store, std::chrono::milliseconds timeout);
 
-// The bound on a new connection's first read. A store that is up answers in milliseconds; one
-// that accepts and says nothing is a frozen pod, typically the lost rendezvous pod that a
-// Service still routes to until its endpoint is removed: a reconnecting pod must try again
-// soon, not wait out the liveness timeout there (its rank's rejoin window is running).
+// The bound on a new connection's connect and first read. A store that is up answers in
+// milliseconds; one that accepts and says nothing is a frozen pod, and one whose SYN goes
+// unanswered a dead node, typically the lost rendezvous pod that a Service still routes to until
+// its endpoint is removed: a reconnecting pod must try again soon, not wait out the liveness
+// timeout there (its rank's rejoin window is running).
 inline constexpr std::chrono::milliseconds kFirstReadBound{2000};
 
 }  // namespace ddp::worker::group
