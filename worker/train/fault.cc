@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "worker/contract/env_names.h"
 #include "worker/train/checkpoint_store.h"
 
 namespace ddp::worker {
@@ -82,7 +83,7 @@ void MaybeInjectFault(const std::optional<Fault>& fault, int rank, int64_t step)
       // To the pod's main process, as an eviction (SIGTERM) or a lost node (SIGKILL) would hit
       // it: the supervisor when there is one (a supervised trainer leaves SIGTERM to it), else
       // this process.
-      const char* supervised = std::getenv("DDP_SUPERVISED");
+      const char* supervised = std::getenv(kEnvSupervised);
       const bool to_pod = supervised != nullptr && std::string(supervised) == "1";
       kill(to_pod ? getppid() : getpid(), fault->kind == Fault::Kind::kTerm ? SIGTERM : SIGKILL);
       break;
