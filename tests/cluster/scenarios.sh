@@ -137,6 +137,8 @@ scenario_resize() {
   sum=$(job_checksum "$name" 3)
   check "resize: scaled to 3 mid-run (at step $RS_AT)" [ "$RS_STATE" -ge 1 ]
   check "resize: trained at world size 3 after the scale" [ "$RS_STATE" = 2 ]
+  # InPlace with spec.elastic: the group resized at its next generation, no new round.
+  check "resize: in place, round 0 ($(jget "$name" '{.status.round}'))" [ "$(jget "$name" '{.status.round}')" = 0 ]
   check "resize: Succeeded" [ "$(phase "$name")" = Succeeded ]
   check "resize: the 3 ranks ended at step $STEPS with one checksum (${sum:-none})" [ -n "$sum" ]
 }
