@@ -189,7 +189,9 @@ int TrainMain(const std::vector<std::string>& args) {
     if (fixed) fixed->Abort();
     Fail(result.status(), ("rank " + std::to_string(rdzv_cfg->rank)).c_str());
   }
-  std::cout << SummaryLine(*result, rdzv_cfg->rank, rdzv_cfg->world_size) << std::endl;
+  // The size the group ended at: a resize in place changes it under a running trainer.
+  const int world = result->world_size > 0 ? result->world_size : rdzv_cfg->world_size;
+  std::cout << SummaryLine(*result, rdzv_cfg->rank, world) << std::endl;
   if (result->preempted) {
     if (cfg->checkpoint_dir.empty()) {
       DDP_LOG(WARNING) << "stopped by signal at step " << result->step

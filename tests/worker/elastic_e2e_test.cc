@@ -188,6 +188,26 @@ TEST(ElasticE2E, ResizesInPlaceSeeEverySampleOnceAndKeepTheFixedSizeMath) {
   if (!HasFailure()) std::filesystem::remove_all(dir);  // else kept: the logs say where
 }
 
+// The summary line names the size the group ended at, not the one the pod was started with
+// (WORLD_SIZE): tools that gather one checksum per rank count ranks by it.
+TEST(ElasticE2E, TheSummaryNamesTheSizeTheGroupEndedAt) {
+  const std::string dir = MakeTempDir("ddp-e2e-elastic-summary");
+  const std::string size_file = dir + "/group-size";
+  WriteSize(size_file, 3);
+  InPlaceGroup g = StartInPlace(3, TinyArgs(800), dir, {}, {{"DDP_GROUP_SIZE_FILE", size_file}});
+  KillOnExit reaper{&g};
+  ASSERT_TRUE(PollUntil([&] { return LastStep(g.pods[0]) >= 30; }, std::chrono::seconds(180)))
+      << ReadAll(g.pods[0].err_path);
+  WriteSize(size_file, 2);
+  PodsResult r = Wait(g);
+  for (size_t p : {0u, 1u}) {
+    EXPECT_EQ(r.codes[p], 0) << r.err[p];
+    EXPECT_EQ(Field(r.out[p], "world_size"), "2") << r.out[p];
+  }
+  EXPECT_NE(r.ends[2].find("ddp: Resized:"), std::string::npos) << r.ends[2];
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
 // A size that is not one refuses nothing but itself: the group keeps training at its size.
 TEST(ElasticE2E, AMalformedSizeIsRefusedAndTheGroupKeepsItsSize) {
   const std::string dir = MakeTempDir("ddp-e2e-elastic-bad");

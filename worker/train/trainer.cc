@@ -520,6 +520,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   if (!result.preempted) DDP_RETURN_IF_ERROR(checkpoint());
   result.breakdown = totals.Average(samples_per_step * world, tokens_per_step * world);
   result.param_checksum = ParamChecksum(*mo.model);
+  result.world_size = world;
   return result;
 }
 

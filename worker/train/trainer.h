@@ -47,6 +47,7 @@ struct TrainResult {
   double last_loss = 0;      // averaged over ranks
   bool preempted = false;    // stopped by SIGTERM (the group tried to checkpoint): exit 75
   int64_t agreements = 0;    // step agreements this process ran (host reads of loss and stop)
+  int world_size = 0;        // the group's size at the end (an elastic group resizes in place)
   // After the last group checkpoint (periodic, final or on SIGTERM): the step the next round
   // resumes from (the newest complete checkpoint; 0: from scratch), and why the checkpoint of
   // `step` was not saved ("" when it was, or when no checkpoint directory is set). Every rank
