@@ -34,6 +34,18 @@ void Controller::ObserveProgress(const api::DDPJob& job, plan::Observed* seen) {
     return;
   }
   scraper_->Track(key, {rank0->uid, rank0->pod_ip, job.spec.metrics.port, job.status.round, in_place});
+  // The job's pods on the rendezvous pod's node: probed while its page is silent, so a silent
+  // node's workers are replaced with it (plan/silent_rendezvous.h rule 3).
+  if (in_place && !rank0->node_name.empty()) {
+    std::vector<ProbeTarget> mates;
+    for (const auto& pod : seen->pods) {
+      if (pod.role != group::kRoleRendezvous && pod.round == job.status.round && !pod.deleting &&
+          pod.phase == "Running" && !pod.pod_ip.empty() && pod.node_name == rank0->node_name) {
+        mates.push_back({pod.uid, pod.pod_ip, job.spec.metrics.port});
+      }
+    }
+    scraper_->SetProbes(key, std::move(mates));
+  }
   // A refused page leaves the progress as it was: say so, once per streak, on the job itself.
   if (std::optional<std::string> why = scraper_->RefusalToReport(key)) {
     EmitEvents(job, {plan::Event{"Warning", kMetricsRefusedReason,
@@ -46,7 +58,10 @@ void Controller::ObserveProgress(const api::DDPJob& job, plan::Observed* seen) {
   }
   if (auto g = scraper_->GetGroup(key)) seen->group = plan::ObservedGroup{g->round, g->report, g->pod_uid};
   if (auto r = scraper_->Reads(key); r && in_place) {
-    seen->rendezvous_reads = plan::RendezvousReads{r->pod_uid, r->last_ok, r->failing};
+    seen->rendezvous_reads = plan::RendezvousReads{r->pod_uid, r->last_ok, r->failing, {}};
+    for (const auto& [uid, probe] : r->probes) {
+      seen->rendezvous_reads->node_mates[uid] = {probe.sent, probe.answered};
+    }
   }
   ObserveStragglers(job, *rank0);
 }

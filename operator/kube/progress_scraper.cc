@@ -1,6 +1,8 @@
 // The progress scraper's threads; see progress_scraper.h.
 #include "operator/kube/progress_scraper.h"
 
+#include <algorithm>
+
 #include "common/http_server.h"
 #include "common/logging.h"
 
@@ -61,6 +63,20 @@ void ProgressScraper::Forget(const std::string& key) {
   entries_.erase(key);
 }
 
+void ProgressScraper::SetProbes(const std::string& key, std::vector<ProbeTarget> probes) {
+  if (probes.size() > kMaxProbes) probes.resize(kMaxProbes);
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end() || it->second.probes == probes) return;
+  Entry& e = it->second;
+  std::map<std::string, ProbeReads> kept;
+  for (const ProbeTarget& t : probes) {
+    if (auto r = e.probe_reads.find(t.pod_uid); r != e.probe_reads.end()) kept.insert(*r);
+  }
+  e.probe_reads = std::move(kept);
+  e.probes = std::move(probes);
+}
+
 std::optional<ScrapedProgress> ProgressScraper::Get(const std::string& key) const {
   std::lock_guard<std::mutex> l(mu_);
   auto it = entries_.find(key);
@@ -81,7 +97,8 @@ std::optional<PageReads> ProgressScraper::Reads(const std::string& key) const {
   std::lock_guard<std::mutex> l(mu_);
   auto it = entries_.find(key);
   if (it == entries_.end() || !it->second.last_ok) return std::nullopt;
-  return PageReads{it->second.target.pod_uid, *it->second.last_ok, it->second.failing};
+  return PageReads{it->second.target.pod_uid, *it->second.last_ok, it->second.failing,
+                   it->second.probe_reads};
 }
 
 std::vector<BusyRead> ProgressScraper::TakeBusyReads(const std::string& key) {
@@ -124,6 +141,15 @@ std::map<std::string, ProgressScraper::Entry>::iterator ProgressScraper::NextDue
   return due;
 }
 
+std::map<std::string, bool> ProgressScraper::Probe(const std::vector<ProbeTarget>& probes) {
+  std::map<std::string, bool> answered;
+  for (const ProbeTarget& t : probes) {
+    answered[t.pod_uid] =
+        fetch_(t.host, t.port, "/healthz", static_cast<int>(options_.timeout.count())).ok();
+  }
+  return answered;
+}
+
 StatusOr<metrics::WorkerScrape> ProgressScraper::ReadPage(const ScrapeTarget& target,
                                                           ScrapeResult* result) {
   StatusOr<std::string> page =
@@ -155,6 +181,9 @@ void ProgressScraper::Loop() {
     }
     const std::string key = due->first;
     const ScrapeTarget target = due->second.target;
+    // A group page that answered before and now fails: are the pods on its node silent too?
+    const std::vector<ProbeTarget> probes =
+        target.group && due->second.last_ok ? due->second.probes : std::vector<ProbeTarget>{};
     const uint64_t epoch = due->second.epoch;
     const bool suspect = due->second.slow_streak > 0;
     suspects_in_flight_ += suspect ? 1 : 0;
@@ -165,6 +194,8 @@ void ProgressScraper::Loop() {
     ScrapeResult result = ScrapeResult::kOk;
     StatusOr<metrics::WorkerScrape> read = ReadPage(target, &result);
     const auto took = SteadyClock::now() - now;
+    std::map<std::string, bool> answers;
+    if (result == ScrapeResult::kError) answers = Probe(probes);
     if (on_fetch_) on_fetch_(result);
     l.lock();
     suspects_in_flight_ -= suspect ? 1 : 0;
@@ -183,9 +214,21 @@ void ProgressScraper::Loop() {
     if (result != ScrapeResult::kError) {
       e.last_ok = std::chrono::system_clock::now();
       e.failing = false;
-    } else if (e.last_ok && !e.failing) {
+      e.probe_reads.clear();
+    } else if (e.last_ok) {
+      const bool first = !e.failing;
+      if (first) e.probe_reads.clear();
       e.failing = true;
-      if (target.group && on_advance_) {  // its planner arms the liveness deadline
+      for (const auto& [uid, ok] : answers) {
+        if (std::none_of(e.probes.begin(), e.probes.end(),
+                         [&](const ProbeTarget& t) { return t.pod_uid == uid; })) {
+          continue;  // no longer listed
+        }
+        ProbeReads& r = e.probe_reads[uid];
+        r.sent += 1;
+        r.answered = r.answered || ok;
+      }
+      if (first && target.group && on_advance_) {  // its planner arms the liveness deadline
         l.unlock();
         on_advance_(key);
         l.lock();

@@ -10,7 +10,9 @@
 // refused (RefusalToReport says so once per streak, for an Event). A job holds at most one
 // thread at a time; a job whose last read was slow or refused is a suspect: its reads back off
 // (up to kMaxBackoff intervals) and suspects together hold at most half the threads, so
-// healthy jobs always have the other half, whatever other tenants' pods do.
+// healthy jobs always have the other half, whatever other tenants' pods do. A group target's
+// failed read is followed by probes of the pods set by SetProbes (at most kMaxProbes, each within
+// the timeout), so the planner can tell a silent node from a silent pod.
 // Thread-safe.
 #ifndef DDP_OPERATOR_KUBE_PROGRESS_SCRAPER_H_
 #define DDP_OPERATOR_KUBE_PROGRESS_SCRAPER_H_
@@ -78,10 +80,27 @@ enum class ScrapeResult { kOk, kError, kRefused };
 
 // Whether a target still answers: an answer (a page kept or refused) sets last_ok; a read that
 // got none after it sets failing (the first such read of a group target wakes the job).
+// While a group target's reads fail, the pods set by SetProbes are probed too, each after every
+// failed read: by pod uid, how many probes since the page went silent, and whether one answered.
+struct ProbeReads {
+  int sent = 0;
+  bool answered = false;
+};
 struct PageReads {
   std::string pod_uid;
   std::chrono::system_clock::time_point last_ok{};
   bool failing = false;
+  std::map<std::string, ProbeReads> probes;  // cleared whenever the page answers
+};
+
+// A pod to probe (GET /healthz, within the scrape timeout): any HTTP answer is a sign of life.
+struct ProbeTarget {
+  std::string pod_uid;
+  std::string host;
+  int port = 0;
+  bool operator==(const ProbeTarget& o) const {
+    return pod_uid == o.pod_uid && host == o.host && port == o.port;
+  }
 };
 
 // Every rank's cumulative busy time as of one page (WorkerScrape::busy_by_rank).
@@ -115,6 +134,11 @@ class ProgressScraper {
   void Track(const std::string& key, const ScrapeTarget& target);
   // Stops reading `key` and drops its snapshot (the job is not running, or is gone).
   void Forget(const std::string& key);
+  // The pods to probe after each failed read of `key`'s group target (the controller: the job's
+  // pods on the rendezvous pod's node, which tells a silent node from a silent pod); at most
+  // kMaxProbes, the first ones. Keeps the reads of the pods still listed. Nothing if not tracked.
+  void SetProbes(const std::string& key, std::vector<ProbeTarget> probes);
+  static constexpr size_t kMaxProbes = 4;
   // The latest snapshot of `key`; nullopt before a page with a step.
   std::optional<ScrapedProgress> Get(const std::string& key) const;
   // The group report of `key`'s last page (a rendezvous pod's), with its round; nullopt when
@@ -154,12 +178,16 @@ class ProgressScraper {
     bool refusal_reported = false;
     std::optional<std::chrono::system_clock::time_point> last_ok;  // the last answer
     bool failing = false;  // a read after last_ok got no answer
+    std::vector<ProbeTarget> probes;
+    std::map<std::string, ProbeReads> probe_reads;  // since failing began
   };
   void Loop();
   // The entry due first that no thread is reading and the suspects' quota allows; end() if none.
   std::map<std::string, Entry>::iterator NextDue();
   // Reads one page and checks it; no lock held.
   StatusOr<metrics::WorkerScrape> ReadPage(const ScrapeTarget& target, ScrapeResult* result);
+  // Probes each pod once, one after the other; no lock held. Pod uid -> answered.
+  std::map<std::string, bool> Probe(const std::vector<ProbeTarget>& probes);
 
   const ProgressScraperOptions options_;
   OnAdvance on_advance_;

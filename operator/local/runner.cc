@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/group_contract.h"
 #include "common/http_server.h"
 #include "operator/api/serialize.h"
 #include "operator/local/executor.h"
@@ -101,6 +102,10 @@ class LocalRun {
   void ApplyEdit(const std::string& text);
   void RefreshStatusLine();
   void TrackProgress(const LocalPod& rank0, const WorkerProgress& page);
+  // While the rendezvous pod's page fails: probes the round's other pods (plan/silent_rendezvous.h
+  // rule 3), at most kMaxProbes of them, each within 300 ms.
+  void ProbeNodeMates(plan::RendezvousReads* reads) const;
+  static constexpr size_t kMaxProbes = 4;
   void ScaleOnSchedule(int64_t steps);
   void ReportGroupChanges(const plan::ObservedGroup& before, const metrics::GroupScrape& now,
                           int round);
@@ -295,6 +300,21 @@ void LocalRun::ReportGroupChanges(const plan::ObservedGroup& before, const metri
   }
 }
 
+void LocalRun::ProbeNodeMates(plan::RendezvousReads* reads) const {
+  // One machine, one node: every pod of the round is on the silent rendezvous pod's node.
+  size_t probed = 0;
+  for (const auto& [name, pod] : executor_->pods()) {
+    if (!pod.alive || pod.deleting || pod.round != job_.status.round ||
+        pod.role == group::kRoleRendezvous || pod.metrics_port <= 0 || probed == kMaxProbes) {
+      continue;
+    }
+    ++probed;
+    auto& probes = reads->node_mates[pod.uid];
+    probes.sent += 1;
+    probes.answered = probes.answered || HttpGet("127.0.0.1", pod.metrics_port, "/healthz", 300).ok();
+  }
+}
+
 void LocalRun::TrackProgress(const LocalPod& rank0, const WorkerProgress& page) {
   if (job_.status.phase != api::kPhaseRunning || rank0.round != job_.status.round) return;
   if (rank0.uid != tracked_uid_) {
@@ -315,12 +335,15 @@ void LocalRun::RefreshStatusLine() {
       StatusOr<std::string> page = HttpGet("127.0.0.1", rank0->metrics_port, "/metrics", 300);
       if (rdzv) {
         auto& r = rendezvous_reads_;
-        if (!r || r->pod_uid != rdzv->uid) r = plan::RendezvousReads{rdzv->uid, {}, false};
+        if (!r || r->pod_uid != rdzv->uid) r = plan::RendezvousReads{rdzv->uid, {}, false, {}};
         if (page.ok()) {
           r->last_ok = std::chrono::system_clock::now();
           r->failing = false;
+          r->node_mates.clear();
         } else if (r->last_ok != plan::TimePoint{}) {
+          if (!r->failing) r->node_mates.clear();
           r->failing = true;
+          ProbeNodeMates(&*r);
         }
       }
       if (page.ok()) {

@@ -73,6 +73,9 @@ std::string DescribeOutcome(const ObservedPod& pod, PodOutcome outcome) {
   if (outcome == PodOutcome::kDisruption) {
     // Whatever it did after (its supervisor's Fenced, a crash): the group had given up on it.
     const auto end = group::ParseEnd(pod.message);
+    if (pod.lost_with_store) {
+      return "disrupted: lost with its node (its page went silent with the rendezvous pod's)";
+    }
     if (pod.fenced || end == group::EndReason::kFenced) {
       return "disrupted: declared lost by its group";
     }

@@ -70,7 +70,8 @@ LostPodDecision DecideLostPod(const ObservedPod& pod, bool may_rejoin, const Pla
   // record decides nothing and its name is wanted back at once.
   if (pod.fenced) {
     d.verdict = LostPodDecision::kForceDelete;
-    d.why = "declared lost and fenced by its group";
+    d.why = pod.lost_with_store ? "lost with its node: silent with the rendezvous pod"
+                                : "declared lost and fenced by its group";
     return d;
   }
   // A deletion whose time the API server did not say cannot be timed: a live kubelet's job.

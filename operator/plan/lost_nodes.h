@@ -39,7 +39,8 @@ struct LostPodDecision {
   std::string why;
 };
 
-// 1. fenced (the group declared the pod's members lost), exited or not: force-delete now;
+// 1. fenced (the group declared the pod's members lost, or it went silent with its node's
+//    rendezvous pod: silent_rendezvous.h), exited or not: force-delete now;
 // 2. being deleted on a lost node: force-delete once `margin` has passed since the end of its
 //    grace period (deletionTimestamp), where margin is options.unfenced_lost_pod_margin when
 //    `may_rejoin` (its process, were it still alive, could rejoin the group it was in) and

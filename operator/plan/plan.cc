@@ -422,6 +422,11 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
           if (name == pod.name && (uid == pod.uid || uid.empty())) own.pods.back().fenced = true;
         }
       }
+      // Silent with its node's silent rendezvous pod: lost with the node (silent_rendezvous.h).
+      if (internal::LostWithStore(job, seen, pod, now)) {
+        own.pods.back().lost_with_store = true;
+        own.pods.back().fenced = true;
+      }
     } else {
       foreign.push_back(pod.name);
     }

@@ -55,8 +55,12 @@ struct ObservedPod {
   bool node_lost = false;
   // The job's group declared this pod lost and fenced it (the rendezvous pod's report): it can
   // never rejoin its old generation, so it is replaced at once. Filled by PlanReconcile from
-  // Observed::group, for this pod object (its uid), not a successor under its name.
+  // Observed::group, for this pod object (its uid), not a successor under its name; and set with
+  // lost_with_store.
   bool fenced = false;
+  // Its page went silent with its node's rendezvous pod's (silent_rendezvous.h rule 3): lost with
+  // its node, replaced with the store, treated as fenced. Filled by PlanReconcile.
+  bool lost_with_store = false;
   // It exited 0 without saying it trained to the end (no `ddp: Finished` termination message, in
   // a job whose pods say so: InPlace, or one whose ddp-worker progress was read), or said it
   // stopped: never a success (ClassifyPod: a failure). Filled by PlanReconcile.
@@ -79,6 +83,14 @@ struct RendezvousReads {
   std::string pod_uid;  // the pod whose page was read
   TimePoint last_ok{};  // the last page read from it
   bool failing = false;  // a read since last_ok got no answer (refused pages are answers)
+  // While it fails, the reader also probes the job's pods on its node (the controller: same
+  // spec.nodeName; local mode: every pod, one machine): by pod uid, since the page went silent.
+  struct Probes {
+    int sent = 0;
+    bool answered = false;
+    bool operator==(const Probes& o) const { return sent == o.sent && answered == o.answered; }
+  };
+  std::map<std::string, Probes> node_mates;
 };
 
 // The group of an InPlace job as its rendezvous pod last reported it, tagged with the round.

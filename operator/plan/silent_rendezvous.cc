@@ -9,6 +9,16 @@
 namespace ddp::plan::internal {
 namespace {
 
+std::chrono::seconds Liveness(const api::DDPJob& job) {
+  return std::chrono::seconds(std::max<int64_t>(1, job.spec.failure_policy.liveness_timeout_seconds));
+}
+
+// Rule 1's reads: `rdzv`'s page answered once and has failed since.
+bool SilentPage(const std::optional<RendezvousReads>& reads, const ObservedPod& rdzv) {
+  return reads && !reads->pod_uid.empty() && reads->pod_uid == rdzv.uid && reads->failing &&
+         reads->last_ok != TimePoint{};
+}
+
 void ForceDelete(Pass* p, const ObservedPod& pod, const std::string& why) {
   auto planned = std::find_if(p->plan.deletes.begin(), p->plan.deletes.end(), [&](const Delete& d) {
     return d.kind == "Pod" && d.name == pod.name && d.uid == pod.uid;
@@ -39,12 +49,8 @@ void ReplaceSilentRendezvous(Pass* p) {
     }
     // 1. Its page went silent.
     const auto& reads = p->seen->rendezvous_reads;
-    if (pod.deleting || !reads || reads->pod_uid.empty() || reads->pod_uid != pod.uid ||
-        !reads->failing || reads->last_ok == TimePoint{}) {
-      continue;
-    }
-    const auto liveness =
-        std::chrono::seconds(std::max<int64_t>(1, p->job.spec.failure_policy.liveness_timeout_seconds));
+    if (pod.deleting || !SilentPage(reads, pod)) continue;
+    const auto liveness = Liveness(p->job);
     const TimePoint due = reads->last_ok + liveness;
     if (p->now < due) {
       Requeue(p, due);
@@ -56,6 +62,31 @@ void ReplaceSilentRendezvous(Pass* p) {
                                        p->now - reads->last_ok).count()) +
                     "s (livenessTimeoutSeconds " + std::to_string(liveness.count()) + ")");
   }
+}
+
+bool LostWithStore(const api::DDPJob& job, const Observed& seen, const ObservedPod& pod,
+                   TimePoint now) {
+  if (job.spec.failure_policy.recovery != api::Recovery::kInPlace) return false;
+  if (pod.role == group::kRoleRendezvous || pod.round != job.status.round || pod.deleting ||
+      pod.phase != "Running") {
+    return false;
+  }
+  const auto& reads = seen.rendezvous_reads;
+  if (!reads) return false;
+  auto probes = reads->node_mates.find(pod.uid);
+  if (probes == reads->node_mates.end() || probes->second.sent < 1 || probes->second.answered) {
+    return false;
+  }
+  for (const ObservedPod& rdzv : seen.pods) {
+    // Rule 1 replaces this one now: the current round's, not force-deleted, on the same node.
+    if (rdzv.role != group::kRoleRendezvous || rdzv.round != job.status.round ||
+        (rdzv.deleting && rdzv.deletion_grace_seconds == 0) || rdzv.node_name != pod.node_name ||
+        !SilentPage(reads, rdzv)) {
+      continue;
+    }
+    if (!rdzv.deleting && now >= reads->last_ok + Liveness(job)) return true;
+  }
+  return false;
 }
 
 }  // namespace ddp::plan::internal

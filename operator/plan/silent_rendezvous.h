@@ -13,6 +13,15 @@
 //      still be starting, or the operator cannot reach pods at all);
 //   2. its node is lost: force-deleted at once, deleting already or not (unless force-deleted
 //      already);
+//   3. with rule 1, each running worker or spare pod of the round on the same node whose own page
+//      (its /healthz, probed by the reader while the rendezvous page fails: RendezvousReads::
+//      node_mates) got no answer since the rendezvous page went silent, probed at least once, is
+//      lost with its node (ObservedPod::lost_with_store): replaced at once like a pod its group
+//      fenced, instead of after the new store's rejoin window plus a second pod start. Its
+//      replacement registers with the new store beside the survivors, and the new authority,
+//      finding another pod under the member's name, declares the member lost at once
+//      (worker/group/rejoin.h). A pod whose page answers (only the store froze) is left alone;
+//      a pod never probed decides nothing.
 // CreateMissing creates its name again once it is gone, kept off suspect nodes.
 #ifndef DDP_OPERATOR_PLAN_SILENT_RENDEZVOUS_H_
 #define DDP_OPERATOR_PLAN_SILENT_RENDEZVOUS_H_
@@ -26,6 +35,11 @@ inline constexpr char kReasonRendezvousSilent[] = "RendezvousSilent";
 
 // Rules 1-2. Call after the round's decisions and before TrackSuspectNodes and CreateMissing.
 void ReplaceSilentRendezvous(Pass* p);
+
+// Rule 3 for `pod`: whether it is lost with the silent rendezvous pod of its node. PlanReconcile
+// calls it while it builds the pass's pods, so the round's decisions replace it.
+bool LostWithStore(const api::DDPJob& job, const Observed& seen, const ObservedPod& pod,
+                   TimePoint now);
 
 }  // namespace ddp::plan::internal
 

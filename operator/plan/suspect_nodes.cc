@@ -68,7 +68,11 @@ void TrackSuspectNodes(Pass* p, const PlanOptions& options) {
   // 1. Losses seen in this pass.
   for (const ObservedPod& pod : p->seen->pods) {
     if (pod.node_name.empty()) continue;
-    if (pod.fenced) MarkSuspect(p, pod.node_name, "its group declared pod " + pod.name + " lost");
+    if (pod.fenced) {
+      MarkSuspect(p, pod.node_name,
+                  pod.lost_with_store ? "pod " + pod.name + " went silent with the rendezvous pod"
+                                      : "its group declared pod " + pod.name + " lost");
+    }
     if (pod.node_lost) MarkSuspect(p, pod.node_name, "pod " + pod.name + "'s node is lost");
   }
   // 2. Nodes that proved themselves alive.

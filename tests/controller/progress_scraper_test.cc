@@ -297,5 +297,65 @@ TEST(ProgressScraper, APageThatStopsAnsweringIsFailingSinceItsLastAnswerAndWakes
   EXPECT_FALSE(s.Reads("ml/a").has_value());
 }
 
+// The pods on a silent rendezvous pod's node (SetProbes): probed with /healthz after every failed
+// read of the page and never while it answers; a pod that answers once is answered for this
+// silence; more than kMaxProbes pods: the first ones; an answer of the page clears the probes.
+TEST(ProgressScraper, AFailingGroupPageProbesThePodsOnItsNode) {
+  std::atomic<bool> up{true};
+  std::mutex mu;
+  std::vector<std::string> probed;  // "host path"
+  ProgressScraperOptions o;
+  o.interval = milliseconds(20);
+  o.group_interval = milliseconds(20);
+  o.min_wake_interval = seconds(3600);
+  ProgressScraper s(
+      o, [](const std::string&) {}, {},
+      [&](const std::string& host, int, const std::string& path, int) {
+        if (path == "/healthz") {
+          std::lock_guard<std::mutex> l(mu);
+          probed.push_back(host + " " + path);
+          if (host == "10.0.0.2") return StatusOr<std::string>("ok\n");  // alive
+          return StatusOr<std::string>(Status::Unavailable("timed out"));   // frozen
+        }
+        if (!up.load()) return StatusOr<std::string>(Status::Unavailable("timed out"));
+        return StatusOr<std::string>(Page(1));
+      });
+  s.Start();
+  ScrapeTarget t = Target("uid-r");
+  t.group = true;
+  s.Track("ml/a", t);
+  std::vector<ProbeTarget> mates = {{"uid-1", "10.0.0.1", 9400}, {"uid-2", "10.0.0.2", 9400}};
+  for (int k = 3; k <= 6; ++k) mates.push_back({"uid-" + std::to_string(k), "10.0.0.9", 9400});
+  s.SetProbes("ml/a", mates);
+  ASSERT_TRUE(PollUntil([&] { return s.Reads("ml/a").has_value(); }, seconds(10)));
+  // Answering: no probe at all.
+  std::this_thread::sleep_for(milliseconds(100));
+  {
+    std::lock_guard<std::mutex> l(mu);
+    EXPECT_TRUE(probed.empty());
+  }
+  EXPECT_TRUE(s.Reads("ml/a")->probes.empty());
+  up = false;
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        auto r = s.Reads("ml/a");
+        return r && r->probes.count("uid-1") && r->probes.at("uid-1").sent >= 2;
+      },
+      seconds(10)));
+  PageReads r = *s.Reads("ml/a");
+  EXPECT_TRUE(r.failing);
+  EXPECT_FALSE(r.probes.at("uid-1").answered);
+  ASSERT_TRUE(r.probes.count("uid-2"));
+  EXPECT_TRUE(r.probes.at("uid-2").answered);
+  EXPECT_EQ(r.probes.size(), ProgressScraper::kMaxProbes);  // uid-1 .. uid-4
+  EXPECT_FALSE(r.probes.count("uid-5"));
+  // A pod no longer listed is no longer probed, and its reads go.
+  s.SetProbes("ml/a", {mates[0]});
+  EXPECT_EQ(s.Reads("ml/a")->probes.size(), 1u);
+  up = true;
+  ASSERT_TRUE(PollUntil([&] { return !s.Reads("ml/a")->failing; }, seconds(10)));
+  EXPECT_TRUE(s.Reads("ml/a")->probes.empty());
+}
+
 }  // namespace
 }  // namespace ddp::controller

@@ -290,5 +290,90 @@ TEST(SilentRendezvous, ItsReplacementIsCreatedOffTheSilentNode) {
   EXPECT_EQ(job.status.restarts + job.status.disruptions + job.status.recoveries, 0);
 }
 
+// ---- Rule 3: a worker pod silent with the rendezvous pod of its node (one frozen node holding
+// both) is replaced with it, not after the new store's rejoin window.
+
+struct MateRow {
+  std::string name;
+  std::string worker_node;               // worker 1's node; the rendezvous pod is on n3
+  std::optional<RendezvousReads::Probes> probes;  // worker 1's probes; none: never probed
+  int now;                               // the page answered last at 100, livenessTimeout 10 s
+  bool replaced;                         // worker 1 force-deleted with the rendezvous pod
+};
+
+std::vector<MateRow> MateRows() {
+  using P = RendezvousReads::Probes;
+  return {
+      {"silent_on_the_same_node_is_replaced_with_it", "n3", P{2, false}, 110, true},
+      {"answering_is_left_alone", "n3", P{2, true}, 110, false},
+      {"never_probed_decides_nothing", "n3", std::nullopt, 110, false},
+      {"probed_zero_times_decides_nothing", "n3", P{0, false}, 110, false},
+      {"on_another_node_is_left_alone", "n2", P{2, false}, 110, false},
+      {"inside_the_timeout_waits_with_the_store", "n3", P{2, false}, 105, false},
+  };
+}
+
+class MateTable : public ::testing::TestWithParam<MateRow> {};
+
+TEST_P(MateTable, Decides) {
+  const MateRow& row = GetParam();
+  api::DDPJob job = InPlace(InPhase(Job(2), "Running", 0, 2));
+  Observed world = GroupWorld(2, 0, 0, "Running");
+  world.pods[0] = On(world.pods[0], "n1");
+  world.pods[1] = On(world.pods[1], row.worker_node);
+  world.pods[2] = On(world.pods[2], "n3");
+  world.rendezvous_reads = RendezvousReads{"mingpt-rendezvous-r0", At(100), true};
+  if (row.probes) world.rendezvous_reads->node_mates["mingpt-worker-1-r0"] = *row.probes;
+  const Plan plan = PlanReconcile(job, world, At(row.now), kOptions);
+  SCOPED_TRACE(plan.ToString());
+  Strings want;
+  if (row.now >= 110) want.push_back("Pod mingpt-rendezvous (grace 0s)");
+  if (row.replaced) want.push_back("Pod mingpt-worker-1 (grace 0s)");
+  Strings deletes = DescribeDeletes(plan);
+  std::sort(deletes.begin(), deletes.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(deletes, want);
+  if (!row.replaced) return;
+  ASSERT_TRUE(plan.status.has_value());
+  // One disruption, not charged against maxRestarts, and no new round: the survivor heals it.
+  EXPECT_EQ(plan.status->disruptions, 1);
+  EXPECT_EQ(plan.status->restarts, 0);
+  EXPECT_EQ(plan.status->round, 0);
+  EXPECT_EQ(plan.status->suspect_nodes, (std::vector<api::SuspectNode>{{"n3", At(row.now)}}));
+}
+
+INSTANTIATE_TEST_SUITE_P(SilentRendezvous, MateTable, ::testing::ValuesIn(MateRows()),
+                         [](const auto& info) { return info.param.name; });
+
+// Both come back off the silent node, each once, and the disruption is counted once over the
+// passes that follow.
+TEST(SilentRendezvous, AWorkerSilentWithItIsCreatedAgainOffTheNodeAndCountedOnce) {
+  api::DDPJob job = InPlace(InPhase(Job(2), "Running", 0, 2));
+  Observed world = GroupWorld(2, 0, 0, "Running");
+  world.pods[0] = On(world.pods[0], "n1");
+  world.pods[1] = On(world.pods[1], "n3");
+  world.pods[2] = On(world.pods[2], "n3");
+  world.rendezvous_reads = RendezvousReads{"mingpt-rendezvous-r0", At(100), true};
+  world.rendezvous_reads->node_mates["mingpt-worker-1-r0"] = {3, false};
+  Apply(PlanReconcile(job, world, At(111), kOptions), &job, &world, At(111));
+  world.rendezvous_reads.reset();  // the controller tracks no gone pod
+  const Plan recreate = PlanReconcile(job, world, At(112), kOptions);
+  SCOPED_TRACE(recreate.ToString());
+  Strings creates = DescribeCreates(recreate);
+  std::sort(creates.begin(), creates.end());
+  EXPECT_EQ(creates, (Strings{"Pod mingpt-rendezvous r0", "Pod mingpt-worker-1 r0"}));
+  for (const json& pod : recreate.creates) {
+    ASSERT_NE(Required(pod), nullptr) << pod.dump();
+    EXPECT_EQ((*Required(pod))["nodeSelectorTerms"],
+              json::array({{{"matchExpressions", json::array({NotIn({"n3"})})}}}));
+  }
+  Apply(recreate, &job, &world, At(112));
+  EXPECT_EQ(job.status.disruptions, 1);
+  EXPECT_EQ(job.status.restarts, 0);
+  EXPECT_EQ(job.status.round, 0);
+  Apply(PlanReconcile(job, world, At(113), kOptions), &job, &world, At(113));
+  EXPECT_EQ(job.status.disruptions, 1);
+}
+
 }  // namespace
 }  // namespace ddp::plan::testing

@@ -133,6 +133,50 @@ TEST(RejoinTest, TheReplacementTakesTheRankOnceItsPredecessorIsFenced) {
   EXPECT_EQ(Assigns(a), Strings{"1=w1/u-new"});
 }
 
+// The operator force-deleted w1's pod with the silent store (its page went silent too) and
+// created it again: the new pod under w1's name registers inside the window. w1 cannot come back
+// (its pod object is gone): it is lost at once and the replacement takes rank 1 in the same call,
+// without waiting for the window to end.
+TEST(RejoinTest, AMemberReplacedUnderItsNameIsLostAtOnceInsideTheWindow) {
+  GroupView v = NewStore(0.5);
+  v.node_holders = {Id("w0"), ""};
+  PodView r = Pod("w1", 1);
+  r.identity = "w1/u-new";
+  v.pods["w1"] = r;
+  const Actions a = Decide(v, Settings());
+  EXPECT_EQ(Fenced(a), Strings{Id("w1")});
+  ASSERT_EQ(a.verdicts.size(), 1u);
+  EXPECT_EQ(a.verdicts[0], (std::pair<std::string, std::string>{Id("w1"), kVerdictFenced}));
+  EXPECT_TRUE(a.advance);  // the survivor may wait on w1 in a collective of the old store
+  EXPECT_EQ(Assigns(a), Strings{"1=w1/u-new"});
+  const RejoinDecision d = DecideRejoin(v, Settings());
+  EXPECT_EQ(d.replaced, std::set<int>{1});
+  EXPECT_TRUE(d.waiting.empty());
+}
+
+// The replacement registered before any survivor handed the old membership over, so it holds
+// rank 1 already; the copy then names its predecessor: fenced, and the rank stays with the new pod.
+TEST(RejoinTest, AReplacementFirstKeepsItsRankWhenTheCopyNamesItsPredecessor) {
+  GroupView v = NewStore(0.2);
+  v.node_holders = {Id("w0"), "w1/u-new"};
+  PodView r = Pod("w1", 1);
+  r.identity = "w1/u-new";
+  v.pods["w1"] = r;
+  const Actions a = Decide(v, Settings());
+  EXPECT_EQ(Fenced(a), Strings{Id("w1")});
+  EXPECT_TRUE(Assigns(a).empty());  // nothing freed, nothing given again
+}
+
+// Inside the window, a member whose name nobody registered still waits for it.
+TEST(RejoinTest, OnlyAnotherPodUnderTheNameEndsTheWaitEarly) {
+  GroupView v = NewStore(0.5);
+  v.node_holders = {Id("w0"), ""};
+  v.pods["w2"] = Pod("w2", 1);  // some other pod created for rank 1 (not w1's name)
+  const RejoinDecision d = DecideRejoin(v, Settings());
+  EXPECT_TRUE(d.lost.empty());
+  EXPECT_EQ(d.waiting, std::set<int>{1});
+}
+
 TEST(RejoinTest, TheOldMemberWakingUpAfterItsFenceGetsNothing) {
   GroupView v = NewStore(20);
   v.node_holders = {Id("w0"), ""};

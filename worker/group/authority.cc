@@ -97,8 +97,10 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
   const RejoinDecision rejoin = DecideRejoin(v, s);
   for (const auto& [n, id] : rejoin.lost) {
     if (w.gone.count(id)) continue;
-    const std::string why = "did not register again with the new store within " +
-                            Seconds(RejoinWindowSeconds(s));
+    const std::string why =
+        rejoin.replaced.count(n)
+            ? "replaced: another pod registered under its name with the new store"
+            : "did not register again with the new store within " + Seconds(RejoinWindowSeconds(s));
     w.Fence(id, why);
     w.a.verdicts.push_back({id, kVerdictFenced});
     w.a.advance = true;  // the survivors may wait on it in a collective of the old store

@@ -36,8 +36,9 @@
 //      moves the group to the next generation at the new size; survivors keep their ranks and
 //      processes.
 // And for a store that replaced a lost rendezvous pod (rejoin.h): a member of the old store that
-// has not registered again within the rejoin window is lost like in rule 1 (fenced, the
-// generation moves on, its node rank may go to a spare); until then its node rank waits for it.
+// has not registered again within the rejoin window, or whose pod name another pod registered
+// under (its pod was replaced), is lost like in rule 1 (fenced, the generation moves on, its node
+// rank may go to a spare or the replacement); until then its node rank waits for it.
 #ifndef DDP_WORKER_GROUP_AUTHORITY_H_
 #define DDP_WORKER_GROUP_AUTHORITY_H_
 

@@ -76,10 +76,14 @@ RejoinDecision DecideRejoin(const GroupView& v, const AuthoritySettings& s) {
     if (std::find(v.fenced.begin(), v.fenced.end(), id) != v.fenced.end()) continue;
     auto it = v.pods.find(PodOfIdentity(id));
     if (it != v.pods.end() && it->second.identity == id) continue;  // back (rule 1 watches it)
-    if (v.previous_seconds <= RejoinWindowSeconds(s)) {
+    // Another pod under its name: its own pod object was deleted (a name is only reused once the
+    // old object is gone), so it is not coming back: lost now, not at the window's end.
+    const bool replaced = it != v.pods.end();
+    if (!replaced && v.previous_seconds <= RejoinWindowSeconds(s)) {
       d.waiting.insert(n);
     } else {
       d.lost.push_back({n, id});
+      if (replaced) d.replaced.insert(n);
     }
   }
   return d;

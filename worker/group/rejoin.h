@@ -4,10 +4,10 @@
 // each node rank (kMembersKey), every supervisor keeps the last copy it read, and a supervisor
 // that registers with a new store hands its copy over (pod/<name>/members). The new authority
 // takes the newest copy as the old membership: a member that registers again gets its node rank
-// back; one that does not within the rejoin window (a frozen node, a pod lost with the store) is
-// declared lost like a silent member, so its rank is freed, the survivors blocked in a collective
-// with it are released (a new generation), and a spare or its replacement heals the group in the
-// same round. Pure.
+// back; one that does not within the rejoin window (a frozen node, a pod lost with the store), or
+// whose pod the operator already replaced under its name, is declared lost like a silent member,
+// so its rank is freed, the survivors blocked in a collective with it are released (a new
+// generation), and a spare or its replacement heals the group in the same round. Pure.
 #ifndef DDP_WORKER_GROUP_REJOIN_H_
 #define DDP_WORKER_GROUP_REJOIN_H_
 
@@ -51,11 +51,15 @@ double RejoinWindowSeconds(const AuthoritySettings& settings);
 
 struct RejoinDecision {
   std::vector<std::pair<int, std::string>> lost;  // node rank, identity: not back in time
+  std::set<int> replaced;  // of `lost`: node ranks whose pod was replaced under its name
   std::set<int> waiting;  // node ranks kept for an old member still inside the window
 };
 
 // `view.previous` against who registered: a member back under its identity needs nothing; one
-// fenced already is skipped; the others wait (inside the window) or are lost.
+// fenced already is skipped; one whose pod name is registered under another identity (the
+// operator replaced its pod: it force-deletes the pods whose pages went silent with the old
+// store's, operator/plan/silent_rendezvous.h) is lost at once, so its replacement takes the rank
+// as soon as it registers; the others wait (inside the window) or are lost.
 RejoinDecision DecideRejoin(const GroupView& view, const AuthoritySettings& settings);
 
 }  // namespace ddp::worker::group
