@@ -78,13 +78,12 @@ bool LostWithStore(const api::DDPJob& job, const Observed& seen, const ObservedP
     return false;
   }
   for (const ObservedPod& rdzv : seen.pods) {
-    // Rule 1 replaces this one now: the current round's, not force-deleted, on the same node.
-    if (rdzv.role != group::kRoleRendezvous || rdzv.round != job.status.round ||
-        (rdzv.deleting && rdzv.deletion_grace_seconds == 0) || rdzv.node_name != pod.node_name ||
-        !SilentPage(reads, rdzv)) {
+    // Rule 1 replaces this one now: the current round's, not deleting, on the same node.
+    if (rdzv.role != group::kRoleRendezvous || rdzv.round != job.status.round || rdzv.deleting ||
+        rdzv.node_name != pod.node_name || !SilentPage(reads, rdzv)) {
       continue;
     }
-    if (!rdzv.deleting && now >= reads->last_ok + Liveness(job)) return true;
+    if (now >= reads->last_ok + Liveness(job)) return true;
   }
   return false;
 }
