@@ -111,6 +111,14 @@ TEST(ElasticE2E, ShrinksFourToThreeToTwoAndGrowsBackToFourInPlace) {
     EXPECT_EQ(r.err[p].find("restarted rank"), std::string::npos) << r.err[p];
     EXPECT_EQ(r.err[p].find("resumed from checkpoint"), std::string::npos) << r.err[p];
   }
+  // The newcomers' trainers started as their pods registered (past the group's size of 2), built
+  // their data and model and warmed up outside the group, and were the ones that joined it.
+  for (size_t p : {4u, 5u}) {
+    EXPECT_NE(r.err[p].find("prepares outside the group"), std::string::npos) << r.err[p];
+    EXPECT_NE(r.err[p].find("warmed up in"), std::string::npos) << r.err[p];
+    EXPECT_NE(r.err[p].find("its prepared trainers join the group"), std::string::npos) << r.err[p];
+    EXPECT_EQ(r.err[p].find("joins unprepared"), std::string::npos) << r.err[p];
+  }
   const size_t resizes = Count(r.rendezvous_err, "the group resizes in place");
   EXPECT_GE(resizes, 3u) << r.rendezvous_err;
   EXPECT_LE(resizes, 4u) << r.rendezvous_err;
