@@ -127,8 +127,10 @@ std::string GroupMembership::Ended(c10d::Store& s, GroupEnd* end) {
 
 bool GroupMembership::Outside() {
   try {
+    // Its node rank not held yet: a pod given it (a growth that did not wait for this trainer)
+    // gets `world` written a moment later, and its trainer is no newcomer waiting outside.
     const int world = std::atoi(GetOr(*store_, kWorldKey).c_str());
-    return world > 0 && rank_ >= world;
+    return world > 0 && rank_ >= world && !store_->check({NodeKey(id_.node)});
   } catch (const std::exception&) {
     return false;
   }

@@ -96,8 +96,9 @@ class GroupMembership {
   // did not form within the timeout and nobody abandoned it (the authority is gone).
   StatusOr<Formation> Join(int64_t committed_step);
 
-  // Whether this rank is past the group's size now (a newcomer prepared ahead of a growth:
-  // its Join waits until the group grows to it). False when the store cannot say.
+  // Whether this rank is past the group's size now and its node rank free (a newcomer prepared
+  // ahead of a growth: its Join waits until the group grows to it). False when the store cannot
+  // say.
   bool Outside();
 
   // Leaves generation `g` for good (one mover per g moves `gen` to g+1) and waits until gen > g.
