@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -111,6 +112,14 @@ TEST(ElasticE2E, ShrinksFourToThreeToTwoAndGrowsBackToFourInPlace) {
     EXPECT_EQ(r.err[p].find("restarted rank"), std::string::npos) << r.err[p];
     EXPECT_EQ(r.err[p].find("resumed from checkpoint"), std::string::npos) << r.err[p];
   }
+  // The newcomers' trainers started as their pods registered (past the group's size of 2), built
+  // their data and model and warmed up outside the group, and were the ones that joined it.
+  for (size_t p : {4u, 5u}) {
+    EXPECT_NE(r.err[p].find("prepares outside the group"), std::string::npos) << r.err[p];
+    EXPECT_NE(r.err[p].find("warmed up in"), std::string::npos) << r.err[p];
+    EXPECT_NE(r.err[p].find("its prepared trainers join the group"), std::string::npos) << r.err[p];
+    EXPECT_EQ(r.err[p].find("joins unprepared"), std::string::npos) << r.err[p];
+  }
   const size_t resizes = Count(r.rendezvous_err, "the group resizes in place");
   EXPECT_GE(resizes, 3u) << r.rendezvous_err;
   EXPECT_LE(resizes, 4u) << r.rendezvous_err;
@@ -186,6 +195,55 @@ TEST(ElasticE2E, ResizesInPlaceSeeEverySampleOnceAndKeepTheFixedSizeMath) {
   EXPECT_LT(diff, 1e-4);
   EXPECT_GT(same.at(1) - same.at(kSteps), 0.05) << "the runs must move";
   if (!HasFailure()) std::filesystem::remove_all(dir);  // else kept: the logs say where
+}
+
+// A newcomer whose prepared trainer ends before the growth (here: killed as it waits outside the
+// group) says so and prepares no more; the group, asked to grow later, takes the pod anyway and
+// its trainer starts the usual way. Until then the pod only waits: no growth was asked.
+TEST(ElasticE2E, ANewcomerWhosePreparedTrainerEndsJoinsUnprepared) {
+  const std::string dir = MakeTempDir("ddp-e2e-elastic-unprepared");
+  const std::string size_file = dir + "/group-size";
+  WriteSize(size_file, 3);
+  InPlaceGroup g = StartInPlace(3, TinyArgs(2000), dir, {}, {{"DDP_GROUP_SIZE_FILE", size_file}});
+  KillOnExit reaper{&g};
+  const auto deadline = std::chrono::seconds(180);
+  ASSERT_TRUE(PollUntil([&] { return LastStep(g.pods[0]) >= 30; }, deadline))
+      << ReadAll(g.pods[0].err_path);
+  WriteSize(size_file, 2);
+  ASSERT_TRUE(WaitProc(g.pods[2], deadline).has_value());
+  ASSERT_TRUE(PollUntil([&] { return RunsAt(g.pods[0], 3, 2); }, deadline));
+  const Proc newcomer = StartPod(&g, "pod2", 2);
+  ASSERT_TRUE(PollUntil([&] { return ReadAll(newcomer.err_path).find("warmed up in") !=
+                                     std::string::npos; }, deadline))
+      << ReadAll(newcomer.err_path);
+  const std::string log = ReadAll(newcomer.err_path);
+  const size_t at = log.find("prepares outside the group");
+  ASSERT_NE(at, std::string::npos) << log;
+  const size_t pid_at = log.find(", pid ", at);
+  ASSERT_NE(pid_at, std::string::npos) << log;
+  const pid_t prepared = static_cast<pid_t>(std::atoi(log.c_str() + pid_at + 6));
+  ASSERT_GT(prepared, 0) << log;
+  ASSERT_EQ(kill(prepared, SIGKILL), 0);
+  ASSERT_TRUE(PollUntil([&] { return ReadAll(newcomer.err_path).find("joins unprepared") !=
+                                     std::string::npos; }, deadline))
+      << ReadAll(newcomer.err_path);
+  EXPECT_FALSE(RunsAt(g.pods[0], 2, 3)) << "no growth was asked";
+  WriteSize(size_file, 3);
+  ASSERT_TRUE(PollUntil([&] { return RunsAt(g.pods[0], 2, 3); }, deadline))
+      << ReadAll(g.rendezvous.err_path);
+  PodsResult r = Wait(g);
+  const std::string want = Field(r.out[0], "param_checksum");
+  ASSERT_FALSE(want.empty()) << r.err[0];
+  for (size_t p : {0u, 1u, 3u}) {
+    EXPECT_EQ(r.codes[p], 0) << "pod " << p << "\n" << r.err[p];
+    EXPECT_EQ(Field(r.out[p], "param_checksum"), want) << "pod " << p << "\n" << r.err[p];
+    EXPECT_NE(r.ends[p].find("step 2000 of 2000; 0 recoveries"), std::string::npos)
+        << "pod " << p << ": " << r.ends[p];
+  }
+  EXPECT_EQ(r.err[3].find("its prepared trainers join the group"), std::string::npos) << r.err[3];
+  EXPECT_NE(r.err[3].find("supervisor: node rank 2: rank 2"), std::string::npos) << r.err[3];
+  EXPECT_EQ(Count(r.rendezvous_err, "the group resizes in place"), 2u) << r.rendezvous_err;
+  if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 
 // The summary line names the size the group ended at, not the one the pod was started with

@@ -117,6 +117,57 @@ TEST(ResizeTest, GrowingStopsAtTheFirstRankWithoutAPod) {
   EXPECT_EQ(Assigns(a), Strings{"2=w2/u"});
 }
 
+TEST(ResizeTest, AGrowthWaitsForThePreparingPodsTrainersToBeReady) {
+  // Both newcomers prepare (their trainers build the data and the model outside the group):
+  // registered long past kGrowWaitSeconds, the group still waits while one is not ready.
+  GroupView v = Group(2, 2, 4);
+  for (const char* n : {"w2", "w3"}) {
+    v.pods[n].preparing = true;
+    v.pods[n].registered_seconds = kGrowWaitSeconds + 5;
+  }
+  EXPECT_TRUE(Decide(v, Max(4)).empty()) << "neither is ready";
+  v.pods["w3"].ready = true;
+  EXPECT_TRUE(Decide(v, Max(4)).empty()) << "w2 is still preparing: one re-formation, not two";
+  v.pods["w2"].ready = true;
+  const Actions a = Decide(v, Max(4));
+  EXPECT_EQ(a.resize_to, 4);
+  EXPECT_EQ(Assigns(a), (Strings{"2=w2/u", "3=w3/u"}));
+  // A pod that does not prepare joins as before, beside one that is ready.
+  GroupView mixed = Group(2, 2, 4);
+  mixed.pods["w2"].preparing = mixed.pods["w2"].ready = true;
+  EXPECT_EQ(Decide(mixed, Max(4)).resize_to, 4);
+}
+
+TEST(ResizeTest, APreparingPodThatNeverGetsReadyHoldsTheGrowthOnlyForTheBound) {
+  GroupView v = Group(2, 1, 3);
+  v.pods["w2"].preparing = true;
+  v.pods["w2"].registered_seconds = kPrepareWaitSeconds - 0.1;
+  EXPECT_TRUE(Decide(v, Max(4)).empty());
+  v.pods["w2"].registered_seconds = kPrepareWaitSeconds;  // then it joins as any newcomer
+  const Actions a = Decide(v, Max(4));
+  EXPECT_EQ(a.resize_to, 3);
+  EXPECT_EQ(Assigns(a), Strings{"2=w2/u"});
+  // With the pod for rank 3 ready and rank 2's still preparing within the bound, no partial
+  // growth either (rank 2 comes first: ranks stay dense).
+  GroupView two = Group(2, 2, 4);
+  two.pods["w2"].preparing = two.pods["w3"].preparing = two.pods["w3"].ready = true;
+  two.pods["w2"].registered_seconds = two.pods["w3"].registered_seconds = kGrowWaitSeconds + 1;
+  EXPECT_TRUE(Decide(two, Max(4)).empty());
+}
+
+TEST(ResizeTest, PreparingChangesNeitherAShrinkNorAHeal) {
+  // A shrink goes on at once with a preparing pod registered (it is outside the group anyway).
+  GroupView shrink = Group(4, 0, 3);
+  shrink.pods["w9"] = Pod("w9", 3);
+  shrink.pods["w9"].preparing = true;
+  EXPECT_EQ(Decide(shrink, Max(4)).resize_to, 3);
+  // A lost member's node rank goes to an idle pod at once, preparing or not (a spare's rule).
+  GroupView heal = Group(2, 1, 2);
+  heal.pods["w2"].preparing = true;
+  heal.pods["w1"].presence_closed = true;
+  EXPECT_EQ(Assigns(Decide(heal, Max(4))), (Strings{"1=", "1=w2/u"}));
+}
+
 TEST(ResizeTest, AHoleIsHealedBeforeTheGroupGrows) {
   // Node rank 1's holder was lost a moment ago: the idle pod created for rank 2 fills the hole
   // (ranks stay dense) and the group does not grow in the same decision.

@@ -230,6 +230,11 @@ TEST(AuthorityLoopTest, ReportsASilentPodAsFencedButNotOneWhoseProcessEnded) {
   as.nodes = 2;
   as.liveness_seconds = 1;
   AuthorityLoop loop(store, server->get(), as, 2, std::chrono::milliseconds(20));
+  // It held its node rank before it ended (on a busy machine the loop's first tick may come after
+  // the reset below: then it never held one).
+  ASSERT_EQ(PollUntil(Clock::now() + std::chrono::seconds(10), std::chrono::milliseconds(5),
+                      [&] { return store->check({NodeKey(0)}); }),
+            PollOutcome::kDone);
   ended->reset();  // its process ended: the kernel closes the connection
   ASSERT_EQ(PollUntil(Clock::now() + std::chrono::seconds(10), std::chrono::milliseconds(20),
                       [&] { return store->check({FencedKey("silent/uid-silent")}); }),

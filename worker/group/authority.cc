@@ -205,27 +205,37 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
   // created for them, else to idle worker pods whose own rank is held (a spare pod stays one).
   bool whole = want > cur;
   for (int n = 0; whole && n < cur; ++n) whole = !w.holders[static_cast<size_t>(n)].empty();
+  // A preparing pod joins once its trainers are ready, or once it waited past the bound.
+  auto ready = [&](const PodView& p) {
+    return idle(p) && (!p.preparing || p.ready || p.registered_seconds >= kPrepareWaitSeconds);
+  };
   if (whole) {
-    // All the pods the growth needs, or the first of them waited long enough.
+    // All the pods the growth needs, or the first of them waited long enough and none of those
+    // there is still preparing.
     int there = 0;
     double waited = 0;
+    bool preparing = false;
     for (const auto& [name, p] : v.pods) {
       if (!idle(p) || p.home_node < 0) continue;
-      ++there;
       waited = std::max(waited, p.registered_seconds);
+      if (ready(p)) {
+        ++there;
+      } else {
+        preparing = true;
+      }
     }
-    whole = there >= want - cur || waited >= kGrowWaitSeconds;
+    whole = there >= want - cur || (there > 0 && !preparing && waited >= kGrowWaitSeconds);
   }
   int grown = cur;
   while (whole && grown < want) {
     const std::string* pick = nullptr;
     for (const auto& [name, p] : v.pods) {
-      if (idle(p) && p.home_node == grown) pick = &name;
+      if (ready(p) && p.home_node == grown) pick = &name;
     }
     for (auto it = v.pods.begin(); pick == nullptr && it != v.pods.end(); ++it) {
       const PodView& p = it->second;
       const bool own_rank_later = p.home_node > grown && p.home_node < want;
-      if (idle(p) && p.home_node >= 0 && p.home_node < grown && !own_rank_later) pick = &it->first;
+      if (ready(p) && p.home_node >= 0 && p.home_node < grown && !own_rank_later) pick = &it->first;
     }
     if (pick == nullptr) break;
     const PodView& p = v.pods.at(*pick);

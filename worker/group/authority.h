@@ -32,9 +32,13 @@
 //      above it grows the group, once the whole group is held, by the live idle pods created for
 //      the next node ranks (else other idle worker pods), as many as are there once all the
 //      pods it needs are, or once the first of them has waited kGrowWaitSeconds (pods created
-//      together start within seconds of each other: one re-formation, not one per pod). Either
-//      moves the group to the next generation at the new size; survivors keep their ranks and
-//      processes.
+//      together start within seconds of each other: one re-formation, not one per pod). A pod
+//      that prepares (its trainers build their data and model for its node rank outside the
+//      group: prepare/<identity>) counts once its trainers are ready, or once it has been
+//      registered kPrepareWaitSeconds (then it joins as any newcomer does); while one is still
+//      preparing within that bound, the growth waits for it. So the survivors wait for a
+//      re-formation and a heal, not for the newcomers' start. Either moves the group to the next
+//      generation at the new size; survivors keep their ranks and processes.
 // And for a store that replaced a lost rendezvous pod (rejoin.h): a member of the old store that
 // has not registered again within the rejoin window, or whose pod name another pod registered
 // under (its pod was replaced), is lost like in rule 1 (fenced, the generation moves on, its node
@@ -58,6 +62,9 @@ struct AuthoritySettings {
 
 // How long a growth waits for the rest of the pods it needs once one of them is there.
 inline constexpr double kGrowWaitSeconds = 2;
+// How long a growth waits for a preparing pod's trainers to be ready (a start that hangs must not
+// hold the growth back for good; past it the pod joins unprepared, as one that does not prepare).
+inline constexpr double kPrepareWaitSeconds = 60;
 
 struct PodView {
   std::string identity;         // as registered now ("<name>/<uid>")
@@ -69,6 +76,8 @@ struct PodView {
   bool done = false;            // every rank of the node rank it holds finished training
   double silent_seconds = 0;    // since its last sign of life (presence byte or registration)
   double registered_seconds = 0; // since the authority first saw this identity registered
+  bool preparing = false;       // its trainers prepare outside the group (rule 9)
+  bool ready = false;           // ... and every one of them is ready
 };
 
 struct TrainerView {

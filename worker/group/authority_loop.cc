@@ -112,6 +112,7 @@ void AuthorityLoop::Tick() {
       info.home = home.empty() ? -1 : std::atoi(home.c_str());
       info.metrics = GetOr(s, PodKey(name, "metrics"));
       info.members = GetOr(s, PodKey(name, "members"));
+      info.prepare = info.identity.empty() ? "" : GetOr(s, PrepareKey(info.identity));
     }
     std::vector<std::string> copies;
     for (const auto& [name, info] : pods_) {
@@ -147,6 +148,18 @@ void AuthorityLoop::Tick() {
     p.leaving_seconds = p.leaving ? SecondsSince(m.leaving_since, now) : 0;
     p.verdict = m.verdict;
     p.registered_seconds = SecondsSince(m.first_seen, now);
+    // A preparing pod is ready once a trainer of its own waits outside the group on each of the
+    // ranks of the node rank it was created for (read until then: a few keys a tick).
+    p.preparing = info.prepare == "1" && info.home >= nodes_;
+    if (p.preparing && !m.ready) {
+      bool all = true;
+      for (int k = 0; k < per_node_ && all; ++k) {
+        const std::string t = GetOr(s, ReadyKey(info.home * per_node_ + k));
+        all = t.rfind(p.identity + "/", 0) == 0;
+      }
+      m.ready = all;
+    }
+    p.ready = m.ready;
     auto it = seen.find(p.identity);
     if (it == seen.end()) {
       p.silent_seconds = SecondsSince(m.first_seen, now);
@@ -272,6 +285,8 @@ void AuthorityLoop::Tick() {
     for (int rank = world_; rank < static_cast<int>(trainers_.size()); ++rank) {
       done_.erase(rank);  // a rank outside the group is not waited for, nor counted done
     }
+    registrations_ = -1;  // the new ranks' trainers (a prepared one registered before): read them
+
   }
   // Who holds which node rank, for the pods to hand to a store that replaces this one.
   if (!a.assign.empty()) {

@@ -94,12 +94,14 @@ class AuthorityLoop {
     std::string verdict;  // the authority's own, once given
     bool exited = false;  // fenced because its process ended: its pod reports its own exit
     int held = -1;        // the node rank it held then (-1: none, an idle spare)
+    bool ready = false;   // its prepared trainers all wait outside the group (authority.h rule 9)
   };
   struct PodInfo {
     std::string identity;
     int home = -1;
     std::string metrics;
     std::string members;  // its copy of a lost store's membership (rejoin.h), "" when none
+    std::string prepare;  // prepare/<identity>: "1" preparing, "0" no more, "" never
   };
   int64_t registrations_ = -1;
   std::map<std::string, PodInfo> pods_;            // by name, as registered

@@ -27,6 +27,11 @@
 //   abandon               the group cannot re-form: survivors save once and exit 75
 //   formed                set once a generation of this round formed (a communicator made)
 //   done/<rank>           rank's trainer finished training (exit 0; its supervisor sets it)
+//   prepare/<identity>    "1": that pod, created for a node rank past the group's size, started
+//                         its trainers for it ahead of the growth (they build their data and
+//                         model, then wait outside the group); "0": they ended, it prepares no
+//                         more. Its supervisor writes it, then bumps `registrations`
+//   ready/<rank>          the trainer identity that prepared <rank> and waits outside the group
 //   finished              every rank is done: spares and the rendezvous may end
 //   gen                   add() counter: the current generation G (comm/membership.h)
 //   world                 ranks in the group (nodes x nproc per node), written by the authority
@@ -78,6 +83,8 @@ inline std::string StallKey(int rank) { return "stall/" + std::to_string(rank); 
 inline std::string FencedKey(const std::string& identity) { return "fenced/" + identity; }
 inline std::string ChargeKey(const std::string& key) { return "charge/" + key; }
 inline std::string DoneKey(int rank) { return "done/" + std::to_string(rank); }
+inline std::string PrepareKey(const std::string& identity) { return "prepare/" + identity; }
+inline std::string ReadyKey(int rank) { return "ready/" + std::to_string(rank); }
 inline std::string GenPrefix(int64_t g) { return "gen" + std::to_string(g) + "/"; }
 inline std::string ArrivedKey(int64_t g, int rank) {
   return GenPrefix(g) + "arrived/" + std::to_string(rank);

@@ -125,6 +125,17 @@ std::string GroupMembership::Ended(c10d::Store& s, GroupEnd* end) {
   return "";
 }
 
+bool GroupMembership::Outside() {
+  try {
+    // Its node rank not held yet: a pod given it (a growth that did not wait for this trainer)
+    // gets `world` written a moment later, and its trainer is no newcomer waiting outside.
+    const int world = std::atoi(GetOr(*store_, kWorldKey).c_str());
+    return world > 0 && rank_ >= world && !store_->check({NodeKey(id_.node)});
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 Status GroupMembership::Advance(int64_t g) {
   try {
     TryAdvance(*store_, g);
@@ -216,8 +227,13 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
     if (rank_ >= size_) {
       // Outside the group: either it shrank without this rank (its pod is fenced as it departs:
       // Ended says so) or it is growing to take it in (its pod holds the node rank already and
-      // the authority writes the size next). Wait for one or the other.
+      // the authority writes the size next, or its pod prepared it ahead of the growth: the
+      // authority grows once every prepared trainer says it is ready). Wait for one or the other.
       if (f.why = Ended(s, &f.end); f.end != GroupEnd::kNone) return f;
+      if (!ready_said_) {
+        s.set(ReadyKey(rank_), Bytes(id_.trainer));
+        ready_said_ = true;
+      }
       if (Clock::now() >= deadline) {
         return Status::DeadlineExceeded("membership: rank " + std::to_string(rank_) +
                                         " stayed outside a group of " + std::to_string(size_));

@@ -10,7 +10,9 @@
 //   2. a survivor of generation g calls Advance(g); a new process reads G = gen and calls
 //      Advance(G) when gen<G>/arrived/<rank> names another trainer (an earlier incarnation);
 //   3. G = gen, then the group's size (world: the authority writes it before it moves gen on);
-//      a rank outside it ends (kFenced: its pod departs); set gen<G>/arrived/<rank> =
+//      a rank outside it waits until its pod departs (kFenced) or the group grows to it, saying
+//      once that it is ready (ready/<rank>: a newcomer prepared ahead of a growth, authority.h
+//      rule 9); set gen<G>/arrived/<rank> =
 //      "<committed step> <trainer identity>";
 //   4. wait until every rank arrived in G; if gen moves past G meanwhile, go to 3 with the new G;
 //   5. read every rank's committed step, then create the communicator under gen<G>/comm/ through
@@ -94,6 +96,11 @@ class GroupMembership {
   // did not form within the timeout and nobody abandoned it (the authority is gone).
   StatusOr<Formation> Join(int64_t committed_step);
 
+  // Whether this rank is past the group's size now and its node rank free (a newcomer prepared
+  // ahead of a growth: its Join waits until the group grows to it). False when the store cannot
+  // say.
+  bool Outside();
+
   // Leaves generation `g` for good (one mover per g moves `gen` to g+1) and waits until gen > g.
   Status Advance(int64_t g);
 
@@ -120,6 +127,7 @@ class GroupMembership {
   std::string epoch_;                      // of the store the last Join used
   int64_t generation_ = -1;
   bool joined_before_ = false;
+  bool ready_said_ = false;  // ready/<rank> written (once: a prepared trainer waiting outside)
 
   std::mutex watch_mu_;  // guards watched_ and watched_generation_ against the watcher's abort
   Communicator* watched_ = nullptr;

@@ -4,6 +4,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "common/logging.h"
@@ -203,6 +204,31 @@ Status PodClient::MarkDone(int rank) {
     return Status::Unavailable("supervisor: store: " + BackendErrorText(e));
   }
   return Status::OK();
+}
+
+Status PodClient::SetPreparing(bool preparing) {
+  if (!store_) return Status::Unavailable("supervisor: no store");
+  try {
+    store_->set(PrepareKey(identity_), Bytes(preparing ? "1" : "0"));
+    store_->add(kRegistrationsKey, 1);
+  } catch (const std::exception& e) {
+    failed_ = true;
+    return Status::Unavailable("supervisor: store: " + BackendErrorText(e));
+  }
+  return Status::OK();
+}
+
+StatusOr<int> PodClient::WorldIfFree(int node, bool* free) {
+  if (!store_) return Status::Unavailable("supervisor: no store");
+  try {
+    const int world = std::atoi(GetOr(*store_, kWorldKey).c_str());
+    if (world <= 0) return Status::Unavailable("supervisor: the group has no size yet");
+    *free = !store_->check({NodeKey(node)});
+    return world;
+  } catch (const std::exception& e) {
+    failed_ = true;
+    return Status::Unavailable("supervisor: store: " + BackendErrorText(e));
+  }
 }
 
 StatusOr<Charge> PodClient::ChargeOnce(const std::string& once_key) {

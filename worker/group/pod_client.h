@@ -56,6 +56,11 @@ class PodClient {
   Status SetLeaving();
   Status SetTrainer(int rank, const std::string& trainer_identity);
   Status MarkDone(int rank);
+  // prepare/<identity> (keys.h): whether this pod's trainers prepare outside the group.
+  Status SetPreparing(bool preparing);
+  // The group's size now (`world`, ranks) and whether node rank `node` is free; Unavailable when
+  // the store cannot be read or holds no size yet.
+  StatusOr<int> WorldIfFree(int node, bool* free);
   StatusOr<Charge> ChargeOnce(const std::string& once_key);
   // The budget's counters as they are now (no charge).
   StatusOr<Charge> Budget();

@@ -71,8 +71,12 @@ class Supervisor {
 
  private:
   int End(int code, std::optional<EndReason> reason, const std::string& text);
+  StatusOr<LaunchPlan> PlanFor(int node) const;
   void StartTrainers(int node);
-  std::map<std::string, std::string> TrainerEnv(const Trainer& t) const;
+  void Prepare();
+  void DropPrepared();
+  void OnPreparedExit(Trainer* t, int code);
+  std::map<std::string, std::string> TrainerEnv(const Trainer& t, int node) const;
   bool Restart(Trainer* t);
   void KillAll(int sig);
   void OnExit(Trainer* t, int code);
@@ -89,6 +93,9 @@ class Supervisor {
   std::unique_ptr<group::PodClient> client_;
   std::vector<Trainer> trainers_;
   int node_ = -1;
+  // The trainers run for the node rank the pod was created for, ahead of the group's growth to it
+  // (authority.h rule 9): they build their data and model and wait outside the group.
+  bool prepared_ = false;
   bool leaving_ = false, stopping_ = false, departing_ = false, abandoned_ = false;
   std::string abandon_why_;
   Clock::time_point leaving_at_{}, kill_at_ = Clock::time_point::max(), standby_due_{};
@@ -108,27 +115,95 @@ int Supervisor::End(int code, std::optional<EndReason> reason, const std::string
   return code;
 }
 
-std::map<std::string, std::string> Supervisor::TrainerEnv(const Trainer& t) const {
+std::map<std::string, std::string> Supervisor::TrainerEnv(const Trainer& t, int node) const {
   std::map<std::string, std::string> env = t.spec.env;
   env[kEnvUseAgentStore] = "True";
   env[kEnvSupervised] = "1";
   env[kEnvMasterAddr] = gs_.store_addr;
-  env[kEnvNodeRank] = std::to_string(node_);
+  env[kEnvNodeRank] = std::to_string(node);
   env[kEnvTrainerId] = t.id;
   env[kEnvPodIdentity] = client_->identity();
   env[kEnvIncarnation] = std::to_string(t.incarnation);
   return env;
 }
 
-void Supervisor::StartTrainers(int node) {
-  node_ = node;
+StatusOr<LaunchPlan> Supervisor::PlanFor(int node) const {
   const std::string node_text = std::to_string(node);
-  auto plan = PlanLaunch(
+  return PlanLaunch(
       [&](const char* n) -> const char* {
         if (std::string(n) == kEnvNodeRank) return node_text.c_str();
         return std::string(n) == kEnvRank ? nullptr : std::getenv(n);
       },
       args_, metrics_ != nullptr, port_dir_);
+}
+
+// A pod created for a node rank past the group's size (a growth's newcomer): its standbys start
+// training for that node rank now, outside the group (its membership waits while the rank is
+// past the size), so that the growth waits for a re-formation and a heal only. Only while the
+// node rank is free: no live holder of its ranks can exist then.
+void Supervisor::Prepare() {
+  if (!warm_ || gs_.home_node < 0 || trainers_.empty()) return;
+  for (const auto& t : trainers_) {
+    if (!t.standby->running()) return;
+  }
+  bool free = false;
+  auto world = client_->WorldIfFree(gs_.home_node, &free);
+  auto plan = PlanFor(gs_.home_node);
+  if (!world.ok() || !free || !plan.ok() || plan->children.size() != trainers_.size() ||
+      gs_.home_node * static_cast<int>(trainers_.size()) < *world) {
+    return;
+  }
+  if (!client_->SetPreparing(true).ok()) return;
+  for (size_t i = 0; i < trainers_.size(); ++i) {
+    Trainer& t = trainers_[i];
+    t.spec = plan->children[i];
+    t.id = group::TrainerIdentity(client_->identity(), t.spec.local_rank, t.incarnation);
+    (void)client_->SetTrainer(t.spec.rank, t.id);
+    t.pid = t.standby->Activate(t.incarnation, TrainerEnv(t, gs_.home_node));
+    DDP_LOG(INFO) << "supervisor: rank " << t.spec.rank << " prepares outside the group (node rank "
+                  << gs_.home_node << " is past its size " << *world << " rank(s)), pid " << t.pid;
+  }
+  prepared_ = true;
+  standby_due_ = Clock::now() + kStandbyDelay;  // standbys again, for a rank it may get instead
+  for (const auto& t : trainers_) {
+    if (t.pid < 0) return DropPrepared();  // a standby that died: nothing half-prepared
+  }
+}
+
+// The prepared trainers go (the pod got another node rank, one of them ended, or the pod ends):
+// killed, and incarnations moved on so their identities are never reused.
+void Supervisor::DropPrepared() {
+  if (!prepared_) return;
+  prepared_ = false;
+  (void)client_->SetPreparing(false);
+  for (auto& t : trainers_) {
+    if (t.pid > 0) kill(t.pid, SIGKILL);  // reaped later, unmatched
+    t.pid = -1;
+    t.incarnation += 1;
+  }
+}
+
+void Supervisor::OnPreparedExit(Trainer* t, int code) {
+  DDP_LOG(WARNING) << "supervisor: rank " << t->spec.rank << " exited " << code
+                   << " while it prepared outside the group: the pod joins unprepared";
+  t->pid = -1;
+  DropPrepared();
+}
+
+void Supervisor::StartTrainers(int node) {
+  if (prepared_ && node == gs_.home_node) {  // the growth it prepared for
+    prepared_ = false;
+    node_ = node;
+    std::vector<std::pair<int, int>> ranks;
+    for (const auto& t : trainers_) ranks.push_back({t.spec.rank, t.spec.local_rank});
+    if (metrics_) metrics_->SetRanks(ranks);
+    DDP_LOG(INFO) << "supervisor: node rank " << node << ": its prepared trainers join the group";
+    return;
+  }
+  DropPrepared();
+  node_ = node;
+  const std::string node_text = std::to_string(node);
+  auto plan = PlanFor(node);
   if (!plan.ok()) {  // validated at start-up; only a node rank out of range could fail here
     DDP_LOG(ERROR) << "supervisor: " << plan.status().ToString();
     failed_code_ = kExitRetryable;  // the pod's own failure: the operator charges it
@@ -144,8 +219,8 @@ void Supervisor::StartTrainers(int node) {
     t.id = group::TrainerIdentity(client_->identity(), t.spec.local_rank, t.incarnation);
     ranks.push_back({t.spec.rank, t.spec.local_rank});
     (void)client_->SetTrainer(t.spec.rank, t.id);
-    const pid_t warm = t.standby->Activate(t.incarnation, TrainerEnv(t));
-    t.pid = warm > 0 ? warm : SpawnProcess(self_, t.spec.args, TrainerEnv(t));
+    const pid_t warm = t.standby->Activate(t.incarnation, TrainerEnv(t, node_));
+    t.pid = warm > 0 ? warm : SpawnProcess(self_, t.spec.args, TrainerEnv(t, node_));
     if (t.pid < 0) {  // never reaped: done now, and the pod fails (the operator charges it)
       t.done = true;
       t.code = kExitRetryable;
@@ -167,8 +242,8 @@ bool Supervisor::Restart(Trainer* t) {
   t->incarnation += 1;
   t->id = group::TrainerIdentity(client_->identity(), t->spec.local_rank, t->incarnation);
   if (!client_->SetTrainer(t->spec.rank, t->id).ok()) return false;
-  const pid_t warm = t->standby->Activate(t->incarnation, TrainerEnv(*t));
-  t->pid = warm > 0 ? warm : SpawnProcess(self_, t->spec.args, TrainerEnv(*t));
+  const pid_t warm = t->standby->Activate(t->incarnation, TrainerEnv(*t, node_));
+  t->pid = warm > 0 ? warm : SpawnProcess(self_, t->spec.args, TrainerEnv(*t, node_));
   if (t->pid < 0) return false;
   if (warm > 0) standby_due_ = Clock::now() + kStandbyDelay;
   DDP_LOG(INFO) << "supervisor: restarted rank " << t->spec.rank << " in place (incarnation "
@@ -285,12 +360,13 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
       for (size_t i = 0; i < plan->children.size(); ++i) {
         Trainer placeholder;  // its rank is not known yet: activation gives it
         placeholder.spec = plan->children[i];
-        auto env = TrainerEnv(placeholder);
+        auto env = TrainerEnv(placeholder, node_);
         env[kEnvStandbyWarmDevice] = "1";
         if (Status s = trainers_[i].standby->Start(self_, plan->children[i].args, env); !s.ok()) {
           DDP_LOG(WARNING) << "supervisor: no warm standby: " << s.ToString();
         }
       }
+      Prepare();
     }
   }
   auto next_poll = Clock::now();
@@ -351,11 +427,13 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
         // resumes the job from the stop's checkpoint (a whole-job stop nobody asked for is not
         // the end of training).
         if (node_ < 0 && p.finished) {
+          DropPrepared();
           trainers_.clear();
           return End(kExitOk, EndReason::kReleased,
                      "the job finished; pod " + gs_.pod_name + " held no rank");
         }
         if (node_ < 0 && (stopping_ || abandoned_)) {
+          DropPrepared();
           trainers_.clear();
           return End(kExitRetryable, stopping_ ? EndReason::kStopped : EndReason::kGroupAbandoned,
                      "the group " + std::string(stopping_ ? "had stopped" : "was abandoned") +
@@ -381,6 +459,7 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
       for (auto& t : trainers_) {
         if (t.standby->Reaped(pid)) t.standby_off = true;
+        if (t.pid == pid && !t.done && node_ < 0) OnPreparedExit(&t, ExitCodeOfStatus(status));
         if (t.pid == pid && !t.done) OnExit(&t, ExitCodeOfStatus(status));
       }
     }
@@ -416,10 +495,10 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
       KillAll(SIGKILL);
       kill_at_ = Clock::time_point::max();
     }
-    if (node_ >= 0 && warm_ && now >= standby_due_ && !stopping_ && !leaving_) {
+    if ((node_ >= 0 || prepared_) && warm_ && now >= standby_due_ && !stopping_ && !leaving_) {
       for (auto& t : trainers_) {
         if (t.done || t.standby->running() || t.standby_off) continue;
-        if (Status s = t.standby->Start(self_, t.spec.args, TrainerEnv(t)); !s.ok()) t.standby_off = true;
+        if (Status s = t.standby->Start(self_, t.spec.args, TrainerEnv(t, node_)); !s.ok()) t.standby_off = true;
       }
       standby_due_ = Clock::time_point::max();
     }

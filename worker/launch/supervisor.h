@@ -10,7 +10,13 @@
 //   3. wait for a node rank from the group's authority: a worker pod normally gets its own
 //      (NODE_RANK), a spare (or a worker whose rank a spare took) waits, its trainers started as
 //      warm standbys, until it gets a lost member's; then start (or activate) one trainer per
-//      local rank with RANK = node rank * NPROC_PER_NODE + LOCAL_RANK;
+//      local rank with RANK = node rank * NPROC_PER_NODE + LOCAL_RANK. A worker pod created for
+//      a node rank past the group's size (an elastic growth's newcomer) whose node rank is free
+//      does not wait idle: it activates its standbys for that node rank at once (prepare/<id>),
+//      and they read the config, build the data and the model, warm up and wait outside the
+//      group, so that the group grows once they are ready (authority.h rule 9); given another
+//      node rank instead, or one of them ends first, the prepared trainers are killed and the
+//      pod goes on as any other;
 //   4. a trainer that exits is judged by failure_policy.h exactly as the operator judges pods:
 //      0 is done; a failure restartPolicy retries is healed in place (a new incarnation, the warm
 //      standby when one is ready) once the budget is charged; otherwise the pod ends with the

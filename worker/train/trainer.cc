@@ -131,6 +131,25 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   if (!built.ok()) return built.status();
   ModelAndOptimizer mo = std::move(*built);
 
+  // A newcomer prepared ahead of a growth (its rank past the group's size: it waits in Join):
+  // one forward and backward now, on a micro-batch of the data, so that its first step in the
+  // group is not its kernels' and allocator's first use, which the whole group would wait for.
+  // Nothing of it stays: the gradients are zeroed and the heal overwrites every parameter.
+  if (group != nullptr && group->Outside()) {
+    const auto t0 = Clock::now();
+    const auto micro = RankMicroBatches(sampler, SamplerPosition{}, gbatch, 0, world);
+    at::Tensor x, y;
+    DDP_RETURN_IF_ERROR(dataset.Batch(micro.front(), &x, &y));
+    {
+      BF16Autocast autocast(cfg.bf16 && ctx.device.is_cuda());
+      at::Tensor loss = mo.model->Loss(x.to(ctx.device), y.to(ctx.device));
+      loss.backward();
+    }
+    ZeroGrads(*mo.model);
+    DDP_LOG(INFO) << "rank " << rank << ": outside the group until it grows; warmed up in "
+                  << Since(t0) << "s";
+  }
+
   // 2. Form the group: resume (group-wide) from a checkpoint, or heal from a member that has
   // state; then make replicas identical and attach the reducer.
   TrainResult result;
