@@ -18,6 +18,7 @@
 #include "worker/comm/factory.h"
 #include "worker/comm/rendezvous.h"
 #include "worker/group/membership.h"
+#include "worker/group/pod_client.h"
 #include "worker/launch/rendezvous_pod.h"
 #include "worker/launch/launch_plan.h"
 #include "worker/launch/launcher.h"
@@ -152,12 +153,19 @@ int TrainMain(const std::vector<std::string>& args) {
     const char* node = std::getenv(kEnvNodeRank);
     group::MemberIdentity id{trainer_id ? trainer_id : "", pod_id ? pod_id : "",
                              node ? std::atoi(node) : 0};
-    // Reconnections (a new rendezvous pod) wait at most 10 s each; Join bounds the whole wait.
-    RendezvousConfig store_cfg = *rdzv_cfg;
-    store_cfg.timeout = std::min(store_cfg.timeout, std::chrono::seconds(10));
+    // Each connection's calls wait at most 10 s, its connect and first read 2 s (a route to a lost
+    // rendezvous pod: its watcher tries again soon and finds the new one); Join bounds the whole
+    // wait.
+    const auto store_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::min<std::chrono::seconds>(rdzv_cfg->timeout, std::chrono::seconds(10)));
+    const RendezvousConfig store_cfg = *rdzv_cfg;
     const c10::Device dev = *device;
     membership = std::make_unique<group::GroupMembership>(
-        [store_cfg] { return OpenRoundStore(store_cfg); }, rdzv_cfg->rank, rdzv_cfg->world_size,
+        [store_cfg, store_timeout] {
+          return group::OpenBoundedStore(store_cfg.master_addr, store_cfg.master_port,
+                                         store_cfg.round, store_timeout);
+        },
+        rdzv_cfg->rank, rdzv_cfg->world_size,
         id, std::chrono::duration_cast<std::chrono::milliseconds>(rdzv_cfg->timeout),
         [dev, collective_timeout](c10::intrusive_ptr<c10d::Store> s, int rank, int size) {
           return MakeCommunicator(std::move(s), rank, size, dev, collective_timeout);

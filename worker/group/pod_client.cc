@@ -32,16 +32,23 @@ void BoundFirstRead(c10d::Store& store, std::chrono::milliseconds timeout) {
 
 StatusOr<c10::intrusive_ptr<c10d::Store>> OpenGroupStore(const GroupSettings& settings,
                                                          std::chrono::milliseconds timeout) {
-  const std::string where = settings.store_addr + ":" + std::to_string(settings.rendezvous.master_port);
+  return OpenBoundedStore(settings.store_addr, settings.rendezvous.master_port,
+                          settings.rendezvous.round, timeout);
+}
+
+StatusOr<c10::intrusive_ptr<c10d::Store>> OpenBoundedStore(const std::string& host, int port,
+                                                           int round,
+                                                           std::chrono::milliseconds timeout) {
+  const std::string where = host + ":" + std::to_string(port);
   try {
     // The connection and its first read within kFirstReadBound, the later calls within
     // `timeout`: a route to a lost rendezvous pod on a dead node drops the SYN (a connect that
     // waits out its whole timeout); the next try reaches the replaced one.
     const auto first = std::min(timeout, kFirstReadBound);
-    auto tcp = ConnectStore(settings.store_addr, settings.rendezvous.master_port, first);
+    auto tcp = ConnectStore(host, port, first);
     tcp->setTimeout(timeout);
     c10::intrusive_ptr<c10d::Store> store =
-        c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(settings.rendezvous.round), tcp);
+        c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(round), tcp);
     BoundFirstRead(*store, first);
     return store;
   } catch (const std::exception& e) {

@@ -82,8 +82,14 @@ class PodClient {
   bool failed_ = false;
 };
 
-// A new connection to the round's store at settings.store_addr (round-prefixed), waiting at
-// most `timeout` to connect and for its first answer. Unavailable when it cannot.
+// A new connection to round `round`'s store at host:port (round-prefixed): its connect and first
+// read within kFirstReadBound (or `timeout` when shorter), its later calls within `timeout`.
+// Unavailable when it cannot. Every connection of a supervisor and of a trainer's membership
+// (its watcher's and its joins') to the group's store is one of these.
+StatusOr<c10::intrusive_ptr<c10d::Store>> OpenBoundedStore(const std::string& host, int port,
+                                                           int round,
+                                                           std::chrono::milliseconds timeout);
+// OpenBoundedStore of settings.store_addr, the rendezvous port and round.
 StatusOr<c10::intrusive_ptr<c10d::Store>> OpenGroupStore(const GroupSettings& settings,
                                                          std::chrono::milliseconds timeout);
 

@@ -27,6 +27,7 @@
 #include "worker/launch/spawn.h"
 #include "worker/launch/standby.h"
 #include "worker/launch/supervise.h"
+#include "worker/launch/supervisor_impl.h"
 #include "worker/train/config.h"
 #include "worker/train/exit_codes.h"
 #include "worker/train/filesystem.h"
@@ -34,75 +35,12 @@
 namespace ddp::worker {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-using group::GroupSettings;
-using ddp::group::EndReason;
-
 std::atomic<int> g_signal{0};
 extern "C" void OnSupervisorSignal(int sig) { g_signal.store(sig); }
 
-constexpr auto kStandbyDelay = std::chrono::seconds(2);
-constexpr auto kPollInterval = std::chrono::milliseconds(50);
-// Longer than the authority's stop window (3 s) and a few of its ticks.
-constexpr auto kVerdictWait = std::chrono::seconds(5);
-// What stops a supervised trainer with a checkpoint when there is no store to say so (it ignores
-// SIGTERM: main.cc; a SIGTERM to one pod is a departure, not a stop).
-constexpr int kStopSignal = SIGUSR1;
+}  // namespace
 
-struct Trainer {
-  ChildSpec spec;
-  pid_t pid = -1;
-  int incarnation = 0;
-  std::string id;  // its identity in the group
-  bool done = false;
-  int code = 0;
-  std::unique_ptr<Standby> standby = std::make_unique<Standby>();
-  bool standby_off = false;
-};
-
-class Supervisor {
- public:
-  Supervisor(const char* self, std::vector<std::string> args, GroupSettings gs, bool warm, int grace,
-             int64_t steps)
-      : self_(self), args_(std::move(args)), gs_(std::move(gs)), warm_(warm), grace_(grace),
-        steps_(steps) {}
-
-  int Run(PodMetrics* metrics, const std::string& port_dir);
-
- private:
-  int End(int code, std::optional<EndReason> reason, const std::string& text);
-  StatusOr<LaunchPlan> PlanFor(int node) const;
-  void StartTrainers(int node);
-  void Prepare();
-  void DropPrepared();
-  void OnPreparedExit(Trainer* t, int code);
-  std::map<std::string, std::string> TrainerEnv(const Trainer& t, int node) const;
-  bool Restart(Trainer* t);
-  void KillAll(int sig);
-  void OnExit(Trainer* t, int code);
-  bool AllDone() const;
-
-  const char* self_;
-  std::vector<std::string> args_;
-  GroupSettings gs_;
-  bool warm_;
-  int grace_;
-  int64_t steps_;  // the training's last step: what every trainer reached when it exits 0
-  std::string port_dir_;
-  PodMetrics* metrics_ = nullptr;
-  std::unique_ptr<group::PodClient> client_;
-  std::vector<Trainer> trainers_;
-  int node_ = -1;
-  // The trainers run for the node rank the pod was created for, ahead of the group's growth to it
-  // (authority.h rule 9): they build their data and model and wait outside the group.
-  bool prepared_ = false;
-  bool leaving_ = false, stopping_ = false, departing_ = false, abandoned_ = false;
-  std::string abandon_why_;
-  Clock::time_point leaving_at_{}, kill_at_ = Clock::time_point::max(), standby_due_{};
-  std::optional<int> failed_code_;  // the first failure the pod ends with
-  std::optional<EndReason> reason_;
-  std::string reason_text_;
-};
+namespace supervisor_internal {
 
 int Supervisor::End(int code, std::optional<EndReason> reason, const std::string& text) {
   if (reason) {
@@ -125,69 +63,6 @@ std::map<std::string, std::string> Supervisor::TrainerEnv(const Trainer& t, int 
   env[kEnvPodIdentity] = client_->identity();
   env[kEnvIncarnation] = std::to_string(t.incarnation);
   return env;
-}
-
-StatusOr<LaunchPlan> Supervisor::PlanFor(int node) const {
-  const std::string node_text = std::to_string(node);
-  return PlanLaunch(
-      [&](const char* n) -> const char* {
-        if (std::string(n) == kEnvNodeRank) return node_text.c_str();
-        return std::string(n) == kEnvRank ? nullptr : std::getenv(n);
-      },
-      args_, metrics_ != nullptr, port_dir_);
-}
-
-// A pod created for a node rank past the group's size (a growth's newcomer): its standbys start
-// training for that node rank now, outside the group (its membership waits while the rank is
-// past the size), so that the growth waits for a re-formation and a heal only. Only while the
-// node rank is free: no live holder of its ranks can exist then.
-void Supervisor::Prepare() {
-  if (!warm_ || gs_.home_node < 0 || trainers_.empty()) return;
-  for (const auto& t : trainers_) {
-    if (!t.standby->running()) return;
-  }
-  bool free = false;
-  auto world = client_->WorldIfFree(gs_.home_node, &free);
-  auto plan = PlanFor(gs_.home_node);
-  if (!world.ok() || !free || !plan.ok() || plan->children.size() != trainers_.size() ||
-      gs_.home_node * static_cast<int>(trainers_.size()) < *world) {
-    return;
-  }
-  if (!client_->SetPreparing(true).ok()) return;
-  for (size_t i = 0; i < trainers_.size(); ++i) {
-    Trainer& t = trainers_[i];
-    t.spec = plan->children[i];
-    t.id = group::TrainerIdentity(client_->identity(), t.spec.local_rank, t.incarnation);
-    (void)client_->SetTrainer(t.spec.rank, t.id);
-    t.pid = t.standby->Activate(t.incarnation, TrainerEnv(t, gs_.home_node));
-    DDP_LOG(INFO) << "supervisor: rank " << t.spec.rank << " prepares outside the group (node rank "
-                  << gs_.home_node << " is past its size " << *world << " rank(s)), pid " << t.pid;
-  }
-  prepared_ = true;
-  standby_due_ = Clock::now() + kStandbyDelay;  // standbys again, for a rank it may get instead
-  for (const auto& t : trainers_) {
-    if (t.pid < 0) return DropPrepared();  // a standby that died: nothing half-prepared
-  }
-}
-
-// The prepared trainers go (the pod got another node rank, one of them ended, or the pod ends):
-// killed, and incarnations moved on so their identities are never reused.
-void Supervisor::DropPrepared() {
-  if (!prepared_) return;
-  prepared_ = false;
-  (void)client_->SetPreparing(false);
-  for (auto& t : trainers_) {
-    if (t.pid > 0) kill(t.pid, SIGKILL);  // reaped later, unmatched
-    t.pid = -1;
-    t.incarnation += 1;
-  }
-}
-
-void Supervisor::OnPreparedExit(Trainer* t, int code) {
-  DDP_LOG(WARNING) << "supervisor: rank " << t->spec.rank << " exited " << code
-                   << " while it prepared outside the group: the pod joins unprepared";
-  t->pid = -1;
-  DropPrepared();
 }
 
 void Supervisor::StartTrainers(int node) {
@@ -506,7 +381,9 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
   }
 }
 
-}  // namespace
+}  // namespace supervisor_internal
+
+using supervisor_internal::Supervisor;
 
 int SuperviseMain(const char* self, const std::vector<std::string>& args) {
   auto cfg = LoadConfig(args, [](const char* n) { return std::getenv(n); },
