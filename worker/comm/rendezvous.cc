@@ -70,14 +70,6 @@ StatusOr<c10::intrusive_ptr<c10d::Store>> OpenStore(const RendezvousConfig& conf
 
 }  // namespace
 
-StatusOr<c10::intrusive_ptr<c10d::Store>> OpenRoundStore(const RendezvousConfig& config) {
-  DDP_RETURN_IF_ERROR(ValidateRendezvousConfig(config));
-  auto base = OpenStore(config, "rendezvous round " + std::to_string(config.round));
-  if (!base.ok()) return base.status();
-  return c10::intrusive_ptr<c10d::Store>(
-      c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(config.round), *base));
-}
-
 std::string RoundPrefix(int round) { return "ddp/round" + std::to_string(round); }
 
 Status ValidateRendezvousConfig(const RendezvousConfig& c) {

@@ -67,11 +67,6 @@ struct Rendezvous {
 // store for them (in-place recovery).
 std::string RoundPrefix(int round);
 
-// Step 1 of JoinRendezvous alone: hosts or connects to the store and returns it prefixed by the
-// round, without announcing this rank. In-place recovery uses it (membership.h), with a new
-// connection per call. Errors as JoinRendezvous.
-StatusOr<c10::intrusive_ptr<c10d::Store>> OpenRoundStore(const RendezvousConfig& config);
-
 // Joins round `config.round`:
 //   1. rank 0 hosts the TCPStore on master_port (unless agent_store); others connect, retrying
 //      until the deadline (the host may start later). A world of 1 uses an in-process store.

@@ -2,6 +2,9 @@
 // worker/group/authority.h rule 9).
 #include "worker/launch/supervisor_impl.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "common/logging.h"
 #include "worker/group/keys.h"
 
