@@ -54,7 +54,11 @@ TEST(InPlaceE2E, AWarmStandbyTakesOverAKilledTrainerAndIsReplaced) {
   };
   if (!PollUntil(next_standby, std::chrono::seconds(60))) failed = "no standby appeared";
   for (int k = 0; k < 2 && failed.empty(); ++k) {
-    const auto trainers = ChildrenNamed(pod1, "ddp-worker");
+    // A standby just forked runs as "ddp-worker" until it renames itself: wait for one trainer
+    // (two that stay two would still fail here).
+    std::vector<pid_t> trainers;
+    PollUntil([&] { trainers = ChildrenNamed(pod1, "ddp-worker"); return trainers.size() == 1; },
+              std::chrono::seconds(10));
     if (trainers.size() != 1 || kill(trainers[0], SIGKILL) != 0) {
       failed = "no trainer to kill (" + std::to_string(trainers.size()) + ")";
       break;
