@@ -304,6 +304,7 @@ TEST(ProgressScraper, AFailingGroupPageProbesThePodsOnItsNode) {
   std::atomic<bool> up{true};
   std::mutex mu;
   std::vector<std::string> probed;  // "host path"
+  std::atomic<int> pages{0};        // reads of the group page
   ProgressScraperOptions o;
   o.interval = milliseconds(20);
   o.group_interval = milliseconds(20);
@@ -317,6 +318,7 @@ TEST(ProgressScraper, AFailingGroupPageProbesThePodsOnItsNode) {
           if (host == "10.0.0.2") return StatusOr<std::string>("ok\n");  // alive
           return StatusOr<std::string>(Status::Unavailable("timed out"));   // frozen
         }
+        pages.fetch_add(1);
         if (!up.load()) return StatusOr<std::string>(Status::Unavailable("timed out"));
         return StatusOr<std::string>(Page(1));
       });
@@ -328,8 +330,9 @@ TEST(ProgressScraper, AFailingGroupPageProbesThePodsOnItsNode) {
   for (int k = 3; k <= 6; ++k) mates.push_back({"uid-" + std::to_string(k), "10.0.0.9", 9400});
   s.SetProbes("ml/a", mates);
   ASSERT_TRUE(PollUntil([&] { return s.Reads("ml/a").has_value(); }, seconds(10)));
-  // Answering: no probe at all.
-  std::this_thread::sleep_for(milliseconds(100));
+  // Answering: no probe at all, over several reads of the page.
+  const int read_before = pages.load();
+  ASSERT_TRUE(PollUntil([&] { return pages.load() >= read_before + 3; }, seconds(10)));
   {
     std::lock_guard<std::mutex> l(mu);
     EXPECT_TRUE(probed.empty());

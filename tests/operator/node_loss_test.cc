@@ -315,14 +315,20 @@ std::vector<MateRow> MateRows() {
 
 class MateTable : public ::testing::TestWithParam<MateRow> {};
 
+// Worker 0 on n1, worker 1 on `worker_node`, the rendezvous pod on n3, its page silent since 100.
+Observed StoreNodeWorld(const std::string& worker_node) {
+  Observed world = GroupWorld(2, 0, 0, "Running");
+  world.pods[0] = On(world.pods[0], "n1");
+  world.pods[1] = On(world.pods[1], worker_node);
+  world.pods[2] = On(world.pods[2], "n3");
+  world.rendezvous_reads = RendezvousReads{"mingpt-rendezvous-r0", At(100), true};
+  return world;
+}
+
 TEST_P(MateTable, Decides) {
   const MateRow& row = GetParam();
   api::DDPJob job = InPlace(InPhase(Job(2), "Running", 0, 2));
-  Observed world = GroupWorld(2, 0, 0, "Running");
-  world.pods[0] = On(world.pods[0], "n1");
-  world.pods[1] = On(world.pods[1], row.worker_node);
-  world.pods[2] = On(world.pods[2], "n3");
-  world.rendezvous_reads = RendezvousReads{"mingpt-rendezvous-r0", At(100), true};
+  Observed world = StoreNodeWorld(row.worker_node);
   if (row.probes) world.rendezvous_reads->node_mates["mingpt-worker-1-r0"] = *row.probes;
   const Plan plan = PlanReconcile(job, world, At(row.now), kOptions);
   SCOPED_TRACE(plan.ToString());
@@ -349,11 +355,7 @@ INSTANTIATE_TEST_SUITE_P(SilentRendezvous, MateTable, ::testing::ValuesIn(MateRo
 // passes that follow.
 TEST(SilentRendezvous, AWorkerSilentWithItIsCreatedAgainOffTheNodeAndCountedOnce) {
   api::DDPJob job = InPlace(InPhase(Job(2), "Running", 0, 2));
-  Observed world = GroupWorld(2, 0, 0, "Running");
-  world.pods[0] = On(world.pods[0], "n1");
-  world.pods[1] = On(world.pods[1], "n3");
-  world.pods[2] = On(world.pods[2], "n3");
-  world.rendezvous_reads = RendezvousReads{"mingpt-rendezvous-r0", At(100), true};
+  Observed world = StoreNodeWorld("n3");
   world.rendezvous_reads->node_mates["mingpt-worker-1-r0"] = {3, false};
   Apply(PlanReconcile(job, world, At(111), kOptions), &job, &world, At(111));
   world.rendezvous_reads.reset();  // the controller tracks no gone pod
