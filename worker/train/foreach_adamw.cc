@@ -88,4 +88,28 @@ at::Tensor ForeachAdamW::step(LossClosure closure) {
   return loss;
 }
 
+torch::optim::AdamWParamState* AdamWStateOf(torch::optim::AdamW& opt, const at::Tensor& p,
+                                            bool create, bool amsgrad) {
+  auto& state = opt.state();
+  using Key = typename std::decay_t<decltype(state)>::key_type;
+  const Key key = StateKey<Key>(p);
+  auto it = state.find(key);
+  if (it == state.end()) {
+    if (!create) return nullptr;
+    auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+    fresh->step(0);
+    fresh->exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
+    fresh->exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
+    if (amsgrad) fresh->max_exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
+    it = state.emplace(key, std::move(fresh)).first;
+  }
+  return static_cast<torch::optim::AdamWParamState*>(it->second.get());
+}
+
+void EraseAdamWState(torch::optim::AdamW& opt, const at::Tensor& p) {
+  auto& state = opt.state();
+  using Key = typename std::decay_t<decltype(state)>::key_type;
+  state.erase(StateKey<Key>(p));
+}
+
 }  // namespace ddp::worker

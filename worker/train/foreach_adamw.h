@@ -18,6 +18,14 @@ class ForeachAdamW : public torch::optim::AdamW {
   at::Tensor step(LossClosure closure = nullptr) override;
 };
 
+// The state `opt` keeps for parameter `p` (one of its parameters), nullptr when it has none yet
+// (its first step makes one). With `create`, a missing one is made as that first step would:
+// step 0, zero moments (and a zero max_exp_avg_sq with `amsgrad`).
+torch::optim::AdamWParamState* AdamWStateOf(torch::optim::AdamW& opt, const at::Tensor& p,
+                                            bool create = false, bool amsgrad = false);
+// Drops the state of `p`, so that its next step starts afresh.
+void EraseAdamWState(torch::optim::AdamW& opt, const at::Tensor& p);
+
 }  // namespace ddp::worker
 
 #endif  // DDP_WORKER_TRAIN_FOREACH_ADAMW_H_

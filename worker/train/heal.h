@@ -1,6 +1,6 @@
 // In-place recovery's state transfer: after a group re-formed (membership.h), every member behind
-// the latest committed step receives the whole training state from a member at that step.
-// The bytes are a checkpoint payload (train_state.h), sent by broadcast; no file is read.
+// the latest committed step receives the whole training state from a member at that step, by
+// broadcast into its own tensors (nothing serialized but a small header); no file is read.
 #ifndef DDP_WORKER_TRAIN_HEAL_H_
 #define DDP_WORKER_TRAIN_HEAL_H_
 
@@ -17,7 +17,7 @@ namespace torch::nn {
 class Module;
 }
 namespace torch::optim {
-class Optimizer;
+class AdamW;
 }
 
 namespace ddp::worker {
@@ -31,14 +31,19 @@ struct HealPlan {
 // Pure. `committed_steps` by rank, -1 for a member without state.
 HealPlan PlanHeal(const std::vector<int64_t>& committed_steps);
 
-// Collective (every member, same plan): when plan.behind > 0, the source serializes model,
-// optimizer and `*progress` and broadcasts the bytes; members with `my_step` < plan.step restore
-// them into model, optimizer and *progress. Nothing happens when plan.behind is 0 or step is -1.
-// Errors: the communicator's (the group must re-form again), DataLoss when the bytes do not
-// restore into this model (a different model config on some rank: a permanent error).
+// Collective (every member, same plan): when plan.behind > 0, the source broadcasts a header
+// (`*progress`, the random generators' states, the model's layout, the optimizer's step counts),
+// every member says whether it fits its model (one all-reduce), then the source broadcasts its
+// parameters, buffers and AdamW moments into every member's own tensors, in chunks of at most
+// 64 MiB beyond the state itself. Members with `my_step` < plan.step take *progress and the
+// generators once every tensor arrived; until then their progress->step is -1 (a heal cut off
+// halfway leaves them without state, never with a mix). Nothing happens when plan.behind is 0 or
+// step is -1. Errors: the communicator's (the group must re-form again); DataLoss on the member
+// whose model the state does not fit (another model config: a permanent error, named), and
+// Unavailable on the others (they re-form without it).
 Status TransferState(Communicator* comm, const HealPlan& plan, int64_t my_step,
                      const c10::Device& device, torch::nn::Module& model,
-                     torch::optim::Optimizer& opt, TrainProgress* progress);
+                     torch::optim::AdamW& opt, TrainProgress* progress);
 
 }  // namespace ddp::worker
 

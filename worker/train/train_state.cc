@@ -156,7 +156,37 @@ void SetRngStates(const RngStates& s) {
   }
 }
 
+void ReadProgress(torch::serialize::InputArchive& root, TrainProgress* progress) {
+  progress->step = ReadInt(root, "step");
+  progress->sampler.epoch = ReadInt(root, "epoch");
+  progress->world_size = ReadInt(root, "world_size");
+  at::Tensor global;
+  progress->sampler_per_rank = !root.try_read("sampler_global_offset", global);
+  progress->sampler.offset = progress->sampler_per_rank ? ReadInt(root, "sampler_offset")
+                                                        : global.item<int64_t>();
+}
+
 }  // namespace
+
+void WriteProgressAndRng(torch::serialize::OutputArchive& root, const TrainProgress& progress) {
+  root.write("step", Scalar(progress.step));
+  root.write("epoch", Scalar(progress.sampler.epoch));
+  // The per-rank offset an earlier worker reads (it resumes a few samples early, never late).
+  root.write("sampler_offset", Scalar(progress.sampler.offset / std::max<int64_t>(1, progress.world_size)));
+  root.write("sampler_global_offset", Scalar(progress.sampler.offset));
+  root.write("world_size", Scalar(progress.world_size));
+  WriteRngStates(root);
+}
+
+Status ReadProgressAndRng(torch::serialize::InputArchive& root, TrainProgress* progress) {
+  StatusOr<RngStates> rng = ReadRngStates(root);
+  if (!rng.ok()) return rng.status();
+  TrainProgress read;
+  ReadProgress(root, &read);
+  SetRngStates(*rng);
+  *progress = read;
+  return Status::OK();
+}
 
 int VisibleCudaDevices() {
   return at::hasCUDA() ? static_cast<int>(at::detail::getCUDAHooks().getNumGPUs()) : 0;
@@ -170,13 +200,7 @@ StatusOr<std::string> SerializeTrainState(torch::nn::Module& model, torch::optim
     opt.save(opt_ar);
     root.write("model", model_ar);
     root.write("optimizer", opt_ar);
-    root.write("step", Scalar(progress.step));
-    root.write("epoch", Scalar(progress.sampler.epoch));
-    // The per-rank offset an earlier worker reads (it resumes a few samples early, never late).
-    root.write("sampler_offset", Scalar(progress.sampler.offset / std::max<int64_t>(1, progress.world_size)));
-    root.write("sampler_global_offset", Scalar(progress.sampler.offset));
-    root.write("world_size", Scalar(progress.world_size));
-    WriteRngStates(root);
+    WriteProgressAndRng(root, progress);
     std::ostringstream out;
     root.save_to(out);
     return out.str();
@@ -202,13 +226,7 @@ Status RestoreTrainState(const std::string& bytes, const c10::Device& device,
     DDP_RETURN_IF_ERROR(MatchModelArchive(model, model_ar, ""));
     model.load(model_ar);
     opt.load(opt_ar);
-    progress->step = ReadInt(root, "step");
-    progress->sampler.epoch = ReadInt(root, "epoch");
-    progress->world_size = ReadInt(root, "world_size");
-    at::Tensor global;
-    progress->sampler_per_rank = !root.try_read("sampler_global_offset", global);
-    progress->sampler.offset = progress->sampler_per_rank ? ReadInt(root, "sampler_offset")
-                                                          : global.item<int64_t>();
+    ReadProgress(root, progress);
     SetRngStates(*rng);
     return Status::OK();
   } catch (const std::exception& e) {

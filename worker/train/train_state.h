@@ -17,6 +17,10 @@ class Module;
 namespace torch::optim {
 class Optimizer;
 }
+namespace torch::serialize {
+class InputArchive;
+class OutputArchive;
+}  // namespace torch::serialize
 
 namespace ddp::worker {
 
@@ -46,6 +50,13 @@ StatusOr<std::string> SerializeTrainState(torch::nn::Module& model, torch::optim
 Status RestoreTrainState(const std::string& bytes, const c10::Device& device,
                          torch::nn::Module& model, torch::optim::Optimizer& opt,
                          TrainProgress* progress);
+
+// What a payload holds besides the model and the optimizer (progress and the generators' states),
+// for a heal that sends the tensors themselves (heal.h). Write throws what LibTorch throws.
+// Read restores the generators and *progress, or returns FailedPrecondition (nothing restored) as
+// RestoreTrainState does; it throws on an archive that lacks them.
+void WriteProgressAndRng(torch::serialize::OutputArchive& root, const TrainProgress& progress);
+Status ReadProgressAndRng(torch::serialize::InputArchive& root, TrainProgress* progress);
 
 // CUDA devices this process sees (0 with a LibTorch built without CUDA).
 int VisibleCudaDevices();
