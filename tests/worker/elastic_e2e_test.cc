@@ -120,6 +120,12 @@ TEST(ElasticE2E, ShrinksFourToThreeToTwoAndGrowsBackToFourInPlace) {
     EXPECT_NE(r.err[p].find("its prepared trainers join the group"), std::string::npos) << r.err[p];
     EXPECT_EQ(r.err[p].find("joins unprepared"), std::string::npos) << r.err[p];
   }
+  // The growth (the first, at least, of a formed generation) was graceful: the survivors left
+  // the old generation at a step they agreed on, no step in flight lost (a shrink aborts).
+  EXPECT_GE(Count(r.rendezvous_err, "its members leaving at a step agreement"), 1u) << r.rendezvous_err;
+  for (size_t p : {0u, 1u}) {
+    EXPECT_NE(r.err[p].find("for a growth, as the group agreed"), std::string::npos) << r.err[p];
+  }
   const size_t resizes = Count(r.rendezvous_err, "the group resizes in place");
   EXPECT_GE(resizes, 3u) << r.rendezvous_err;
   EXPECT_LE(resizes, 4u) << r.rendezvous_err;

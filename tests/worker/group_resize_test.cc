@@ -184,6 +184,37 @@ TEST(ResizeTest, AHoleIsHealedBeforeTheGroupGrows) {
   EXPECT_EQ(Assigns(b), Strings{"1="});
 }
 
+TEST(ResizeTest, AGrowthAloneOfAFormedGroupIsGracefulAndNothingElseIs) {
+  // Rule 9c: the members leave the formed generation at a step agreement.
+  const Actions grow = Decide(Group(2, 2, 4), Max(4));
+  EXPECT_EQ(grow.resize_to, 4);
+  EXPECT_TRUE(grow.advance);
+  EXPECT_TRUE(grow.graceful);
+  // The generation has not formed (its members may be creating their communicator): at once.
+  GroupView forming = Group(2, 2, 4);
+  forming.formed = false;
+  const Actions f = Decide(forming, Max(4));
+  EXPECT_EQ(f.resize_to, 4);
+  EXPECT_FALSE(f.graceful);
+  // A shrink: the departing pods end, so the generation ends at once.
+  const Actions shrink = Decide(Group(4, 0, 2), Max(4));
+  EXPECT_EQ(shrink.resize_to, 2);
+  EXPECT_FALSE(shrink.graceful);
+  // A growth decided with a stalled trainer: its communicator must be released at once.
+  GroupView stalled = Group(2, 2, 4);
+  stalled.trainers.resize(2);
+  stalled.trainers[1].identity = "w1/u/0/0";
+  stalled.trainers[1].silent_seconds = Max(4).liveness_seconds + 1;
+  const Actions s = Decide(stalled, Max(4));
+  EXPECT_EQ(s.resize_to, 4);
+  ASSERT_EQ(s.stalls.size(), 1u);
+  EXPECT_FALSE(s.graceful);
+  // A heal (a lost member's rank to an idle pod) is never graceful.
+  GroupView heal = Group(2, 1, 2);
+  heal.pods["w1"].presence_closed = true;
+  EXPECT_FALSE(Decide(heal, Max(4)).graceful);
+}
+
 TEST(ResizeTest, ASparePodIsNotTakenToGrow) {
   GroupView v = Group(2, 0, 3);
   v.pods["s0"] = Pod("s0", -1);

@@ -203,6 +203,8 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
   }
   // 9b. Grow, once every node rank of the group is held: the next node ranks go to the idle pods
   // created for them, else to idle worker pods whose own rank is held (a spare pod stays one).
+  const bool moved_before =
+      w.a.advance || !w.a.fence.empty() || !w.a.verdicts.empty() || !w.a.assign.empty();
   bool whole = want > cur;
   for (int n = 0; whole && n < cur; ++n) whole = !w.holders[static_cast<size_t>(n)].empty();
   // A preparing pod joins once its trainers are ready, or once it waited past the bound.
@@ -262,6 +264,8 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
     w.a.log.push_back("rank " + std::to_string(r) + " trainer " + t.identity + " silent for " +
                       Seconds(t.silent_seconds) + ": stalled");
   }
+  // 9c. A growth alone, of a formed generation: its members leave at a step agreement.
+  w.a.graceful = grown > cur && v.formed && !moved_before && w.a.stalls.empty();
   // 7. A group that cannot form.
   if (!v.abandon && !v.formed && v.unformed_seconds > s.rendezvous_seconds) {
     w.a.abandon = v.ever_formed ? "lost" : "never-formed";

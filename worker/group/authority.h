@@ -38,7 +38,11 @@
 //      registered kPrepareWaitSeconds (then it joins as any newcomer does); while one is still
 //      preparing within that bound, the growth waits for it. So the survivors wait for a
 //      re-formation and a heal, not for the newcomers' start. Either moves the group to the next
-//      generation at the new size; survivors keep their ranks and processes.
+//      generation at the new size; survivors keep their ranks and processes;
+//  9c. a growth alone (nothing fenced, stalled or given a verdict, no other rule moving the
+//      generation) of a generation that formed is graceful: its members train on and leave it at
+//      a step agreement once every newcomer arrived (membership.h), losing no step. Anything else
+//      ends the generation at once.
 // And for a store that replaced a lost rendezvous pod (rejoin.h): a member of the old store that
 // has not registered again within the rejoin window, or whose pod name another pod registered
 // under (its pod was replaced), is lost like in rule 1 (fenced, the generation moves on, its node
@@ -115,6 +119,7 @@ struct Actions {
   std::vector<std::pair<int, std::string>> stalls;            // rank, trainer identity
   int resize_to = -1;  // the group's new node count; -1: unchanged
   bool advance = false;
+  bool graceful = false;  // with advance: rule 9c, the members leave at a step agreement
   bool stop = false;
   std::string abandon;  // non-empty: abandon the group, with this reason
   bool finished = false;

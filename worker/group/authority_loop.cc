@@ -281,7 +281,8 @@ void AuthorityLoop::Tick() {
     s.set(kWorldKey, Bytes(std::to_string(world_)));
     ++resizes_;
     DDP_LOG(INFO) << "group authority: the group resizes in place: " << from << " -> " << world_
-                  << " rank(s)";
+                  << " rank(s)"
+                  << (a.graceful && moved == g ? ", its members leaving at a step agreement" : "");
     for (int rank = world_; rank < static_cast<int>(trainers_.size()); ++rank) {
       done_.erase(rank);  // a rank outside the group is not waited for, nor counted done
     }
@@ -292,6 +293,8 @@ void AuthorityLoop::Tick() {
   if (!a.assign.empty()) {
     s.set(kMembersKey, Bytes(FormatMembers(a.advance || resize ? moved + 1 : moved, holders_)));
   }
+  // Rule 9c: said before the generation moves, so a member that sees it moved sees this too.
+  if (resize && a.graceful && moved == g) s.set(GracefulKey(moved + 1), Bytes("1"));
   if (resize || a.advance) TryAdvance(s, moved);
   if (a.stop) s.set(kStopKey, Bytes("1"));
   if (!a.abandon.empty()) s.set(kAbandonKey, Bytes(a.abandon));

@@ -38,6 +38,10 @@
 //                         only, always before it moves `gen` on: a member reads `gen`, then
 //                         `world`, and so never joins a generation at a size it was not formed for
 //   gen<G>/advance        add() counter: the caller taking it 0 -> 1 moves gen to G+1
+//   gen<G>/graceful       "1", written by the authority before it moves gen to G when G only
+//                         grows a formed G-1 (authority.h rule 9c): the members of G-1 train on
+//                         and leave it at a step agreement once every newcomer arrived in G,
+//                         instead of aborting their communicator
 //   gen<G>/arrived/<r>    rank r joined G: "<committed step> <trainer identity>"
 //   gen<G>/arrivals       a counter: arrivals in G (the authority's rendezvous clock starts at 1)
 //   gen<G>/comm/...       the communicator's own keys
@@ -91,6 +95,7 @@ inline std::string ArrivedKey(int64_t g, int rank) {
 }
 inline std::string ArrivalsKey(int64_t g) { return GenPrefix(g) + "arrivals"; }
 inline std::string AdvanceKey(int64_t g) { return GenPrefix(g) + "advance"; }
+inline std::string GracefulKey(int64_t g) { return GenPrefix(g) + "graceful"; }
 
 // "<name>/<uid>"; the pod name of an identity.
 inline std::string PodIdentity(const std::string& name, const std::string& uid) {

@@ -161,6 +161,7 @@ Clock::time_point GroupMembership::JoinDeadline() const {
 
 StatusOr<Formation> GroupMembership::Join(int64_t committed_step) {
   Watch(nullptr);
+  leave_requested_ = false;
   const auto deadline = JoinDeadline();
   if (store_replaced_.exchange(false)) {
     // Not a word more to the old store: a frozen one would hold this thread for its timeout.
@@ -301,9 +302,23 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
   {
     std::lock_guard<std::mutex> lock(watch_mu_);
     watched_generation_ = g;
+    watched_size_ = size_;
     watched_epoch_ = epoch_;
   }
   return f;
+}
+
+bool GroupMembership::Graceful(c10d::Store& s, int64_t g, bool* arrived) {
+  *arrived = false;
+  if (!s.check({GracefulKey(g)})) return false;
+  // The authority writes `world` before it moves `gen`: a larger size than the watched one's,
+  // with the newcomers' ranks after the survivors' (a growth keeps every rank).
+  const int world = std::atoi(GetOr(s, kWorldKey).c_str());
+  if (world <= watched_size_) return false;
+  std::vector<std::string> keys;
+  for (int r = watched_size_; r < world; ++r) keys.push_back(ArrivedKey(g, r));
+  *arrived = s.check(keys);
+  return true;
 }
 
 void GroupMembership::Watch(Communicator* comm) {
@@ -337,6 +352,19 @@ void GroupMembership::WatchLoop() {
         // old member lost: rejoin.h), however late this watcher first saw the new store.
         if (g > 0) why = "the group moved on (new store)";
         if (!now_epoch.empty()) store_replaced_ = true;
+      } else if (bool arrived = false;
+                 g == watched_generation_ + 1 && Graceful(*ws, g, &arrived)) {
+        // A growth: train on until the newcomers are there, then leave at an agreement.
+        if (arrived && !leave_requested_.exchange(true)) {
+          leave_asked_ = Clock::now();
+          DDP_LOG(INFO) << "membership: rank " << rank_ << ": generation " << g
+                        << " grows the group: leaving generation " << watched_generation_
+                        << " at the next step agreement";
+        }
+        if (leave_requested_ && Clock::now() - leave_asked_ > kGracefulLeave) {
+          why = "generation " + std::to_string(watched_generation_) + " was not left within " +
+                std::to_string(kGracefulLeave.count()) + "s of a growth";
+        }
       } else if (g > watched_generation_) {
         why = "generation " + std::to_string(watched_generation_) + " ended";
       }

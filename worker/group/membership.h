@@ -19,7 +19,11 @@
 //      a FencedStore: a generation that moves on while the communicator forms cancels it.
 // The watcher thread (from Connect() on): heartbeats trainer/<rank>/hb, aborts the watched
 // communicator when the generation moves past its own or the group is abandoned or this trainer
-// was declared stalled, and raises stop_requested() on a whole-job stop. When the store is lost
+// was declared stalled, and raises stop_requested() on a whole-job stop. A generation that only
+// grows the group (gen<G>/graceful, authority.h rule 9c) is not aborted: once every newcomer
+// arrived in it, the watcher raises leave_requested() and the trainer leaves at its next step
+// agreement, losing no step; a member still in the old generation kGracefulLeave later (a step
+// that never ends) is aborted as any other. When the store is lost
 // it reconnects; a new store (a new rendezvous pod: a new epoch) starts generations afresh.
 #ifndef DDP_WORKER_GROUP_MEMBERSHIP_H_
 #define DDP_WORKER_GROUP_MEMBERSHIP_H_
@@ -46,6 +50,9 @@ using CommunicatorMaker = std::function<StatusOr<std::unique_ptr<Communicator>>(
     c10::intrusive_ptr<c10d::Store> store, int rank, int size)>;
 // Opens a new connection to the round's store (round-prefixed). Errors: Unavailable.
 using StoreOpener = std::function<StatusOr<c10::intrusive_ptr<c10d::Store>>()>;
+
+// How long a graceful leave may take once asked for before the watcher aborts the communicator.
+inline constexpr std::chrono::seconds kGracefulLeave{30};
 
 struct MemberIdentity {
   std::string trainer;  // TrainerIdentity(pod, local rank, incarnation)
@@ -111,11 +118,18 @@ class GroupMembership {
   // A whole-job stop was decided: every member checkpoints at the next agreement and exits.
   bool stop_requested() const { return stop_requested_.load(); }
 
+  // The group grew and every newcomer waits in the new generation: leave the watched one at the
+  // next step agreement (agreed by all its members) and Join. False again once Join starts.
+  bool leave_requested() const { return leave_requested_.load(); }
+
  private:
   StatusOr<Formation> JoinOnce(int64_t committed_step, std::chrono::steady_clock::time_point deadline);
   std::chrono::steady_clock::time_point JoinDeadline() const;
   std::string Ended(c10d::Store& s, GroupEnd* end);  // "" when the group goes on
   void WatchLoop();
+  // Whether generation `g`, the watched one's next, grows the group gracefully (rule 9c);
+  // *arrived says whether every newcomer arrived in it. REQUIRES: watch_mu_ held.
+  bool Graceful(c10d::Store& s, int64_t g, bool* arrived);
 
   StoreOpener open_;
   int rank_;
@@ -132,8 +146,11 @@ class GroupMembership {
   std::mutex watch_mu_;  // guards watched_ and watched_generation_ against the watcher's abort
   Communicator* watched_ = nullptr;
   int64_t watched_generation_ = -1;
+  int watched_size_ = 0;  // the watched generation's ranks
   std::string watched_epoch_;
+  std::chrono::steady_clock::time_point leave_asked_{};  // when leave_requested_ rose
   std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> leave_requested_{false};
   // The watcher saw a new store (a replaced rendezvous pod): the training thread's connection is
   // to the old one, which may be frozen (every call would wait out the store's timeout), so the
   // next Join opens a fresh connection first.

@@ -340,10 +340,12 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   // still be referenced by the abandoned collective: a new group gets a new buffer.
   const auto on_device = at::TensorOptions().device(ctx.device);
   at::Tensor loss_sum = at::zeros({}, on_device.dtype(at::kFloat));
-  at::Tensor agree = at::zeros({world + 3}, on_device.dtype(at::kFloat));
+  constexpr int kAgreeBusy = 4;  // the first busy slot of the agreement (layout below)
+  at::Tensor agree = at::zeros({world + kAgreeBusy}, on_device.dtype(at::kFloat));
 
-  // One optimizer step; committed once its optimizer step ran.
-  auto run_step = [&](int64_t step, bool* stop) -> Status {
+  // One optimizer step; committed once its optimizer step ran. *leave: the group grew and this
+  // generation ends here, as all its members agreed (membership.h leave_requested()).
+  auto run_step = [&](int64_t step, bool* stop, bool* leave) -> Status {
     MaybeInjectFault(ctx.fault, rank, step);
     const auto t_step = Clock::now();
     StepBreakdown t;
@@ -387,8 +389,9 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     // Each rank also writes its busy time since the last agreement (per step: data, forward,
     // backward, the step so far minus the wait for the gradient all-reduce; not the optimizer
     // step, which follows) in its own slot, so the sum hands rank 0 every rank's for the
-    // straggler series; and rank 0 the interval to the next agreement, from its step time.
-    // Layout: [loss_sum, stop, interval, busy_0 .. busy_{world-1}].
+    // straggler series; and rank 0 the interval to the next agreement, from its step time. A
+    // member that the group asks to leave for a growth says so: all leave after the same step.
+    // Layout: [loss_sum, stop, interval, leave, busy_0 .. busy_{world-1}].
     const bool agree_now = step + 1 >= next_agreement;
     busy.seconds += std::max(0.0, Since(t_step) - t.exposed_allreduce);
     busy.steps += 1;
@@ -407,7 +410,8 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       agree[0].copy_(loss_sum);
       agree[1].fill_(stop_here ? 1.0 : 0.0);
       if (rank == 0) agree[2].fill_(static_cast<double>(interval));
-      agree[3 + rank].fill_(busy.seconds);
+      if (group != nullptr && group->leave_requested()) agree[3].fill_(1.0);
+      agree[kAgreeBusy + rank].fill_(busy.seconds);
       agreement = comm->AllReduceSumAsync(agree);
     }
     t.sync = Since(t0);
@@ -430,8 +434,9 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       ++result.agreements;
       result.last_loss = agreed[0].item<double>() / world;
       *stop = agreed[1].item<double>() > 0;
+      *leave = agreed[3].item<double>() > 0;
       const auto interval = static_cast<int64_t>(agreed[2].item<double>());
-      if (m && rank == 0) m->AddRankBusy(agreed.data_ptr<float>() + 3, world, busy.steps);
+      if (m && rank == 0) m->AddRankBusy(agreed.data_ptr<float>() + kAgreeBusy, world, busy.steps);
       if (m) {
         m->loss.Set(result.last_loss);
         m->tokens_per_second.Set(tokens_per_step * static_cast<double>(busy.steps) /
@@ -493,25 +498,32 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
 
   // 3. The loop.
   while (committed.step < cfg.steps) {
-    bool stop = false;
-    Status s = run_step(committed.step, &stop);
+    bool stop = false, leave = false;
+    Status s = run_step(committed.step, &stop, &leave);
     if (s.ok() && stop) {
       result.preempted = true;
       break;
     }
-    if (s.ok()) continue;
-    // A failed step. Nothing of it was applied unless the optimizer step ran (then it counts).
-    // Its gradients are dropped with the buckets an abandoned collective may still write into:
-    // the reducer sets them aside until those stop (reducer.h), never into memory reused here.
-    reducer->Abandon();
-    if (group == nullptr || !IsCommFailure(s)) {
-      if (IsCommFailure(s)) just_in_time_checkpoint();
-      return s;
+    if (s.ok() && !leave) continue;
+    if (s.ok()) {
+      // A growth (rule 9c): every member agreed to leave after this step; nothing is in flight.
+      DDP_LOG(INFO) << "rank " << rank << ": leaving the generation at step " << committed.step
+                    << " for a growth, as the group agreed";
+    } else {
+      // A failed step. Nothing of it was applied unless the optimizer step ran (then it counts).
+      // Its gradients are dropped with the buckets an abandoned collective may still write into:
+      // the reducer sets them aside until those stop (reducer.h), never into memory reused here.
+      reducer->Abandon();
+      if (group == nullptr || !IsCommFailure(s)) {
+        if (IsCommFailure(s)) just_in_time_checkpoint();
+        return s;
+      }
+      DDP_LOG(WARNING) << "rank " << rank << ": " << s.ToString()
+                       << "; re-forming the group at step " << committed.step;
     }
-    DDP_LOG(WARNING) << "rank " << rank << ": " << s.ToString() << "; re-forming the group at step "
-                     << committed.step;
+    const std::string cause = s.ok() ? "a growth" : s.ToString();
     if (!failed_at) failed_at = Clock::now();
-    reducer.reset();  // abandoned above: its buckets live on until their collectives stop
+    reducer.reset();  // abandoned above (a failure): its buckets live on until their collectives stop
     resizing = false;
     Status f = form();
     if (m && f.ok() && !resizing) m->recoveries.Inc();  // a resize is no recovery
@@ -527,13 +539,13 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
         break;
       }
       if (IsCommFailure(f)) just_in_time_checkpoint();
-      return f.WithContext("after " + s.ToString());
+      return f.WithContext("after " + cause);
     }
     reducer = std::make_unique<Reducer>(mo.model->parameters(), comm, ropts);
     result.step = committed.step;
     next_agreement = committed.step + 1;  // as a member that joins now starts: the same step
     busy = BusyWindow{};
-    agree = at::zeros({world + 3}, on_device.dtype(at::kFloat));
+    agree = at::zeros({world + kAgreeBusy}, on_device.dtype(at::kFloat));
     per_world();
   }
   if (!result.preempted) DDP_RETURN_IF_ERROR(checkpoint());
