@@ -14,8 +14,9 @@
 namespace ddp::worker {
 namespace {
 
-// A heal's tensors go in chunks of about this many bytes (one bigger tensor alone): the
-// communicator coalesces each chunk into one buffer, so a heal needs at most this much more.
+// A heal's tensors go in chunks of about this many bytes (a bigger tensor alone): Gloo coalesces
+// each chunk into one buffer (NCCL broadcasts in place), so a heal needs about this much memory
+// beyond the state, or one tensor's size where that is more.
 constexpr int64_t kChunkBytes = int64_t{64} << 20;
 
 // One line per parameter and buffer, in registration order: what must match between members.
