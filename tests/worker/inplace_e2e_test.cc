@@ -45,31 +45,50 @@ TEST(InPlaceE2E, AWarmStandbyTakesOverAKilledTrainerAndIsReplaced) {
   InPlaceGroup group = StartInPlace(2, args, dir, {});
   const pid_t pod1 = group.pods[1].pid;
   std::string failed;  // the pods are always waited for, so nothing outlives the test
-  pid_t standby = -1;
-  auto next_standby = [&] {
-    auto s = ChildrenNamed(pod1, "ddp-standby");
-    if (s.size() != 1 || s[0] == standby) return false;
-    standby = s[0];
-    return true;
+  // The trainer of incarnation k as its supervisor logged it (process names alone cannot tell: a
+  // standby is named ddp-worker until it has loaded LibTorch, the first trainer may itself be a
+  // standby activated at once, and a machine under load stretches both windows).
+  auto trainer_of = [&](int k) -> pid_t {
+    const std::string log = ReadAll(group.pods[1].err_path);
+    const std::string mark = k == 0 ? "rank 1 (local 0) pid " : "(incarnation " + std::to_string(k) + ", pid ";
+    const size_t at = log.find(mark);
+    return at == std::string::npos ? -1 : static_cast<pid_t>(std::atoi(log.c_str() + at + mark.size()));
   };
-  if (!PollUntil(next_standby, std::chrono::seconds(60))) failed = "no standby appeared";
+  pid_t trainer = -1, standby = -1;
   for (int k = 0; k < 2 && failed.empty(); ++k) {
-    // A standby just forked runs as "ddp-worker" until it renames itself: wait for one trainer
-    // (two that stay two would still fail here).
-    std::vector<pid_t> trainers;
-    PollUntil([&] { trainers = ChildrenNamed(pod1, "ddp-worker"); return trainers.size() == 1; },
-              std::chrono::seconds(10));
-    if (trainers.size() != 1 || kill(trainers[0], SIGKILL) != 0) {
-      failed = "no trainer to kill (" + std::to_string(trainers.size()) + ")";
+    if (!PollUntil([&] { return (trainer = trainer_of(k)) > 0; }, std::chrono::seconds(60))) {
+      failed = "no trainer of incarnation " + std::to_string(k) + " in the log";
+      break;
+    }
+    // A standby of its own beside it (a new one after each take-over).
+    const pid_t before = standby;
+    if (!PollUntil([&] {
+          auto s = ChildrenNamed(pod1, "ddp-standby");
+          if (s.size() != 1 || s[0] == trainer || s[0] == before) return false;
+          standby = s[0];
+          return true;
+        }, std::chrono::seconds(60))) {
+      failed = "no standby beside the trainer of incarnation " + std::to_string(k);
+      break;
+    }
+    if (kill(trainer, SIGKILL) != 0) {
+      failed = "trainer " + std::to_string(trainer) + " was gone before its kill";
       break;
     }
     const pid_t took_over = standby;
-    if (!PollUntil([&] { return ChildrenNamed(pod1, "ddp-worker") == std::vector<pid_t>{took_over}; },
-                   std::chrono::seconds(30))) {
-      failed = "the standby did not become the trainer after kill " + std::to_string(k + 1);
-    } else if (!PollUntil(next_standby, std::chrono::seconds(30))) {
-      failed = "no new standby after kill " + std::to_string(k + 1);
+    if (!PollUntil([&] { return trainer_of(k + 1) == took_over; }, std::chrono::seconds(30))) {
+      failed = "the standby " + std::to_string(took_over) + " did not become the trainer after kill " +
+               std::to_string(k + 1);
     }
+  }
+  const pid_t last = trainer_of(2);
+  if (failed.empty() && !PollUntil([&] {
+        auto s = ChildrenNamed(pod1, "ddp-standby");
+        if (s.size() != 1 || s[0] == standby || s[0] == last) return false;
+        standby = s[0];
+        return true;
+      }, std::chrono::seconds(30))) {
+    failed = "no new standby after the second kill";
   }
   PodsResult g = Wait(group);
   ASSERT_EQ(failed, "") << g.err[1];
