@@ -35,12 +35,12 @@ HealPlan PlanHeal(const std::vector<int64_t>& committed_steps);
 // (`*progress`, the random generators' states, the model's layout, the optimizer's step counts),
 // every member says whether it fits its model (one all-reduce), then the source broadcasts its
 // parameters, buffers and AdamW moments into every member's own tensors, in chunks of about
-// 64 MiB (the memory a chunk's coalesced copy takes beyond the state). Members with `my_step` < plan.step take *progress and the
-// generators once every tensor arrived; until then their progress->step is -1 (a heal cut off
-// halfway leaves them without state, never with a mix). Nothing happens when plan.behind is 0 or
-// step is -1. Errors: the communicator's (the group must re-form again); DataLoss on the member
-// whose model the state does not fit (another model config: a permanent error, named), and
-// Unavailable on the others (they re-form without it).
+// 64 MiB (the memory a chunk's coalesced copy takes beyond the state). Members with `my_step` <
+// plan.step take *progress and the generators once every tensor arrived; until then their
+// progress->step is -1 (a heal cut off halfway leaves them without state, never with a mix).
+// Nothing happens when plan.behind is 0 or step is -1. Errors: the communicator's (the group must
+// re-form again); DataLoss on the member whose model the state does not fit (another model config:
+// a permanent error, named), and Unavailable on the others (they re-form without it).
 Status TransferState(Communicator* comm, const HealPlan& plan, int64_t my_step,
                      const c10::Device& device, torch::nn::Module& model,
                      torch::optim::AdamW& opt, TrainProgress* progress);
