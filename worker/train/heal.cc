@@ -23,9 +23,8 @@ constexpr int64_t kChunkBytes = int64_t{64} << 20;
 std::string Layout(const torch::nn::Module& model) {
   std::string out;
   auto line = [&](const char* kind, const std::string& name, const at::Tensor& t) {
-    out += std::string(kind) + " " + name + " " + c10::toString(t.scalar_type()) + " [";
-    for (int64_t i = 0; i < t.dim(); ++i) out += (i ? ", " : "") + std::to_string(t.size(i));
-    out += "]\n";
+    out += std::string(kind) + " " + name + " " + c10::toString(t.scalar_type()) + " " +
+           ShapeText(t) + "\n";
   };
   for (const auto& p : model.named_parameters()) line("parameter", p.key(), p.value());
   for (const auto& b : model.named_buffers()) {

@@ -82,12 +82,6 @@ StatusOr<RngStates> ReadRngStates(torch::serialize::InputArchive& root) {
   return s;
 }
 
-std::string ShapeText(const at::Tensor& t) {
-  std::string s = "[";
-  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
-  return s + "]";
-}
-
 Status Mismatch(const std::string& what) {
   return Status::FailedPrecondition(
       "the checkpoint was written by another model: " + what +
@@ -167,6 +161,12 @@ void ReadProgress(torch::serialize::InputArchive& root, TrainProgress* progress)
 }
 
 }  // namespace
+
+std::string ShapeText(const at::Tensor& t) {
+  std::string s = "[";
+  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
+  return s + "]";
+}
 
 void WriteProgressAndRng(torch::serialize::OutputArchive& root, const TrainProgress& progress) {
   root.write("step", Scalar(progress.step));

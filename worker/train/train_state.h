@@ -11,6 +11,9 @@
 #include "common/status.h"
 #include "worker/data/sampler.h"
 
+namespace at {
+class Tensor;
+}
 namespace torch::nn {
 class Module;
 }
@@ -57,6 +60,9 @@ Status RestoreTrainState(const std::string& bytes, const c10::Device& device,
 // RestoreTrainState does; it throws on an archive that lacks them.
 void WriteProgressAndRng(torch::serialize::OutputArchive& root, const TrainProgress& progress);
 Status ReadProgressAndRng(torch::serialize::InputArchive& root, TrainProgress* progress);
+
+// "[d0, d1, ...]": how a mismatch message names a tensor's shape.
+std::string ShapeText(const at::Tensor& t);
 
 // CUDA devices this process sees (0 with a LibTorch built without CUDA).
 int VisibleCudaDevices();
