@@ -148,5 +148,101 @@ TEST(HealTest, AMemberWithAnotherModelIsToldWhatDiffersAndTheOthersFormAgain) {
   EXPECT_EQ(fresh.progress.step, 0) << "its progress untouched";
 }
 
+// A communicator whose broadcasts stop after `allowed` of them (the heal's header size and header
+// take two): the heal is cut between two chunks of the state, on every member alike.
+class CutAfter : public Communicator {
+ public:
+  CutAfter(std::unique_ptr<Communicator> inner, int allowed)
+      : inner_(std::move(inner)), left_(allowed) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  std::shared_ptr<Work> AllReduceSumAsync(at::Tensor& t) override { return inner_->AllReduceSumAsync(t); }
+  Status Broadcast(std::vector<at::Tensor>& ts, int root) override {
+    if (left_-- <= 0) return Status::Unavailable("cut: the source went away");
+    return inner_->Broadcast(ts, root);
+  }
+  Status Barrier() override { return inner_->Barrier(); }
+  void Abort() override { inner_->Abort(); }
+  std::string name() const override { return inner_->name(); }
+
+ private:
+  std::unique_ptr<Communicator> inner_;
+  int left_;
+};
+
+// A heal cut off after some chunks leaves the receiver with nothing of the source's: its model
+// back to the seed's, no optimizer state, no progress. So a fresh start of the group afterwards
+// (the source gone, nobody with state) makes every replica the same and keeps them so, instead
+// of one replica carrying half the source's AdamW moments into every later step.
+TEST(HealTest, AHealCutBetweenChunksLeavesTheReceiverAtTheSeedAndTheReplicasAgreeAfterAFreshStart) {
+  Member source(16, 1), receiver(16, 2), seed(16, 2);
+  for (int i = 0; i < 3; ++i) source.Step();
+  source.progress.step = 3;
+  const HealPlan plan = PlanHeal({source.step, receiver.step});
+  ASSERT_EQ(plan.source, 0);
+  // Tiny chunks: parameters, buffer and moments take about ten; the cut comes after three.
+  HealOptions opts;
+  opts.chunk_bytes = 256;
+  int resets = 0;
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  std::vector<Status> got(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      GlooOptions o;
+      o.interface = "lo";
+      o.threads = 1;
+      auto comm = GlooCommunicator::Create(store, r, 2, std::chrono::seconds(30), o);
+      if (!comm.ok()) {
+        got[static_cast<size_t>(r)] = comm.status();
+        return;
+      }
+      CutAfter cut(std::move(*comm), 2 + 3);
+      Member& m = r == 0 ? source : receiver;
+      HealOptions mine = opts;
+      mine.reset = [&]() -> Status {  // what the trainer does: ResetToSeed
+        ++resets;
+        torch::NoGradGuard no_grad;
+        const auto to = m.net->parameters();
+        const auto from = seed.net->parameters();
+        for (size_t i = 0; i < to.size(); ++i) to[i].copy_(from[i]);
+        const auto to_b = m.net->buffers();
+        const auto from_b = seed.net->buffers();
+        for (size_t i = 0; i < to_b.size(); ++i) to_b[i].copy_(from_b[i]);
+        return Status::OK();
+      };
+      got[static_cast<size_t>(r)] =
+          TransferState(&cut, plan, m.step, at::kCPU, *m.net, *m.opt, &m.progress, mine);
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_FALSE(got[0].ok());
+  ASSERT_FALSE(got[1].ok());
+  EXPECT_EQ(resets, 1) << "only the receiver resets";
+  // Some chunks did arrive: without the reset the receiver would hold a mix.
+  EXPECT_EQ(receiver.progress.step, -1);
+  EXPECT_EQ(Checksum(receiver), Checksum(seed));
+  for (const auto& p : receiver.net->parameters()) {
+    EXPECT_EQ(AdamWStateOf(*receiver.opt, p), nullptr) << "a moment of the source survived the cut";
+  }
+  // The source is gone; the group starts fresh: a new member's parameters to everyone (what
+  // BroadcastModule does), then the same steps on both. The replicas stay bit-identical.
+  Member other(16, 7);
+  {
+    torch::NoGradGuard no_grad;
+    const auto to = receiver.net->parameters();
+    const auto from = other.net->parameters();
+    for (size_t i = 0; i < to.size(); ++i) to[i].copy_(from[i]);
+  }
+  receiver.step = other.step = -1;
+  for (int i = 0; i < 3; ++i) {
+    receiver.Step();
+    other.Step();
+  }
+  const auto a = receiver.net->parameters();
+  const auto b = other.net->parameters();
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << "replicas diverged";
+}
+
 }  // namespace
 }  // namespace ddp::worker

@@ -6,6 +6,7 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -17,7 +18,6 @@ namespace {
 // A heal's tensors go in chunks of about this many bytes (a bigger tensor alone): Gloo coalesces
 // each chunk into one buffer (NCCL broadcasts in place), so a heal needs about this much memory
 // beyond the state, or one tensor's size where that is more.
-constexpr int64_t kChunkBytes = int64_t{64} << 20;
 
 // One line per parameter and buffer, in registration order: what must match between members.
 std::string Layout(const torch::nn::Module& model) {
@@ -132,7 +132,8 @@ std::vector<at::Tensor> StateTensors(torch::nn::Module& model, torch::optim::Ada
   return ts;
 }
 
-Status BroadcastInChunks(Communicator* comm, std::vector<at::Tensor>& ts, int root) {
+Status BroadcastInChunks(Communicator* comm, std::vector<at::Tensor>& ts, int root,
+                         int64_t chunk_bytes) {
   std::vector<at::Tensor> chunk;
   int64_t bytes = 0;
   auto flush = [&]() -> Status {
@@ -144,7 +145,7 @@ Status BroadcastInChunks(Communicator* comm, std::vector<at::Tensor>& ts, int ro
   };
   for (const at::Tensor& t : ts) {
     const int64_t n = t.numel() * static_cast<int64_t>(t.element_size());
-    if (bytes > 0 && bytes + n > kChunkBytes) DDP_RETURN_IF_ERROR(flush());
+    if (bytes > 0 && bytes + n > chunk_bytes) DDP_RETURN_IF_ERROR(flush());
     chunk.push_back(t);
     bytes += n;
   }
@@ -168,7 +169,8 @@ HealPlan PlanHeal(const std::vector<int64_t>& committed_steps) {
 
 Status TransferState(Communicator* comm, const HealPlan& plan, int64_t my_step,
                      const c10::Device& device, torch::nn::Module& model,
-                     torch::optim::AdamW& opt, TrainProgress* progress) {
+                     torch::optim::AdamW& opt, TrainProgress* progress,
+                     const HealOptions& options) {
   if (plan.step < 0 || plan.behind == 0) return Status::OK();
   const bool source = comm->rank() == plan.source;
   const bool receiver = my_step < plan.step;
@@ -218,7 +220,18 @@ Status TransferState(Communicator* comm, const HealPlan& plan, int64_t my_step,
   // reports none until the last arrived (it is never the source of a later heal half-written).
   std::vector<at::Tensor> ts = StateTensors(model, opt, h);
   if (receiver) progress->step = -1;
-  DDP_RETURN_IF_ERROR(BroadcastInChunks(comm, ts, plan.source).WithContext("heal: state of " + from));
+  if (Status s = BroadcastInChunks(comm, ts, plan.source, std::max<int64_t>(1, options.chunk_bytes));
+      !s.ok()) {
+    s = s.WithContext("heal: state of " + from);
+    if (!receiver) return s;
+    // Cut off: some tensors are the source's, the rest this member's own. Back to a known state.
+    opt.state().clear();
+    if (!options.reset) return s;
+    if (Status r = options.reset(); !r.ok()) {
+      return Status::Internal(s.message() + "; resetting the model after it: " + r.ToString());
+    }
+    return s;
+  }
   if (!receiver) return Status::OK();
   const auto params = model.parameters();
   for (size_t i = 0; i < params.size(); ++i) {

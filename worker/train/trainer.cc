@@ -212,9 +212,11 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       if (m) m->generation.Set(static_cast<double>(f->generation));
       const HealPlan plan = PlanHeal(f->committed_steps);
       if (plan.behind > 0) MaybeInjectHealFault(ctx.fault, rank);
+      HealOptions heal;
+      heal.reset = [&] { return ResetToSeed(cfg, dataset.vocab_size(), ctx.device, &mo); };
       Status s = plan.step < 0 ? start_fresh()
                                : TransferState(comm, plan, committed.step, ctx.device, *mo.model,
-                                               *mo.optimizer, &committed);
+                                               *mo.optimizer, &committed, heal);
       // The sampler's position is the group's in the global order (the same at any size): a
       // resize changes only who takes which micro-batch of the next global batch.
       if (s.ok()) committed.world_size = world;

@@ -89,6 +89,26 @@ StatusOr<ModelAndOptimizer> BuildModel(const TrainConfig& cfg, int64_t vocab_siz
   return mo;
 }
 
+Status ResetToSeed(const TrainConfig& cfg, int64_t vocab_size, const c10::Device& device,
+                   ModelAndOptimizer* mo) {
+  auto fresh = BuildModel(cfg, vocab_size, device);
+  if (!fresh.ok()) return fresh.status();
+  torch::NoGradGuard no_grad;
+  const auto to = mo->model->parameters();
+  const auto from = fresh->model->parameters();
+  const auto to_b = mo->model->buffers();
+  const auto from_b = fresh->model->buffers();
+  if (to.size() != from.size() || to_b.size() != from_b.size()) {
+    return Status::Internal("reset to the seed: the model's layout changed");
+  }
+  for (size_t i = 0; i < to.size(); ++i) to[i].copy_(from[i]);
+  for (size_t i = 0; i < to_b.size(); ++i) {
+    if (to_b[i].defined() && from_b[i].defined()) to_b[i].copy_(from_b[i]);
+  }
+  mo->optimizer->state().clear();
+  return Status::OK();
+}
+
 StatusOr<TrainProgress> ResumeFromCheckpoint(const TrainConfig& cfg, FileSystem* fs,
                                              Communicator* comm, const c10::Device& device,
                                              int64_t vocab_size, ModelAndOptimizer* mo,

@@ -46,6 +46,11 @@ struct ModelAndOptimizer {
 StatusOr<ModelAndOptimizer> BuildModel(const TrainConfig& cfg, int64_t vocab_size,
                                        const c10::Device& device);
 
+// Puts `mo` back to what BuildModel makes, in place (the same tensors, so whatever holds them
+// stays valid): the seed's parameters and buffers, no optimizer state.
+Status ResetToSeed(const TrainConfig& cfg, int64_t vocab_size, const c10::Device& device,
+                   ModelAndOptimizer* mo);
+
 // Group-wide resume. Rank 0 picks the newest checkpoint it can fully restore (skipping torn or
 // corrupt ones with a warning) and broadcasts its step; the other ranks load that same step from
 // the shared directory. Returns the restored progress, or step 0 for a fresh start. `mo` may be
