@@ -8,7 +8,6 @@
 // the rejoin window), and the group heals in place from pod 0. Only the store frozen: every
 // worker answers its probe and none is replaced.
 // Needs ddp-worker: built in the same tree, or named by $DDP_WORKER_BIN; skipped otherwise.
-#include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -20,32 +19,6 @@ namespace ddp::testing_local {
 namespace {
 
 using std::chrono::seconds;
-
-// The process group of the live process whose environment has DDP_POD_NAME=`pod` and that leads
-// its group (the pod's main process); -1 when none. The rendezvous pod runs no shell that could
-// write its pid.
-pid_t PodProcessGroup(const std::string& pod) {
-  const std::string want = "DDP_POD_NAME=" + pod;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return -1;
-  pid_t found = -1;
-  while (dirent* d = readdir(proc)) {
-    char* end = nullptr;
-    const long pid = std::strtol(d->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0' || getpgid(static_cast<pid_t>(pid)) != pid) continue;
-    const std::string env = ReadFile("/proc/" + std::string(d->d_name) + "/environ");
-    for (size_t at = 0; at < env.size();) {
-      const size_t nul = env.find('\0', at);
-      if (env.compare(at, nul == std::string::npos ? std::string::npos : nul - at, want) == 0) {
-        found = static_cast<pid_t>(pid);
-      }
-      if (nul == std::string::npos) break;
-      at = nul + 1;
-    }
-  }
-  closedir(proc);
-  return found;
-}
 
 class LocalNodeLossTest : public ::testing::Test {
  protected:
@@ -65,7 +38,7 @@ TEST_F(LocalNodeLossTest, AWorkerFrozenWithTheStoreIsReplacedWithItAndHealedInTh
   ASSERT_TRUE(WaitFor([&] { return LocalJob::LastStep(job.PodLog("worker-0")) >= 200; },
                       seconds(60)))
       << job.op().Output();
-  const pid_t store = PodProcessGroup("frozen-rendezvous");
+  const pid_t store = ProcessGroupsOfPod("frozen-rendezvous").back();
   const pid_t pod1 = job.PodGroup("worker-1");
   ASSERT_GT(store, 0);
   ASSERT_GT(pod1, 0);
@@ -117,7 +90,7 @@ TEST_F(LocalNodeLossTest, OnlyTheStoreFrozenReplacesNoWorker) {
   ASSERT_TRUE(WaitFor([&] { return LocalJob::LastStep(job.PodLog("worker-0")) >= 200; },
                       seconds(60)))
       << job.op().Output();
-  const pid_t store = PodProcessGroup("storeonly-rendezvous");
+  const pid_t store = ProcessGroupsOfPod("storeonly-rendezvous").back();
   ASSERT_GT(store, 0);
   ASSERT_EQ(kill(-store, SIGSTOP), 0);
   // Hold the run until the operator has replaced the store (its second log), so the probes ran.

@@ -1,6 +1,9 @@
 // A real ddp-worker job in local mode (see worker_job.h).
 #include "worker_job.h"
 
+#include <dirent.h>
+#include <unistd.h>
+
 #include <regex>
 
 #include <gtest/gtest.h>
@@ -69,6 +72,31 @@ int LocalJob::LastStep(const std::string& pod_log) {
     last = std::stoi((*it)[1]);
   }
   return last;
+}
+
+std::vector<pid_t> ProcessGroupsOfPod(const std::string& pod) {
+  const std::string want = "DDP_POD_NAME=" + pod;
+  std::vector<pid_t> found;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return {-1};
+  while (dirent* d = readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(d->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0' || getpgid(static_cast<pid_t>(pid)) != pid) continue;
+    const std::string env = ReadFile("/proc/" + std::string(d->d_name) + "/environ");
+    for (size_t at = 0; at < env.size();) {
+      const size_t nul = env.find('\0', at);
+      if (env.compare(at, nul == std::string::npos ? std::string::npos : nul - at, want) == 0) {
+        found.push_back(static_cast<pid_t>(pid));
+        break;
+      }
+      if (nul == std::string::npos) break;
+      at = nul + 1;
+    }
+  }
+  closedir(proc);
+  if (found.empty()) found.push_back(-1);
+  return found;
 }
 
 int Int(const nlohmann::json& status, const char* key) {

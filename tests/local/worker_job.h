@@ -53,6 +53,11 @@ class LocalJob {
   std::unique_ptr<OperatorProcess> op_;
 };
 
+// The process groups of live processes whose environment has DDP_POD_NAME=`pod` and that lead
+// their group (a pod's main process, or a process it started in a session of its own), in /proc
+// order; {-1} when none. The rendezvous pod runs no shell that could write its pid.
+std::vector<pid_t> ProcessGroupsOfPod(const std::string& pod);
+
 // status[key] as an int; -1 when absent.
 int Int(const nlohmann::json& status, const char* key);
 // The reason of the Failed=True condition; "" when none.

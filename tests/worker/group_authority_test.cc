@@ -121,8 +121,37 @@ TEST(AuthorityTest, AHolderReplacedUnderItsNameIsFencedAndItsRankFreed) {
   v.pods["w1"].identity = "w1/u-new";  // re-registered before the old one was seen to go
   const Actions a = Decide(v, Settings());
   EXPECT_EQ(Fenced(a), (Strings{Id("w1")}));
+  // With the fenced verdict: its supervisor reads its trainers' exits as the group's doing and
+  // charges nothing (a fence without a verdict charged every trainer's exit).
+  EXPECT_EQ(Verdicts(a), (Strings{Id("w1") + ":" + kVerdictFenced}));
   EXPECT_EQ(Assigns(a), (Strings{"1=", "1=w1/u-new"}));
   EXPECT_TRUE(a.advance);
+}
+
+// Every fence the authority makes comes with a verdict, whichever rule made it.
+TEST(AuthorityTest, EveryFenceHasAVerdict) {
+  std::vector<GroupView> views;
+  GroupView replaced = Steady();
+  replaced.pods["w1"].identity = "w1/u-new";
+  views.push_back(replaced);
+  GroupView ended = Steady();
+  ended.pods["w0"].presence_closed = true;
+  views.push_back(ended);
+  GroupView silent = Steady();
+  silent.pods["w1"].silent_seconds = 11;
+  views.push_back(silent);
+  GroupView unregistered = Steady();
+  unregistered.pods.erase("w1");  // its holder no longer registered at all
+  views.push_back(unregistered);
+  for (const GroupView& v : views) {
+    const Actions a = Decide(v, Settings());
+    ASSERT_FALSE(a.fence.empty());
+    for (const auto& [id, why] : a.fence) {
+      bool has = false;
+      for (const auto& [vid, verdict] : a.verdicts) has = has || vid == id;
+      EXPECT_TRUE(has) << id << " fenced without a verdict (" << why << ")";
+    }
+  }
 }
 
 TEST(AuthorityTest, OneSigtermedPodDepartsAfterTheStopWindowNotBefore) {

@@ -131,5 +131,24 @@ TEST(PresenceBoundTest, ConnectionsBeyondTheBoundAndSilentOnesAreClosed) {
   EXPECT_TRUE(IsOpen(s, "a"));
 }
 
+// A reconnect overlaps its old connection: the old one closing (a late FIN) after the new one
+// named itself must not read as the pod's end (the authority would fence a live pod).
+TEST(PresenceBoundTest, AnOldConnectionClosingAfterItsIdentityReconnectedLeavesItOpen) {
+  auto server = PresenceServer::Start(0, 8);
+  ASSERT_TRUE(server.ok());
+  Client old_one = Join(**server, "pod/uid");
+  ASSERT_TRUE(Until([&] { return IsOpen(**server, "pod/uid"); }));
+  Client new_one = Join(**server, "pod/uid");
+  ASSERT_TRUE(Until([&] {
+    auto snap = (*server)->Snapshot();
+    return snap.count("pod/uid") && snap.at("pod/uid").connections == 2;
+  }));
+  old_one.reset();  // the old connection closes after the new one is open
+  ASSERT_TRUE(Until([&] { return (*server)->Snapshot().at("pod/uid").connections == 1; }));
+  EXPECT_TRUE(IsOpen(**server, "pod/uid"));
+  new_one.reset();
+  EXPECT_TRUE(Until([&] { return IsClosed(**server, "pod/uid"); }));
+}
+
 }  // namespace
 }  // namespace ddp::worker::group

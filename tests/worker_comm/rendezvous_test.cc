@@ -1,9 +1,9 @@
 // Rendezvous: env parsing (table), joining with 2 and 3 processes, rounds, agent store, and
 // timeouts that name the ranks that never arrived.
 #include "worker/comm/rendezvous.h"
+#include "worker/comm/local_store.h"
 
 #include <gtest/gtest.h>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <map>
 #include <thread>
@@ -78,15 +78,13 @@ TEST(RendezvousTest, TimeoutNamesTheMissingRanks) {
   EXPECT_LT(took, 10.0);
 }
 
-// With an agent-hosted store (torchrun), rank 0 is a client; rounds do not see each other's
-// keys, so the arrivals of round 0 do not count for round 1.
+// With a store hosted elsewhere (the rendezvous pod's, for supervised trainers), rank 0 is a
+// client; rounds do not see each other's keys, so the arrivals of round 0 do not count for
+// round 1.
 TEST(RendezvousTest, AgentStoreAndRoundsAreSeparate) {
-  c10d::TCPStoreOptions opts;
-  opts.port = 0;
-  opts.isServer = true;
-  opts.waitWorkers = false;
-  auto agent = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", opts);
-  const int port = agent->getPort();
+  auto agent = HostStore(0, std::chrono::seconds(10));
+  ASSERT_TRUE(agent.ok()) << agent.status().ToString();
+  const int port = agent->server->port();
   auto codes = RunRanks(2, [&](int rank) {
     auto c = Config(port, 2, rank);
     c.agent_store = true;

@@ -1,15 +1,15 @@
-// Rendezvous on c10d's TCPStore (see rendezvous.h for the protocol).
+// Rendezvous on the group's store (see rendezvous.h for the protocol).
 #include "worker/comm/rendezvous.h"
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <cerrno>
 #include <cstdlib>
 
 #include "common/logging.h"
 #include "worker/comm/deadline.h"
+#include "worker/comm/local_store.h"
 #include "worker/comm/store_client.h"
 #include "worker/comm/work_util.h"
 
@@ -47,20 +47,16 @@ StatusOr<c10::intrusive_ptr<c10d::Store>> OpenStore(const RendezvousConfig& conf
   }
   const bool host = config.rank == 0 && !config.agent_store;
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(config.timeout);
+  if (host) {
+    // The store lives as long as the store object (the communicator holds it).
+    auto hosted = HostStore(config.master_port, timeout);
+    if (!hosted.ok()) return Status::Unavailable(what + ": cannot host the store: " +
+                                                 hosted.status().message());
+    return hosted->local;
+  }
   try {
-    if (!host) return ConnectStore(config.master_addr, config.master_port, timeout);
-    c10d::TCPStoreOptions opts;
-    opts.port = static_cast<std::uint16_t>(config.master_port);
-    opts.isServer = true;
-    opts.waitWorkers = false;
-    opts.timeout = timeout;
-    return c10::intrusive_ptr<c10d::Store>(
-        c10::make_intrusive<c10d::TCPStore>(config.master_addr, opts));
+    return ConnectStore(config.master_addr, config.master_port, timeout);
   } catch (const std::exception& e) {
-    if (host) {
-      return Status::Unavailable(what + ": cannot host the store on port " +
-                                 std::to_string(config.master_port) + ": " + BackendErrorText(e));
-    }
     return Status::DeadlineExceeded(what + ": could not reach the store at " +
                                     config.master_addr + ":" + std::to_string(config.master_port) +
                                     " within " + std::to_string(config.timeout.count()) +

@@ -1,5 +1,6 @@
 // Rendezvous: turns the torch-style environment (MASTER_ADDR, RANK, ...) into a key-value store
-// that every rank of one round shares (c10d TCPStore, prefixed by the round). It does not create
+// that every rank of one round shares (the group's own store, worker/store/, prefixed by the
+// round). It does not create
 // communicators (factory.h) and never reads env after RendezvousConfigFromEnv().
 #ifndef DDP_WORKER_COMM_RENDEZVOUS_H_
 #define DDP_WORKER_COMM_RENDEZVOUS_H_
@@ -25,7 +26,9 @@ inline constexpr char kEnvLocalRank[] = "LOCAL_RANK";          // index within t
 inline constexpr char kEnvLocalWorldSize[] = "LOCAL_WORLD_SIZE";  // processes in the pod
 inline constexpr char kEnvRound[] = "DDP_ROUND";               // rendezvous round, default 0
 inline constexpr char kEnvRendezvousTimeout[] = "DDP_RENDEZVOUS_TIMEOUT";  // seconds, default 600
-// torchrun sets this to "True" when its agent already hosts the store: every rank is a client.
+// "True" where another process hosts the store (the rendezvous pod, for the trainers a pod's
+// supervisor starts): every rank is a client. (torchrun sets it too, but its agent hosts c10d's
+// TCPStore, which ddp-worker does not join: "not a ddp store".)
 inline constexpr char kEnvUseAgentStore[] = "TORCHELASTIC_USE_AGENT_STORE";
 
 inline constexpr int kDefaultRendezvousTimeoutSeconds = 600;
@@ -68,7 +71,7 @@ struct Rendezvous {
 std::string RoundPrefix(int round);
 
 // Joins round `config.round`:
-//   1. rank 0 hosts the TCPStore on master_port (unless agent_store); others connect, retrying
+//   1. rank 0 hosts the store on master_port (unless agent_store); others connect, retrying
 //      until the deadline (the host may start later). A world of 1 uses an in-process store.
 //   2. each rank sets "arrived/<rank>" under the round prefix.
 //   3. each rank waits until all ranks' keys exist.

@@ -1,96 +1,40 @@
+// The store's client (see store_client.h; the protocol: worker/store/wire.h).
 #include "worker/comm/store_client.h"
 
-#include <torch/csrc/api/include/torch/version.h>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
-
-#if TORCH_VERSION_MAJOR < 2
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
-#endif
+
+#include "worker/store/net.h"
+#include "worker/store/wire.h"
 
 namespace ddp::worker {
-
-#if TORCH_VERSION_MAJOR < 2
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using store::Clock;
+using store::Code;
+using store::Op;
+using store::Reply;
+using store::Request;
 using std::chrono::milliseconds;
-
-// The wire protocol of LibTorch 1.13's TCPStore (torch/csrc/distributed/c10d/TCPStore.cpp):
-// a query is its type (one byte) and arguments; a string or byte vector is its length (uint64)
-// and bytes; a number is 8 bytes; every key the client sends carries the prefix "/".
-enum class Query : uint8_t { kSet, kCompareSet, kGet, kAdd, kCheck, kWait, kNumKeys, kWatch, kDelete };
-constexpr uint8_t kCheckReady = 0;
-constexpr uint8_t kStopWaiting = 0;
-constexpr char kKeyPrefix[] = "/";
-// Store values are names, counters and small blobs (an NCCL id): a larger length is a broken or
-// hostile peer, refused before anything is allocated.
-constexpr uint64_t kMaxValueBytes = 64ull << 20;
-
-int MillisLeft(Clock::time_point deadline) {
-  // Rounded up: poll() then never returns before the deadline (a timeout a hair early).
-  const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now()).count();
-  return static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30));
-}
-
-// One non-blocking connect to `ai`, finished within `deadline`; the socket or -1 (errno set).
-int ConnectOnce(const addrinfo* ai, Clock::time_point deadline) {
-  const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
-  if (fd < 0) return -1;
-  if (::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) return fd;
-  if (errno == EINPROGRESS) {
-    pollfd p{fd, POLLOUT, 0};
-    if (::poll(&p, 1, MillisLeft(deadline)) == 1) {
-      int err = 0;
-      socklen_t len = sizeof(err);
-      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-      if (err == 0) return fd;
-      errno = err;
-    } else {
-      errno = ETIMEDOUT;
-    }
-  }
-  const int saved = errno;
-  ::close(fd);
-  errno = saved;
-  return -1;
-}
 
 class StoreClient : public c10d::Store {
  public:
-  StoreClient(const std::string& host, int port, milliseconds timeout)
-      : c10d::Store(timeout), where_(host + ":" + std::to_string(port)) {
+  StoreClient(std::string host, int port, milliseconds timeout)
+      : c10d::Store(timeout), host_(std::move(host)), port_(port),
+        where_(host_ + ":" + std::to_string(port_)) {
     const auto deadline = Clock::now() + timeout;
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    std::string last = "no address";
     milliseconds pause(20);
+    std::string last;
     while (true) {
-      addrinfo* found = nullptr;
-      const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-      if (rc == 0) {
-        for (const addrinfo* ai = found; ai && fd_ < 0; ai = ai->ai_next) {
-          fd_ = ConnectOnce(ai, deadline);
-          if (fd_ < 0) last = std::strerror(errno);
-        }
-        ::freeaddrinfo(found);
-      } else {
-        last = ::gai_strerror(rc);  // a name not (yet) in DNS: a Service's pod still starting
+      auto fd = store::ConnectWithin(host_, port_, deadline);
+      if (fd.ok()) {
+        fd_ = *fd;
+        break;
       }
-      if (fd_ >= 0) break;
+      last = fd.status().message();
       if (Clock::now() + pause >= deadline) {
         throw std::runtime_error("store " + where_ + ": cannot connect within " +
                                  std::to_string(timeout.count()) + " ms (timed out): " + last);
@@ -98,75 +42,91 @@ class StoreClient : public c10d::Store {
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, milliseconds(1000));
     }
-    const int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    Request hello;
+    hello.op = Op::kHello;
+    hello.number = store::kVersion;
+    std::lock_guard<std::mutex> lock(mu_);
+    // A peer that closes or stays silent here is frozen, or is not a ddp store (c10d's TCPStore
+    // closes on the greeting: it reads it as an unknown query).
+    const Reply r = CallLocked(hello, deadline, "no greeting from a ddp store (frozen, or another program)");
+    if (r.code != Code::kOk) Fail("not a ddp store: " + Text(r.value));
+    id_ = Text(r.value);
   }
 
   ~StoreClient() override {
     if (fd_ >= 0) ::close(fd_);
   }
 
+  const std::string& id() const { return id_; }
+
+  // LibTorch 2.5+ declares this pure virtual (a thread-safe copy: a new connection); not marked
+  // override, so that it also compiles against versions without it.
+  c10::intrusive_ptr<c10d::Store> clone() {
+    return c10::make_intrusive<StoreClient>(host_, port_, timeout_);
+  }
+
   void set(const std::string& key, const std::vector<uint8_t>& value) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    SendQuery(Query::kSet);
-    SendString(kKeyPrefix + key, true);
-    SendBytes(value, false);
+    Request q = Keyed(Op::kSet, key);
+    q.value = value;
+    Expect(Call(q), "set " + key);
   }
 
   std::vector<uint8_t> compareSet(const std::string& key, const std::vector<uint8_t>& expected,
                                   const std::vector<uint8_t>& desired) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    SendQuery(Query::kCompareSet);
-    SendString(kKeyPrefix + key, true);
-    SendBytes(expected, true);
-    SendBytes(desired, false);
-    return RecvBytes(timeout_);
+    Request q = Keyed(Op::kCompareSet, key);
+    q.expected = expected;
+    q.value = desired;
+    return Expect(Call(q), "compareSet " + key).value;
   }
 
   // As c10d's: wait for the key (at most the store's timeout), then read it.
   std::vector<uint8_t> get(const std::string& key) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    WaitLocked({kKeyPrefix + key}, timeout_);
-    SendQuery(Query::kGet);
-    SendString(kKeyPrefix + key, false);
-    return RecvBytes(timeout_);
+    Request q = Keyed(Op::kGet, key);
+    q.wait_ms = WaitMs(timeout_);
+    const Reply r = Call(q, timeout_);
+    if (r.code == Code::kTimeout) {
+      throw std::runtime_error("store " + where_ + ": get " + key + ": the key did not appear within " +
+                               std::to_string(timeout_.count()) + " ms (timed out)");
+    }
+    return Expect(r, "get " + key).value;
   }
 
   int64_t add(const std::string& key, int64_t value) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    SendQuery(Query::kAdd);
-    SendString(kKeyPrefix + key, true);
-    Send(&value, sizeof(value), false);
-    return RecvInt(timeout_);
+    Request q = Keyed(Op::kAdd, key);
+    q.number = value;
+    return Expect(Call(q), "add " + key).number;
   }
 
   bool deleteKey(const std::string& key) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    SendQuery(Query::kDelete);
-    SendString(kKeyPrefix + key, false);
-    return RecvInt(timeout_) == 1;
+    return Expect(Call(Keyed(Op::kDelete, key)), "delete " + key).number == 1;
   }
 
   bool check(const std::vector<std::string>& keys) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    SendQuery(Query::kCheck);
-    SendKeys(keys);
-    return RecvByte(timeout_) == kCheckReady;
+    Request q;
+    q.op = Op::kCheck;
+    q.keys = keys;
+    return Expect(Call(q), "check").number == 1;
   }
 
   int64_t getNumKeys() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    SendQuery(Query::kNumKeys);
-    return RecvInt(timeout_);
+    Request q;
+    q.op = Op::kNumKeys;
+    return Expect(Call(q), "numKeys").number;
   }
 
   void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
 
   void wait(const std::vector<std::string>& keys, const milliseconds& timeout) override {
-    std::vector<std::string> prefixed;
-    for (const auto& k : keys) prefixed.push_back(kKeyPrefix + k);
-    std::lock_guard<std::mutex> lock(mu_);
-    WaitLocked(prefixed, timeout);
+    Request q;
+    q.op = Op::kWait;
+    q.keys = keys;
+    q.wait_ms = WaitMs(timeout);
+    const Reply r = Call(q, timeout);
+    if (r.code == Code::kTimeout) {
+      throw std::runtime_error("store " + where_ + ": wait for " + std::to_string(keys.size()) +
+                               " key(s) timed out after " + std::to_string(timeout.count()) + " ms");
+    }
+    Expect(r, "wait");
   }
 
   void watchKey(const std::string& key, c10d::WatchKeyCallback) override {
@@ -174,109 +134,77 @@ class StoreClient : public c10d::Store {
   }
 
  private:
-  void WaitLocked(const std::vector<std::string>& prefixed, milliseconds timeout) {
-    SendQuery(Query::kWait);
-    uint64_t n = prefixed.size();
-    Send(&n, sizeof(n), !prefixed.empty());
-    for (size_t i = 0; i < prefixed.size(); ++i) SendString(prefixed[i], i + 1 < prefixed.size());
-    if (RecvByte(timeout) != kStopWaiting) Fail("an unexpected reply to a wait");
+  static std::string Text(const std::vector<uint8_t>& v) { return {v.begin(), v.end()}; }
+
+  static uint32_t WaitMs(milliseconds t) {
+    // c10d's kNoTimeout (0) means no limit: the longest wait the protocol carries.
+    if (t.count() <= 0 || t.count() > store::kMaxWaitMs) return store::kMaxWaitMs;
+    return static_cast<uint32_t>(t.count());
   }
 
-  void SendKeys(const std::vector<std::string>& keys) {
-    uint64_t n = keys.size();
-    Send(&n, sizeof(n), !keys.empty());
-    for (size_t i = 0; i < keys.size(); ++i) SendString(kKeyPrefix + keys[i], i + 1 < keys.size());
+  static Request Keyed(Op op, const std::string& key) {
+    Request q;
+    q.op = op;
+    q.keys.push_back(key);
+    return q;
   }
 
-  void SendQuery(Query q) {
-    if (fd_ < 0) {
-      throw std::runtime_error("store " + where_ + ": the connection was closed after an error");
+  const Reply& Expect(const Reply& r, const std::string& what) {
+    if (r.code == Code::kError) {
+      throw std::runtime_error("store " + where_ + ": " + what + ": " + Text(r.value));
     }
-    const auto b = static_cast<uint8_t>(q);
-    Send(&b, 1, true);
+    return r;
   }
 
-  void SendString(const std::string& s, bool more) {
-    uint64_t n = s.size();
-    Send(&n, sizeof(n), true);
-    Send(s.data(), s.size(), more);
+  // A call bounded by the store's timeout, or by `waits` + kReplyGrace for a request the server
+  // parks for `waits`.
+  Reply Call(const Request& q, milliseconds waits = milliseconds(-1)) {
+    const milliseconds bound =
+        waits.count() >= 0 ? milliseconds(WaitMs(waits)) + kReplyGrace : timeout_;
+    std::lock_guard<std::mutex> lock(mu_);
+    return CallLocked(q, Clock::now() + bound, store::OpName(q.op));
   }
 
-  void SendBytes(const std::vector<uint8_t>& v, bool more) {
-    uint64_t n = v.size();
-    Send(&n, sizeof(n), true);
-    Send(v.data(), v.size(), more);
-  }
-
-  // Blocking sends (the socket is non-blocking: poll for room, at most the store's timeout).
-  void Send(const void* data, size_t n, bool more) {
-    const auto deadline = Clock::now() + timeout_;
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-      const ssize_t w = ::send(fd_, p, n, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
-      if (w > 0) {
-        p += w;
-        n -= static_cast<size_t>(w);
-      } else if (w < 0 && errno == EINTR) {
-        continue;
-      } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        pollfd pf{fd_, POLLOUT, 0};
-        if (::poll(&pf, 1, MillisLeft(deadline)) == 0) Fail("send timed out");
-      } else {
-        Fail(std::strerror(errno));
-      }
+  Reply CallLocked(const Request& q, Clock::time_point deadline, const std::string& what) {
+    if (fd_ < 0) Fail("the connection was closed after an error");
+    for (const auto& k : q.keys) {
+      if (k.size() > store::kMaxKeyBytes) Fail(what + ": a key of " + std::to_string(k.size()) + " bytes");
     }
-  }
-
-  void Recv(void* data, size_t n, milliseconds timeout) {
-    const bool forever = timeout == kNoTimeout;
-    const auto deadline = Clock::now() + timeout;
-    char* p = static_cast<char*>(data);
-    while (n > 0) {
-      pollfd pf{fd_, POLLIN, 0};
-      const int ready = ::poll(&pf, 1, forever ? -1 : MillisLeft(deadline));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready == 0) Fail("no reply within " + std::to_string(timeout.count()) + " ms (timed out)");
-      const ssize_t r = ::recv(fd_, p, n, 0);
-      if (r > 0) {
-        p += r;
-        n -= static_cast<size_t>(r);
-      } else if (r == 0) {
-        Fail("the store closed the connection");
-      } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
-        Fail(std::strerror(errno));
-      }
+    if (q.value.size() > store::kMaxValueBytes) Fail(what + ": a value past 64 MiB");
+    const std::string frame = store::EncodeRequest(q);
+    if (Status s = store::SendAll(fd_, frame.data(), frame.size(), deadline); !s.ok()) {
+      Fail(what + ": " + s.message());
     }
+    uint8_t prefix[4];
+    if (Status s = store::RecvAll(fd_, prefix, 4, deadline); !s.ok()) Fail(what + ": " + Said(s));
+    uint32_t len = 0;
+    if (Status s = store::FrameLength(prefix, &len); !s.ok()) Fail(what + ": " + s.message());
+    std::vector<uint8_t> body(len);
+    if (Status s = store::RecvAll(fd_, body.data(), len, deadline); !s.ok()) {
+      Fail(what + ": " + Said(s));
+    }
+    Reply r;
+    if (Status s = store::DecodeReply(body.data(), len, &r); !s.ok()) {
+      Fail(what + ": a malformed reply: " + s.message());
+    }
+    return r;
   }
 
-  std::vector<uint8_t> RecvBytes(milliseconds timeout) {
-    uint64_t n = 0;
-    Recv(&n, sizeof(n), timeout);
-    if (n > kMaxValueBytes) Fail("a reply of " + std::to_string(n) + " bytes (at most 64 MiB)");
-    std::vector<uint8_t> v(n);
-    Recv(v.data(), v.size(), timeout);
-    return v;
-  }
-
-  int64_t RecvInt(milliseconds timeout) {
-    int64_t v = 0;
-    Recv(&v, sizeof(v), timeout);
-    return v;
-  }
-
-  uint8_t RecvByte(milliseconds timeout) {
-    uint8_t v = 0;
-    Recv(&v, 1, timeout);
-    return v;
+  std::string Said(const Status& s) const {
+    if (s.code() == StatusCode::kDeadlineExceeded) return "no reply in time (timed out)";
+    return s.message();
   }
 
   [[noreturn]] void Fail(const std::string& what) {
-    ::close(fd_);
+    if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
     throw std::runtime_error("store " + where_ + ": " + what);
   }
 
+  std::string host_;
+  int port_;
   std::string where_;
+  std::string id_;
   std::mutex mu_;
   int fd_ = -1;
 };
@@ -288,22 +216,9 @@ c10::intrusive_ptr<c10d::Store> ConnectStore(const std::string& host, int port,
   return c10::make_intrusive<StoreClient>(host, port, timeout);
 }
 
-bool StoreClientIsOwn() { return true; }
-
-#else
-
-c10::intrusive_ptr<c10d::Store> ConnectStore(const std::string& host, int port,
-                                             std::chrono::milliseconds timeout) {
-  c10d::TCPStoreOptions opts;
-  opts.port = static_cast<std::uint16_t>(port);
-  opts.isServer = false;
-  opts.waitWorkers = false;
-  opts.timeout = timeout;
-  return c10::make_intrusive<c10d::TCPStore>(host, opts);
+std::string StoreServerId(const c10d::Store& store) {
+  const auto* c = dynamic_cast<const StoreClient*>(&store);
+  return c != nullptr ? c->id() : "";
 }
-
-bool StoreClientIsOwn() { return false; }
-
-#endif
 
 }  // namespace ddp::worker

@@ -1,16 +1,19 @@
-// Connecting to c10d's TCPStore server, with one connection and no thread under LibTorch 1.x.
+// A connection to the group's store (worker/store/: the project's own server and wire
+// protocol), as a c10d::Store, so Gloo and NCCL bootstrap through it like through c10d's
+// TCPStore. The project owns both ends on every LibTorch it builds against (1.13 on CPU, 2.x on
+// GPUs): c10d's own TCPStore client differs by version (2.x reads most replies with no timeout
+// at all), and a store that freezes or dies is an event the group must survive (the rendezvous
+// pod lost, its node gone). So every call here is bounded, on every version:
+//   - connecting (name resolution included) and the greeting: within the connect timeout;
+//   - set, add, check, compareSet, deleteKey, getNumKeys: their reply within the store's timeout
+//     (getTimeout(); setTimeout changes it);
+//   - wait(keys, t) and get(key) (which waits for the key up to the store's timeout): the server
+//     answers "timed out" at t; the client gives up at t + kReplyGrace (a frozen server).
+// Any failure throws std::runtime_error naming the address, and closes the connection: a late
+// reply can never be read as the answer to the next call. Later calls throw at once; callers
+// open a new connection. One connection, no thread. watchKey is not supported.
 //
-// LibTorch 1.13's own client (c10d::TCPStore) connects twice: once for queries and once for
-// watchKey callbacks, served by a background thread. When the server goes away that thread
-// spins on the closed socket (a core per process until the store object is destroyed) and, if
-// the connection was reset rather than closed, throws out of the thread: std::terminate, and the
-// whole process (a supervisor, a trainer) dies with the store. A store that dies is an event the
-// group survives (the rendezvous pod lost, its node gone), so under 1.13 every process that is
-// not the store's host talks to it through this client instead: the same wire protocol on one
-// connection, every reply awaited with the store's timeout, and any error a C++ exception in the
-// caller's thread. LibTorch 2.x's client has no callback thread and is used as is.
-//
-// watchKey is not supported (nothing here uses it). Thread-safe: one query at a time.
+// Thread-safe: one call at a time on the connection.
 #ifndef DDP_WORKER_COMM_STORE_CLIENT_H_
 #define DDP_WORKER_COMM_STORE_CLIENT_H_
 
@@ -21,16 +24,20 @@
 
 namespace ddp::worker {
 
-// A client connection to the TCPStore server at host:port: this file's client under LibTorch 1.x,
-// c10d::TCPStore (isServer false, no waiting for workers) under 2.x. Retries a refused
-// connection until `timeout` has passed (the server may still be starting), as c10d's client
-// does; every later call waits for its reply at most `timeout` (the store's timeout; wait() takes
-// its own). Throws std::runtime_error (1.x) or c10::Error (2.x) naming the address on failure.
+// How long past a wait's own timeout the client still waits for the server to say so.
+inline constexpr std::chrono::milliseconds kReplyGrace{1000};
+
+// A client connection to the store at host:port. Retries a refused connection or a name not in
+// DNS yet until `timeout` has passed (the server may still be starting); the greeting's reply
+// within the same deadline. Later calls are bounded by `timeout` (the store's timeout) as said
+// above. Throws std::runtime_error naming the address on failure, including "not a ddp store"
+// when the peer speaks another protocol (c10d's TCPStore, say).
 c10::intrusive_ptr<c10d::Store> ConnectStore(const std::string& host, int port,
                                              std::chrono::milliseconds timeout);
 
-// True where ConnectStore returns this file's client (LibTorch 1.x).
-bool StoreClientIsOwn();
+// The id the server said in its greeting (its epoch: a new one is a new, empty store), when
+// `store` is a connection made by ConnectStore; "" otherwise.
+std::string StoreServerId(const c10d::Store& store);
 
 }  // namespace ddp::worker
 

@@ -38,10 +38,10 @@ struct Work {
   bool Live(const std::string& id) const {
     if (id.empty() || gone.count(id)) return false;
     auto it = v.pods.find(PodOfIdentity(id));
+    if (it == v.pods.end() || it->second.identity != id) return false;
     // A stopping member stays one: it writes the stop's checkpoint with the others.
     const std::string& verdict = it->second.verdict;
-    return it != v.pods.end() && it->second.identity == id &&
-           (verdict.empty() || verdict == kVerdictStop) && LostWhy(it->second, s).empty();
+    return (verdict.empty() || verdict == kVerdictStop) && LostWhy(it->second, s).empty();
   }
   void Fence(const std::string& id, const std::string& why) {
     if (!gone.insert(id).second) return;
@@ -107,12 +107,18 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
     w.a.log.push_back("pod " + PodOfIdentity(id) + " of node rank " + std::to_string(n) +
                       " lost: " + why);
   }
-  // 2. Holders that are no longer live registered pods.
+  // 2. Holders that are no longer live registered pods. Fenced with a verdict: a pod fenced
+  // without one would read its trainers' exits as failures and charge them.
   for (int n = 0; n < s.nodes; ++n) {
     const std::string& h = w.holders[static_cast<size_t>(n)];
     if (h.empty() || w.Live(h)) continue;
     const std::string holder = h;
+    const auto it = v.pods.find(PodOfIdentity(holder));
+    const bool has_verdict =
+        it != v.pods.end() && it->second.identity == holder && !it->second.verdict.empty();
+    const bool fenced_now = w.gone.count(holder) == 0;
     w.Fence(holder, "replaced or no longer registered");
+    if (fenced_now && !has_verdict) w.a.verdicts.push_back({holder, kVerdictFenced});
     w.Free(n, holder + " is no longer a live member");
   }
   if (v.stop) return w.a;  // stopping together: no departures, no new members

@@ -9,7 +9,9 @@
 //      longer than the liveness timeout (a frozen process, a silent node) is lost: fenced, and
 //      its node rank freed (a pod whose ranks all finished leaves on purpose);
 //   2. a node rank whose holder is not a live registered pod (it re-registered under a new
-//      identity, or was fenced) is freed; a member with the stop verdict stays live;
+//      identity, or was fenced) is freed, and the holder fenced with the fenced verdict (its
+//      trainers' exits are then the group's doing, never charged); a member with the stop
+//      verdict stays live;
 //   3. SIGTERM: when every live member is leaving, the whole job stops (stop); otherwise the
 //      leaving members depart once the first has been leaving for the stop window (so a whole-job
 //      stop whose signals arrive a second or two apart is still one stop); a leaving spare

@@ -5,6 +5,7 @@
 #include "worker/comm/work_util.h"
 #include "worker/group/budget.h"
 #include "worker/group/keys.h"
+#include "worker/group/store_read.h"
 
 namespace ddp::worker::group {
 namespace {
@@ -15,10 +16,6 @@ double SecondsSince(Clock::time_point t, Clock::time_point now) {
   return std::chrono::duration<double>(now - t).count();
 }
 
-// The value of `key`, or "" when it does not exist (check first: get would block).
-std::string GetOr(c10d::Store& s, const std::string& key) {
-  return s.check({key}) ? Text(s.get(key)) : "";
-}
 
 }  // namespace
 
@@ -107,12 +104,12 @@ void AuthorityLoop::Tick() {
     }
     for (const std::string& name : names_) {
       PodInfo& info = pods_[name];
-      info.identity = GetOr(s, PodKey(name, "id"));
-      const std::string home = GetOr(s, PodKey(name, "home"));
+      info.identity = ValueOr(s, PodKey(name, "id"));
+      const std::string home = ValueOr(s, PodKey(name, "home"));
       info.home = home.empty() ? -1 : std::atoi(home.c_str());
-      info.metrics = GetOr(s, PodKey(name, "metrics"));
-      info.members = GetOr(s, PodKey(name, "members"));
-      info.prepare = info.identity.empty() ? "" : GetOr(s, PrepareKey(info.identity));
+      info.metrics = ValueOr(s, PodKey(name, "metrics"));
+      info.members = ValueOr(s, PodKey(name, "members"));
+      info.prepare = info.identity.empty() ? "" : ValueOr(s, PrepareKey(info.identity));
     }
     std::vector<std::string> copies;
     for (const auto& [name, info] : pods_) {
@@ -128,7 +125,7 @@ void AuthorityLoop::Tick() {
       previous_ = std::move(old.holders);
     }
     for (int rank = 0; rank < world_; ++rank) {
-      trainers_[static_cast<size_t>(rank)].identity = GetOr(s, TrainerKey(rank, "id"));
+      trainers_[static_cast<size_t>(rank)].identity = ValueOr(s, TrainerKey(rank, "id"));
       if (!done_.count(rank) && s.check({DoneKey(rank)})) done_.insert(rank);
     }
   }
@@ -154,7 +151,7 @@ void AuthorityLoop::Tick() {
     if (p.preparing && !m.ready) {
       bool all = true;
       for (int k = 0; k < per_node_ && all; ++k) {
-        const std::string t = GetOr(s, ReadyKey(info.home * per_node_ + k));
+        const std::string t = ValueOr(s, ReadyKey(info.home * per_node_ + k));
         all = t.rfind(p.identity + "/", 0) == 0;
       }
       m.ready = all;

@@ -12,6 +12,7 @@
 #include "worker/group/authority_loop.h"
 #include "worker/group/fenced_store.h"
 #include "worker/group/keys.h"
+#include "worker/group/store_read.h"
 #include "worker/group/pod_client.h"
 
 namespace ddp::worker::group {
@@ -22,9 +23,6 @@ constexpr auto kPollInterval = std::chrono::milliseconds(10);
 constexpr auto kWatchInterval = std::chrono::milliseconds(100);
 constexpr auto kReconnectInterval = std::chrono::milliseconds(500);
 
-std::string GetOr(c10d::Store& s, const std::string& key) {
-  return s.check({key}) ? Text(s.get(key)) : "";
-}
 
 // Opens a connection, retrying until `deadline`.
 StatusOr<c10::intrusive_ptr<c10d::Store>> OpenUntil(const StoreOpener& open,
@@ -59,18 +57,7 @@ const char* GroupEndName(GroupEnd e) {
 
 GroupMembership::GroupMembership(StoreOpener open, int rank, int size, MemberIdentity id,
                                  std::chrono::milliseconds timeout, CommunicatorMaker make)
-    : open_([open = std::move(open)]() -> StatusOr<c10::intrusive_ptr<c10d::Store>> {
-        // Every connection's reads bounded (pod_client.h BoundFirstRead): a frozen store must
-        // not hold the watcher, nor a trainer that finished and joins it, for good.
-        auto s = open();
-        if (!s.ok()) return s;
-        try {
-          BoundFirstRead(**s, kFirstReadBound);
-        } catch (const std::exception& e) {
-          return Status::Unavailable("membership: the store does not answer: " + BackendErrorText(e));
-        }
-        return s;
-      }),
+    : open_(std::move(open)),
       rank_(rank),
       size_(size),
       id_(std::move(id)),
@@ -113,11 +100,11 @@ std::string GroupMembership::Ended(c10d::Store& s, GroupEnd* end) {
   }
   // Absent keys (a new store, before the supervisors registered again) fence nobody: only a
   // rank or node rank given to another.
-  if (const std::string t = GetOr(s, TrainerKey(rank_, "id")); !t.empty() && t != id_.trainer) {
+  if (const std::string t = ValueOr(s, TrainerKey(rank_, "id")); !t.empty() && t != id_.trainer) {
     *end = GroupEnd::kFenced;
     return "rank " + std::to_string(rank_) + " now belongs to another trainer";
   }
-  if (const std::string n = GetOr(s, NodeKey(id_.node)); !n.empty() && n != id_.pod) {
+  if (const std::string n = ValueOr(s, NodeKey(id_.node)); !n.empty() && n != id_.pod) {
     *end = GroupEnd::kFenced;
     return "node rank " + std::to_string(id_.node) + " no longer belongs to pod " + id_.pod;
   }
@@ -129,7 +116,7 @@ bool GroupMembership::Outside() {
   try {
     // Its node rank not held yet: a pod given it (a growth that did not wait for this trainer)
     // gets `world` written a moment later, and its trainer is no newcomer waiting outside.
-    const int world = std::atoi(GetOr(*store_, kWorldKey).c_str());
+    const int world = std::atoi(ValueOr(*store_, kWorldKey).c_str());
     return world > 0 && rank_ >= world && !store_->check({NodeKey(id_.node)});
   } catch (const std::exception&) {
     return false;
@@ -194,7 +181,7 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
   c10d::Store& s = *store_;
   Formation f;
   // A new store (the rendezvous pod was replaced) knows no generation of ours: start afresh.
-  if (const std::string epoch = GetOr(s, kEpochKey); epoch != epoch_) {
+  if (const std::string epoch = ValueOr(s, kEpochKey); epoch != epoch_) {
     if (!epoch_.empty()) DDP_LOG(INFO) << "membership: rank " << rank_ << ": a new store";
     epoch_ = epoch;
     generation_ = -1;
@@ -204,7 +191,7 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
   if (f.why = Ended(s, &f.end); f.end != GroupEnd::kNone) return f;
   if (!joined_before_) {
     const int64_t g = s.add(kGenKey, 0);
-    const std::string mine = GetOr(s, ArrivedKey(g, rank_));
+    const std::string mine = ValueOr(s, ArrivedKey(g, rank_));
     if (!mine.empty() && mine.substr(mine.find(' ') + 1) != id_.trainer) {
       DDP_RETURN_IF_ERROR(Advance(g));
     }
@@ -217,7 +204,7 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
     // `world` before it moves `gen`, so reading them in this order never pairs a generation with
     // an older size). A store without the key (an older rendezvous pod) keeps ours.
     const int64_t g = s.add(kGenKey, 0);
-    if (const std::string w = GetOr(s, kWorldKey); !w.empty()) {
+    if (const std::string w = ValueOr(s, kWorldKey); !w.empty()) {
       const int world = std::atoi(w.c_str());
       if (world > 0 && world != size_) {
         DDP_LOG(INFO) << "membership: rank " << rank_ << ": the group resized: " << size_ << " -> "
@@ -313,7 +300,7 @@ bool GroupMembership::Graceful(c10d::Store& s, int64_t g, bool* arrived) {
   if (!s.check({GracefulKey(g)})) return false;
   // The authority writes `world` before it moves `gen`: a larger size than the watched one's,
   // with the newcomers' ranks after the survivors' (a growth keeps every rank).
-  const int world = std::atoi(GetOr(s, kWorldKey).c_str());
+  const int world = std::atoi(ValueOr(s, kWorldKey).c_str());
   if (world <= watched_size_) return false;
   std::vector<std::string> keys;
   for (int r = watched_size_; r < world; ++r) keys.push_back(ArrivedKey(g, r));
@@ -341,7 +328,7 @@ void GroupMembership::WatchLoop() {
     try {
       ws->add(TrainerKey(rank_, "hb"), 1);
       if (ws->check({kStopKey})) stop_requested_ = true;
-      const std::string now_epoch = GetOr(*ws, kEpochKey);
+      const std::string now_epoch = ValueOr(*ws, kEpochKey);
       const int64_t g = ws->add(kGenKey, 0);
       std::string why;
       std::lock_guard<std::mutex> lock(watch_mu_);
@@ -369,7 +356,7 @@ void GroupMembership::WatchLoop() {
         why = "generation " + std::to_string(watched_generation_) + " ended";
       }
       if (why.empty() && ws->check({kAbandonKey})) why = "the group was abandoned";
-      if (why.empty() && GetOr(*ws, StallKey(rank_)) == id_.trainer) {
+      if (why.empty() && ValueOr(*ws, StallKey(rank_)) == id_.trainer) {
         why = "this trainer was declared stalled";
       }
       if (!why.empty()) {

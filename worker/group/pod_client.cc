@@ -11,6 +11,7 @@
 #include "worker/comm/store_client.h"
 #include "worker/comm/work_util.h"
 #include "worker/group/keys.h"
+#include "worker/group/store_read.h"
 #include "worker/group/rejoin.h"
 
 namespace ddp::worker::group {
@@ -18,39 +19,37 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string GetOr(c10d::Store& s, const std::string& key) {
-  return s.check({key}) ? Text(s.get(key)) : "";
-}
 
 }  // namespace
 
-void BoundFirstRead(c10d::Store& store, std::chrono::milliseconds timeout) {
-  // A new client's reads wait without a limit until a wait() sets one: against a frozen store
-  // (it accepts connections and answers nothing) the first check would block for good.
-  store.wait({kEpochKey}, timeout);
-}
-
 StatusOr<c10::intrusive_ptr<c10d::Store>> OpenGroupStore(const GroupSettings& settings,
-                                                         std::chrono::milliseconds timeout) {
+                                                         std::chrono::milliseconds timeout,
+                                                         Clock::time_point deadline) {
+  // The connect and greeting within what is left of `deadline` (at least 100 ms), so that a
+  // reconnect attempt never holds the supervisor's loop longer than it asked for.
+  auto first = kFirstReadBound;
+  if (deadline != Clock::time_point::max()) {
+    first = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+                       std::chrono::milliseconds(100), kFirstReadBound);
+  }
   return OpenBoundedStore(settings.store_addr, settings.rendezvous.master_port,
-                          settings.rendezvous.round, timeout);
+                          settings.rendezvous.round, timeout, first);
 }
 
 StatusOr<c10::intrusive_ptr<c10d::Store>> OpenBoundedStore(const std::string& host, int port,
                                                            int round,
-                                                           std::chrono::milliseconds timeout) {
+                                                           std::chrono::milliseconds timeout,
+                                                           std::chrono::milliseconds first_bound) {
   const std::string where = host + ":" + std::to_string(port);
   try {
-    // The connection and its first read within kFirstReadBound, the later calls within
+    // The connection and its greeting within kFirstReadBound, the later calls within
     // `timeout`: a route to a lost rendezvous pod on a dead node drops the SYN (a connect that
     // waits out its whole timeout); the next try reaches the replaced one.
-    const auto first = std::min(timeout, kFirstReadBound);
+    const auto first = std::min(timeout, first_bound);
     auto tcp = ConnectStore(host, port, first);
     tcp->setTimeout(timeout);
-    c10::intrusive_ptr<c10d::Store> store =
-        c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(round), tcp);
-    BoundFirstRead(*store, first);
-    return store;
+    return c10::intrusive_ptr<c10d::Store>(
+        c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(round), tcp));
   } catch (const std::exception& e) {
     return Status::Unavailable("the group's store " + where + " is unreachable: " +
                                BackendErrorText(e));
@@ -72,21 +71,55 @@ StatusOr<std::unique_ptr<PodClient>> PodClient::Connect(const GroupSettings& set
 
 Status PodClient::Reconnect(int holding, Clock::time_point deadline) {
   // The presence connection still open: the same rendezvous pod is up and a store call failed
-  // (a timeout on a busy store). A new store connection is enough: closing the presence one
-  // would make the authority declare this healthy pod lost.
+  // (a timeout on a busy store). A new store connection is enough, and the presence connection
+  // stays open whatever happens here: closing it would make the authority declare this healthy
+  // pod lost. Only a store with another epoch (a replaced rendezvous pod) means registering again.
   if (presence_ && !presence_->lost()) {
-    auto s = OpenGroupStore(settings_, settings_.liveness);
+    auto s = OpenGroupStore(settings_, settings_.liveness, deadline);
+    if (!s.ok()) return s.status();
     try {
-      if (s.ok() && !epoch_.empty() && GetOr(**s, kEpochKey) == epoch_) {
+      if (!epoch_.empty() && ValueOr(**s, kEpochKey) == epoch_) {
         store_ = *s;
         failed_ = false;
         return Status::OK();
       }
-    } catch (const std::exception&) {
-      // Not the same store, or not reachable: register again below.
+    } catch (const std::exception& e) {
+      return Status::Unavailable("the group's store: " + BackendErrorText(e));
     }
   }
   return Open(holding, deadline);
+}
+
+Status PodClient::Register(c10d::Store& st) {
+  const std::string name = settings_.pod_name;
+  // A pod the group fenced, or gave a verdict, never registers again: its process was declared
+  // lost (a frozen node that thawed, a partition that healed) and another took its place.
+  if (const std::string v = ValueOr(st, VerdictKey(identity_)); !v.empty() && v != kVerdictStop) {
+    return Status::FailedPrecondition("pod " + identity_ + " was given the verdict " + v +
+                                      " by the group");
+  }
+  if (st.check({FencedKey(identity_)})) {
+    return Status::FailedPrecondition("the group declared pod " + identity_ + " lost (" +
+                                      ValueOr(st, FencedKey(identity_)) + ")");
+  }
+  // The name, never over another identity: a name is reused only once its old pod object is
+  // gone, so another identity under it is either this pod's replacement (this process is the
+  // old one, back: it stops) or an old process that came back first (this pod, new, takes the
+  // name once the group fenced that one).
+  const std::string key = PodKey(name, "id");
+  const std::string held = Text(st.compareSet(key, {}, Bytes(identity_)));
+  if (held != identity_) {
+    if (registered_before_) {
+      return Status::FailedPrecondition("pod name " + name + " was registered by " + held +
+                                        " while this pod was away: it was replaced");
+    }
+    const bool gone = st.check({FencedKey(held)}) || !ValueOr(st, VerdictKey(held)).empty();
+    if (!gone || Text(st.compareSet(key, Bytes(held), Bytes(identity_))) != identity_) {
+      return Status::Unavailable("pod name " + name + " is held by " + held +
+                                 ", an older process the group has not declared lost yet");
+    }
+  }
+  return Status::OK();
 }
 
 Status PodClient::Open(int holding, Clock::time_point deadline) {
@@ -94,23 +127,46 @@ Status PodClient::Open(int holding, Clock::time_point deadline) {
   store_.reset();
   Status last;
   do {
-    auto s = OpenGroupStore(settings_, settings_.liveness);
+    auto s = OpenGroupStore(settings_, settings_.liveness, deadline);
     if (!s.ok()) {
       last = s.status();
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (Clock::now() + std::chrono::milliseconds(200) < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
       continue;
     }
     try {
       c10d::Store& st = **s;
+      // The budget first (the rendezvous sets it up before the presence key), within what is
+      // left of the deadline: a reconnect must not hold the supervisor's loop for long.
+      const auto left = std::max<std::chrono::milliseconds>(
+          std::chrono::milliseconds(100),
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+      st.wait({kPresenceKey}, std::min<std::chrono::milliseconds>(left, std::chrono::seconds(30)));
+      const bool new_store = !epoch_.empty() && ValueOr(st, kEpochKey) != epoch_;
+      if (Status r = Register(st); !r.ok()) {
+        if (r.code() == StatusCode::kFailedPrecondition) return r;  // fenced or replaced: for good
+        last = r;
+        if (Clock::now() + std::chrono::milliseconds(200) < deadline) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        continue;
+      }
       // A store that replaced the one this pod was in: its authority learns the old membership
-      // from the survivors (rejoin.h), before they are listed.
-      if (!epoch_.empty() && !members_.empty() && GetOr(st, kEpochKey) != epoch_) {
+      // from the survivors (rejoin.h) before they are listed; its budget, set from what the
+      // operator last read of the lost store, is lowered to what this pod read there last (a
+      // charge made after the operator's last read would be forgotten otherwise).
+      if (new_store && !members_.empty()) {
         st.set(PodKey(settings_.pod_name, "members"), Bytes(members_));
       }
-      // Registration: identity and node rank first, then the list entry the authority reads.
-      st.set(PodKey(settings_.pod_name, "id"), Bytes(identity_));
+      if (new_store && budget_known_) {
+        if (Status b = LowerBudget(st, budget_seen_.left); !b.ok()) {
+          last = b;
+          continue;
+        }
+      }
       st.set(PodKey(settings_.pod_name, "home"), Bytes(std::to_string(holding)));
-      // Never an empty value: c10d's client takes 200 ms to read one.
+      // Never an empty value (keys.h).
       if (!metrics_addr_.empty()) st.set(PodKey(settings_.pod_name, "metrics"), Bytes(metrics_addr_));
       if (st.add(PodKey(settings_.pod_name, "listed"), 1) == 1) {
         const int64_t i = st.add(kPodsKey, 1) - 1;
@@ -118,14 +174,13 @@ Status PodClient::Open(int holding, Clock::time_point deadline) {
       }
       st.add(kRegistrationsKey, 1);
       // The budget this pod was created with: smaller once the operator charged pod failures.
-      st.wait({kPresenceKey}, std::chrono::seconds(30));  // the rendezvous set up the budget first
       if (Status b = LowerBudget(st, settings_.max_recoveries); !b.ok()) {
         last = b;
         continue;
       }
       // Presence: the authority's listener, on the store's host.
-      const int port = std::atoi(Text(st.get(kPresenceKey)).c_str());
-      epoch_ = GetOr(st, kEpochKey);
+      const int port = std::atoi(ValueOr(st, kPresenceKey).c_str());
+      epoch_ = ValueOr(st, kEpochKey);
       auto p = PresenceClient::Connect(settings_.store_addr, port, identity_, settings_.beat);
       if (!p.ok()) {
         last = p.status();
@@ -134,6 +189,7 @@ Status PodClient::Open(int holding, Clock::time_point deadline) {
       store_ = *s;
       presence_ = std::move(*p);
       failed_ = false;
+      registered_before_ = true;
       return Status::OK();
     } catch (const std::exception& e) {
       last = Status::Unavailable("registering pod " + settings_.pod_name + ": " + BackendErrorText(e));
@@ -152,23 +208,28 @@ PodPoll PodClient::Poll(int holding, const std::vector<int>& ranks) {
   }
   try {
     c10d::Store& s = *store_;
-    p.verdict = GetOr(s, VerdictKey(identity_));
-    if (holding >= 0) p.holder = GetOr(s, NodeKey(holding));
+    p.verdict = ValueOr(s, VerdictKey(identity_));
+    p.fenced = s.check({FencedKey(identity_)});
+    if (holding >= 0) p.holder = ValueOr(s, NodeKey(holding));
     if (holding >= 0 && p.holder == identity_) {
       p.node = holding;
     } else {
       for (int n = 0; n < settings_.nodes && p.node < 0; ++n) {
-        if (GetOr(s, NodeKey(n)) == identity_) p.node = n;
+        if (ValueOr(s, NodeKey(n)) == identity_) p.node = n;
       }
     }
     p.stop = s.check({kStopKey});
-    p.abandon = GetOr(s, kAbandonKey);
+    p.abandon = ValueOr(s, kAbandonKey);
     p.finished = s.check({kFinishedKey});
     for (int r : ranks) {
-      if (std::string id = GetOr(s, StallKey(r)); !id.empty()) p.stalls[r] = id;
+      if (std::string id = ValueOr(s, StallKey(r)); !id.empty()) p.stalls[r] = id;
     }
     if (polls_++ % 10 == 0) {
-      if (std::string m = GetOr(s, kMembersKey); !m.empty()) members_ = std::move(m);
+      if (std::string m = ValueOr(s, kMembersKey); !m.empty()) members_ = std::move(m);
+      if (auto b = ReadBudget(s); b.ok()) {
+        budget_seen_ = *b;
+        budget_known_ = true;
+      }
     }
   } catch (const std::exception& e) {
     DDP_LOG(WARNING) << "supervisor: store: " << BackendErrorText(e);
@@ -228,7 +289,7 @@ Status PodClient::SetPreparing(bool preparing) {
 StatusOr<int> PodClient::WorldIfFree(int node, bool* free) {
   if (!store_) return Status::Unavailable("supervisor: no store");
   try {
-    const int world = std::atoi(GetOr(*store_, kWorldKey).c_str());
+    const int world = std::atoi(ValueOr(*store_, kWorldKey).c_str());
     if (world <= 0) return Status::Unavailable("supervisor: the group has no size yet");
     *free = !store_->check({NodeKey(node)});
     return world;

@@ -29,6 +29,7 @@ struct PodPoll {
   std::string abandon;         // the reason when the group was abandoned
   bool finished = false;       // every rank finished training
   std::map<int, std::string> stalls;  // rank -> trainer identity declared stalled
+  bool fenced = false;         // fenced/<this pod's identity>: the group declared it lost
 };
 
 // Thread-compatible: the supervisor's loop alone uses it.
@@ -36,8 +37,11 @@ class PodClient {
  public:
   // Connects to the store (settings.store_addr, MASTER_PORT; retrying until `deadline`: the
   // rendezvous pod may start later), registers the pod (identity, the node rank it holds or was
-  // created for, its /metrics address) and opens its presence connection. Unavailable or
-  // DeadlineExceeded when the store cannot be reached.
+  // created for, its /metrics address) and opens its presence connection. A registration never
+  // takes the pod's name from another identity the group has not declared lost (it waits for
+  // that). DeadlineExceeded when the store cannot be reached or the name stays held;
+  // FailedPrecondition when the group declared this pod lost or gave it a verdict (it must end,
+  // Fenced: never charged).
   static StatusOr<std::unique_ptr<PodClient>> Connect(const GroupSettings& settings,
                                                       const std::string& metrics_addr,
                                                       std::chrono::steady_clock::time_point deadline);
@@ -45,7 +49,10 @@ class PodClient {
   const std::string& identity() const { return identity_; }
 
   // Registers again on a new store (the rendezvous pod was replaced), keeping `holding`; only
-  // opens a new store connection while the presence connection is still open (same store).
+  // opens a new store connection while the presence connection is still open (same store), and
+  // then never closes it. Returns within about `deadline`. FailedPrecondition when this pod was
+  // fenced, given a verdict, or replaced under its name while it was away (another identity
+  // registered the name): it must end, Fenced. Unavailable or DeadlineExceeded: try again later.
   Status Reconnect(int holding, std::chrono::steady_clock::time_point deadline);
   // The presence connection closed or the store failed: the rendezvous is gone.
   bool lost() const;
@@ -68,6 +75,8 @@ class PodClient {
  private:
   PodClient(GroupSettings settings, std::string metrics_addr);
   Status Open(int holding, std::chrono::steady_clock::time_point deadline);
+  // The fence and verdict checks, and the name taken by compareSet (see Connect).
+  Status Register(c10d::Store& store);
 
   GroupSettings settings_;
   std::string metrics_addr_;
@@ -77,33 +86,33 @@ class PodClient {
   // this one, so that its authority knows whom to wait for (rejoin.h).
   std::string members_;
   int polls_ = 0;
+  bool registered_before_ = false;  // a later conflict over the name means this pod was replaced
+  Charge budget_seen_;              // the budget as last read: carried to a store that replaces it
+  bool budget_known_ = false;
   c10::intrusive_ptr<c10d::Store> store_;
   std::unique_ptr<PresenceClient> presence_;
   bool failed_ = false;
 };
 
-// A new connection to round `round`'s store at host:port (round-prefixed): its connect and first
-// read within kFirstReadBound (or `timeout` when shorter), its later calls within `timeout`.
-// Unavailable when it cannot. Every connection of a supervisor and of a trainer's membership
-// (its watcher's and its joins') to the group's store is one of these.
-StatusOr<c10::intrusive_ptr<c10d::Store>> OpenBoundedStore(const std::string& host, int port,
-                                                           int round,
-                                                           std::chrono::milliseconds timeout);
-// OpenBoundedStore of settings.store_addr, the rendezvous port and round.
-StatusOr<c10::intrusive_ptr<c10d::Store>> OpenGroupStore(const GroupSettings& settings,
-                                                         std::chrono::milliseconds timeout);
-
-// Waits at most `timeout` for the store's epoch key: a connection's reads are bounded only
-// after a wait() (c10d's client); a store that does not answer throws. Call on every new
-// connection before any other read.
-void BoundFirstRead(c10d::Store& store, std::chrono::milliseconds timeout);
-
-// The bound on a new connection's connect and first read. A store that is up answers in
+// The bound on a new connection's connect and greeting. A store that is up answers in
 // milliseconds; one that accepts and says nothing is a frozen pod, and one whose SYN goes
 // unanswered a dead node, typically the lost rendezvous pod that a Service still routes to until
 // its endpoint is removed: a reconnecting pod must try again soon, not wait out the liveness
 // timeout there (its rank's rejoin window is running).
 inline constexpr std::chrono::milliseconds kFirstReadBound{2000};
+
+// A new connection to round `round`'s store at host:port (round-prefixed): its connect and
+// greeting within `first_bound` (or `timeout` when shorter), its later calls within `timeout`.
+// Unavailable when it cannot. Every connection of a supervisor and of a trainer's membership
+// (its watcher's and its joins') to the group's store is one of these.
+StatusOr<c10::intrusive_ptr<c10d::Store>> OpenBoundedStore(
+    const std::string& host, int port, int round, std::chrono::milliseconds timeout,
+    std::chrono::milliseconds first_bound = kFirstReadBound);
+// OpenBoundedStore of settings.store_addr, the rendezvous port and round; its connect and
+// greeting also within what is left of `deadline` (at least 100 ms).
+StatusOr<c10::intrusive_ptr<c10d::Store>> OpenGroupStore(
+    const GroupSettings& settings, std::chrono::milliseconds timeout,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 }  // namespace ddp::worker::group
 

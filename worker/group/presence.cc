@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "worker/store/net.h"
 
 namespace ddp::worker::group {
 namespace {
@@ -93,6 +94,7 @@ void PresenceServer::Serve() {
     int fd;
     std::string identity;  // empty until its first line arrived
     bool named = false;
+    bool counted = false;  // counted in its identity's open connections
     PresenceClock::time_point opened;
   };
   std::vector<Conn> conns;
@@ -109,7 +111,7 @@ void PresenceServer::Serve() {
         Refuse("more than " + std::to_string(2 * capacity_) + " connections");
         close(c);
       } else if (c >= 0) {
-        conns.push_back({c, "", false, now});
+        conns.push_back({c, "", false, false, now});
       }
     }
     for (size_t i = 2; i < fds.size(); ++i) {
@@ -126,7 +128,11 @@ void PresenceServer::Serve() {
       const ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
       std::lock_guard<std::mutex> lock(mu_);
       if (n <= 0) {
-        if (auto it = seen_.find(c.identity); c.named && it != seen_.end()) it->second.open = false;
+        // Closed only when no other connection of the identity is open: a reconnect's old
+        // connection may close (a late FIN) after the new one named itself.
+        if (auto it = seen_.find(c.identity); c.counted && it != seen_.end()) {
+          it->second.open = --it->second.connections > 0;
+        }
         close(c.fd);
         c.fd = -1;
         continue;
@@ -151,6 +157,10 @@ void PresenceServer::Serve() {
         continue;
       }
       Seen& s = seen_[c.identity];
+      if (!c.counted) {
+        c.counted = true;
+        ++s.connections;
+      }
       s.open = true;
       s.last = now;
     }
@@ -162,31 +172,17 @@ void PresenceServer::Serve() {
 
 StatusOr<std::unique_ptr<PresenceClient>> PresenceClient::Connect(
     const std::string& host, int port, const std::string& identity,
-    std::chrono::milliseconds interval) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
+    std::chrono::milliseconds interval, std::chrono::milliseconds connect_timeout) {
   const std::string where = host + ":" + std::to_string(port);
-  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res); rc != 0) {
-    return Status::Unavailable("presence " + where + ": " + gai_strerror(rc));
-  }
-  int fd = -1;
-  for (addrinfo* a = res; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-      close(fd);
-      fd = -1;
-    }
-  }
-  freeaddrinfo(res);
-  if (fd < 0) return Status::Unavailable(Errno(("presence connect " + where).c_str()));
-  const int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  // Bounded like every store connection (store/net.h): a route to a lost node drops the SYN.
+  auto connected = store::ConnectWithin(host, port, store::Clock::now() + connect_timeout);
+  if (!connected.ok()) return Status::Unavailable("presence: " + connected.status().message());
+  const int fd = *connected;
   const std::string line = identity + "\n";
-  if (send(fd, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size())) {
+  if (Status s = store::SendAll(fd, line.data(), line.size(), store::Clock::now() + connect_timeout);
+      !s.ok()) {
     close(fd);
-    return Status::Unavailable(Errno(("presence announce " + where).c_str()));
+    return Status::Unavailable("presence announce " + where + ": " + s.message());
   }
   return std::unique_ptr<PresenceClient>(new PresenceClient(fd, interval));
 }
@@ -204,7 +200,10 @@ PresenceClient::~PresenceClient() {
 
 void PresenceClient::Beat() {
   while (!stop_.load() && !lost_.load()) {
-    if (send(fd_, ".", 1, MSG_NOSIGNAL) != 1) {
+    // Non-blocking: a beat that finds the buffer full (the authority frozen) is simply not sent;
+    // the authority's own clock decides, and a closed connection shows below.
+    if (send(fd_, ".", 1, MSG_NOSIGNAL) != 1 && errno != EAGAIN && errno != EWOULDBLOCK &&
+        errno != EINTR) {
       lost_ = true;
       break;
     }

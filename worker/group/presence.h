@@ -51,6 +51,7 @@ class PresenceServer {
   struct Seen {
     bool open = false;                  // a connection of this identity is open now
     PresenceClock::time_point last{};   // its last byte (or its opening)
+    int connections = 0;                // how many are open (a reconnect overlaps its old one)
   };
   // By identity (the first line a client sends): every identity ever connected.
   std::map<std::string, Seen> Snapshot() const;
@@ -79,10 +80,12 @@ class PresenceServer {
 class PresenceClient {
  public:
   // Connects to host:port, announces `identity` and writes a byte every `interval`.
-  // Unavailable when the connection cannot be made.
-  static StatusOr<std::unique_ptr<PresenceClient>> Connect(const std::string& host, int port,
-                                                           const std::string& identity,
-                                                           std::chrono::milliseconds interval);
+  // Unavailable when the connection cannot be made within `connect_timeout` (name resolution
+  // included).
+  static StatusOr<std::unique_ptr<PresenceClient>> Connect(
+      const std::string& host, int port, const std::string& identity,
+      std::chrono::milliseconds interval,
+      std::chrono::milliseconds connect_timeout = std::chrono::milliseconds(2000));
   ~PresenceClient();
   PresenceClient(const PresenceClient&) = delete;
   PresenceClient& operator=(const PresenceClient&) = delete;

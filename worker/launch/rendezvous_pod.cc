@@ -5,17 +5,16 @@
 #include <unistd.h>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <atomic>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
-#include <random>
 
 #include "common/group_contract.h"
 #include "common/http_server.h"
 #include "common/logging.h"
+#include "worker/comm/local_store.h"
 #include "worker/comm/rendezvous.h"
 #include "worker/comm/work_util.h"
 #include "worker/contract/exit_codes.h"
@@ -25,6 +24,7 @@
 #include "worker/group/presence.h"
 #include "worker/group/report_page.h"
 #include "worker/group/settings.h"
+#include "worker/launch/rank0_page.h"
 
 namespace ddp::worker {
 
@@ -35,21 +35,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 std::atomic<int> g_signal{0};
 extern "C" void OnRendezvousSignal(int sig) { g_signal.store(sig); }
-
-// Rank 0's page, fetched from the pod that holds node rank 0 ("" when it cannot be read).
-std::string Rank0Page(const GroupReport& r) {
-  auto member = r.members.find(0);
-  if (member == r.members.end()) return "";
-  auto where = r.metrics_of.find(member->second);
-  if (where == r.metrics_of.end() || where->second.empty()) return "";
-  const size_t colon = where->second.rfind(':');
-  if (colon == std::string::npos) return "";
-  // Capped like the operator's own reads (its default --scrape-max-bytes): a larger page would
-  // be refused there anyway, and must not grow this pod.
-  auto page = HttpGet(where->second.substr(0, colon), std::atoi(where->second.c_str() + colon + 1),
-                      "/metrics", 1000, 4 << 20);
-  return page.ok() ? *page : "";
-}
 
 }  // namespace
 
@@ -67,21 +52,14 @@ int RendezvousMain() {
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  // 1. The store, hosted here for the whole round.
-  c10::intrusive_ptr<c10d::Store> store;
-  try {
-    c10d::TCPStoreOptions opts;
-    opts.port = static_cast<std::uint16_t>(gs.rendezvous.master_port);
-    opts.isServer = true;
-    opts.waitWorkers = false;
-    opts.timeout = std::chrono::seconds(30);
-    auto tcp = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", opts);
-    store = c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(gs.rendezvous.round), tcp);
-  } catch (const std::exception& e) {
-    std::cerr << "ddp-worker rendezvous: cannot host the store on port "
-              << gs.rendezvous.master_port << ": " << BackendErrorText(e) << std::endl;
+  // 1. The store, hosted here for the whole round; the authority uses it in process.
+  auto hosted = HostStore(gs.rendezvous.master_port, std::chrono::seconds(30));
+  if (!hosted.ok()) {
+    std::cerr << "ddp-worker rendezvous: " << hosted.status().message() << std::endl;
     return kExitRetryable;
   }
+  c10::intrusive_ptr<c10d::Store> store =
+      c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(gs.rendezvous.round), hosted->local);
   auto presence = PresenceServer::Start(0, PresenceCapacity(gs.max_nodes));
   if (!presence.ok()) {
     std::cerr << "ddp-worker rendezvous: " << presence.status().ToString() << std::endl;
@@ -102,8 +80,7 @@ int RendezvousMain() {
   }
   try {
     store->set(kWorldKey, Bytes(std::to_string(initial_nodes * gs.nproc_per_node)));
-    std::random_device rd;
-    store->set(kEpochKey, Bytes(std::to_string(rd()) + std::to_string(rd())));
+    store->set(kEpochKey, Bytes(hosted->server->id()));
     store->set(kPresenceKey, Bytes(std::to_string((*presence)->port())));
   } catch (const std::exception& e) {
     std::cerr << "ddp-worker rendezvous: store: " << BackendErrorText(e) << std::endl;
@@ -122,17 +99,24 @@ int RendezvousMain() {
                 << gs.nproc_per_node << ", store on port " << gs.rendezvous.master_port
                 << ", presence on port " << (*presence)->port() << ", liveness "
                 << as.liveness_seconds << "s, budget " << gs.max_recoveries;
-  // 3. /metrics: the group's series, then rank 0's page.
+  // 3. /metrics: the group's series, then rank 0's page (fetched in the background: this page
+  // never waits on rank 0's pod).
+  Rank0PageCache rank0([&authority]() -> std::string {
+    const GroupReport r = authority.Report();
+    auto member = r.members.find(0);
+    if (member == r.members.end()) return "";
+    auto where = r.metrics_of.find(member->second);
+    return where == r.metrics_of.end() ? "" : where->second;
+  });
   std::unique_ptr<HttpServer> server;
   if (gs.metrics_port >= 0) {
     server = std::make_unique<HttpServer>();
     const std::string job = gs.job;
     const int round = gs.rendezvous.round;
-    server->Handle("/metrics", [&authority, job, round] {
-      const GroupReport r = authority.Report();
+    server->Handle("/metrics", [&authority, &rank0, job, round] {
       return HttpResponse{200, kPrometheusContentType,
-                          RenderGroupReport(r, job, round) + Rank0Page(r)};
-    }, HttpServer::Dispatch::kMayBlock);  // it reads rank 0's page: /healthz must not wait
+                          RenderGroupReport(authority.Report(), job, round) + rank0.page()};
+    });
     server->Handle("/healthz", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
     if (Status s = server->Start("0.0.0.0:" + std::to_string(gs.metrics_port)); !s.ok()) {
       std::cerr << "ddp-worker rendezvous: metrics endpoint: " << s.ToString() << std::endl;

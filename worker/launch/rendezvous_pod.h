@@ -1,6 +1,6 @@
 // `ddp-worker rendezvous`: the process of an InPlace job's rendezvous pod (DESIGN.md "Hot
-// spares": a rendezvous that outlives any one training pod). It hosts the round's store (c10d
-// TCPStore on MASTER_PORT), the presence listener and the group authority (authority_loop.h),
+// spares": a rendezvous that outlives any one training pod). It hosts the round's store (the
+// project's own, worker/store/, on MASTER_PORT), the presence listener and the group authority (authority_loop.h),
 // and serves /metrics with the group's series followed by rank 0's page, so the operator reads
 // one page per job. It trains nothing and touches no GPU.
 //

@@ -151,7 +151,24 @@ void Supervisor::OnExit(Trainer* t, int code) {
   // The group may have ended while this trainer left (its exit raced with our poll): read again,
   // so that no trainer is restarted into a group that stops or cannot form.
   if (!stopping_ && !abandoned_ && !failed_code_) {
-    const group::PodPoll p = client_->Poll(node_, {});
+    group::PodPoll p = client_->Poll(node_, {});
+    if (!p.store_ok || client_->lost()) {
+      // The store went away with the trainer's exit (a replaced rendezvous pod, or this pod's
+      // node back from a freeze): register again first, so that a pod the group declared lost
+      // or replaced meanwhile learns it here instead of charging its trainers' exits.
+      const Status again = client_->Reconnect(node_, Clock::now() + std::chrono::seconds(2));
+      if (again.code() == StatusCode::kFailedPrecondition) {
+        failed_code_ = kExitRetryable;
+        reason_ = EndReason::kFenced;
+        reason_text_ = again.message();
+        KillAll(SIGKILL);
+        kill_at_ = Clock::now();
+        t->done = true;
+        t->code = code;
+        return;
+      }
+      if (again.ok()) p = client_->Poll(node_, {});
+    }
     if (p.stop || p.verdict == group::kVerdictStop) stopping_ = true;
     if (!p.abandon.empty()) {
       abandoned_ = true;
@@ -166,7 +183,7 @@ void Supervisor::OnExit(Trainer* t, int code) {
                      std::to_string(node_) + ")";
       KillAll(SIGKILL);
       kill_at_ = Clock::now();
-    } else if (departed || p.verdict == group::kVerdictFenced ||
+    } else if (departed || p.verdict == group::kVerdictFenced || p.fenced ||
         (node_ >= 0 && !p.holder.empty() && p.holder != client_->identity() && !p.stop)) {
       failed_code_ = kExitRetryable;
       reason_ = departed ? EndReason::kDeparted : EndReason::kFenced;
@@ -219,6 +236,10 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
       metrics ? gs_.pod_ip + ":" + std::to_string(metrics->port()) : std::string();
   const auto deadline = Clock::now() + gs_.rendezvous.timeout;
   auto client = group::PodClient::Connect(gs_, metrics_addr, deadline);
+  if (!client.ok() && client.status().code() == StatusCode::kFailedPrecondition) {
+    // Declared lost before it could register (a process that came back): a disruption.
+    return End(kExitRetryable, EndReason::kFenced, client.status().message());
+  }
   if (!client.ok()) return End(kExitRetryable, EndReason::kGroupAbandoned, client.status().ToString());
   client_ = std::move(*client);
   DDP_LOG(INFO) << "supervisor: pod " << client_->identity() << " registered with the group"
@@ -264,7 +285,14 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
       group::PodPoll p = client_->Poll(node_, ranks);
       if (!p.store_ok || client_->lost()) {
         // The rendezvous pod was replaced: register again, keeping the node rank. Training goes on.
-        if (client_->Reconnect(node_, Clock::now() + std::chrono::milliseconds(500)).ok()) {
+        // A pod the group declared lost meanwhile, or replaced under its name (a frozen node
+        // that thawed, a partition that healed), ends: the group's doing, never charged.
+        const Status again = client_->Reconnect(node_, Clock::now() + std::chrono::milliseconds(500));
+        if (again.code() == StatusCode::kFailedPrecondition) {
+          KillAll(SIGKILL);
+          return End(kExitRetryable, EndReason::kFenced, again.message());
+        }
+        if (again.ok()) {
           DDP_LOG(INFO) << "supervisor: registered again with a new store";
           for (auto& t : trainers_) if (node_ >= 0 && !t.done) (void)client_->SetTrainer(t.spec.rank, t.id);
         }
@@ -277,7 +305,7 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
         KillAll(SIGKILL);
         return End(kExitRetryable, EndReason::kDeparted,
                    "SIGTERM reached pod " + gs_.pod_name + " and not the whole job: it left the group");
-      } else if (p.verdict == group::kVerdictFenced ||
+      } else if (p.verdict == group::kVerdictFenced || p.fenced ||
                  (node_ >= 0 && !p.holder.empty() && p.holder != client_->identity() && !p.stop)) {
         // Fenced, or our node rank given to another. (Not holding it yet after registering with a
         // new store is no fencing: the authority gives it back to the pod that held it.)

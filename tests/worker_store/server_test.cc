@@ -1,0 +1,332 @@
+// The store's server over real sockets on 127.0.0.1: every request answered with c10d's
+// semantics, parked requests released by any writer (another connection or the process itself)
+// or at their deadline, and every way a hostile or broken peer can misbehave bounded: it loses
+// its own connection, and the store goes on serving the others.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "worker/store/net.h"
+#include "worker/store/server.h"
+#include "worker/store/wire.h"
+
+namespace ddp::store {
+namespace {
+
+using std::chrono::milliseconds;
+
+Bytes B(const std::string& s) { return {s.begin(), s.end()}; }
+std::string S(const Bytes& b) { return {b.begin(), b.end()}; }
+
+// A bare protocol client: one socket, one request at a time, 5 s per reply.
+class Peer {
+ public:
+  explicit Peer(int port, bool greet = true, milliseconds within = milliseconds(5000))
+      : within_(within) {
+    auto fd = ConnectWithin("127.0.0.1", port, Clock::now() + within_);
+    EXPECT_TRUE(fd.ok()) << fd.status().ToString();
+    fd_ = fd.ok() ? *fd : -1;
+    if (greet) {
+      Request h;
+      h.op = Op::kHello;
+      h.number = kVersion;
+      greeting_ = Call(h);
+    }
+  }
+  ~Peer() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int fd() const { return fd_; }
+  const Reply& greeting() const { return greeting_; }
+
+  void Send(const std::string& bytes) {
+    ASSERT_TRUE(SendAll(fd_, bytes.data(), bytes.size(), Clock::now() + std::chrono::seconds(5)).ok());
+  }
+  Reply Read() {
+    const milliseconds within = within_;
+    uint8_t prefix[4];
+    Reply r;
+    if (!RecvAll(fd_, prefix, 4, Clock::now() + within).ok()) {
+      r.code = Code::kError;
+      r.value = B("<no reply>");
+      return r;
+    }
+    uint32_t len = 0;
+    EXPECT_TRUE(FrameLength(prefix, &len).ok());
+    Bytes body(len);
+    EXPECT_TRUE(RecvAll(fd_, body.data(), len, Clock::now() + within).ok());
+    EXPECT_TRUE(DecodeReply(body.data(), len, &r).ok());
+    return r;
+  }
+  Reply Call(const Request& q) {
+    Send(EncodeRequest(q));
+    return Read();
+  }
+  // True once the server closed the connection (EOF within `within`).
+  bool ClosedWithin(milliseconds within) {
+    const auto deadline = Clock::now() + within;
+    char buf[4096];
+    while (Clock::now() < deadline) {
+      const Status s = RecvAll(fd_, buf, 1, deadline);
+      if (!s.ok()) return s.code() != StatusCode::kDeadlineExceeded;
+    }
+    return false;
+  }
+
+ private:
+  milliseconds within_;
+  int fd_ = -1;
+  Reply greeting_;
+};
+
+Request Q(Op op, std::vector<std::string> keys = {}, Bytes value = {}) {
+  Request q;
+  q.op = op;
+  q.keys = std::move(keys);
+  q.value = std::move(value);
+  return q;
+}
+
+std::unique_ptr<StoreServer> Serve(ServerLimits limits = {},
+                                   std::shared_ptr<StoreState> state = nullptr) {
+  if (!state) state = std::make_shared<StoreState>();
+  auto s = StoreServer::Start(state, 0, "test-id", limits);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+TEST(StoreServerTest, TheGreetingSaysTheIdAndEveryRequestIsAnswered) {
+  auto server = Serve();
+  Peer p(server->port());
+  EXPECT_EQ(p.greeting().code, Code::kOk);
+  EXPECT_EQ(p.greeting().number, kVersion);
+  EXPECT_EQ(S(p.greeting().value), "test-id");
+  EXPECT_EQ(p.Call(Q(Op::kSet, {"a"}, B("one"))).code, Code::kOk);
+  EXPECT_EQ(S(p.Call(Q(Op::kGet, {"a"})).value), "one");
+  EXPECT_EQ(p.Call(Q(Op::kGet, {"missing"})).code, Code::kNotFound);  // no wait asked
+  Request add = Q(Op::kAdd, {"n"});
+  add.number = 5;
+  EXPECT_EQ(p.Call(add).number, 5);
+  EXPECT_EQ(p.Call(Q(Op::kCheck, {"a", "n"})).number, 1);
+  EXPECT_EQ(p.Call(Q(Op::kCheck, {"a", "x"})).number, 0);
+  Request cas = Q(Op::kCompareSet, {"a"}, B("uno"));
+  cas.expected = B("one");
+  EXPECT_EQ(S(p.Call(cas).value), "uno");
+  EXPECT_EQ(p.Call(Q(Op::kNumKeys)).number, 2);
+  EXPECT_EQ(p.Call(Q(Op::kDelete, {"a"})).number, 1);
+  EXPECT_EQ(p.Call(Q(Op::kDelete, {"a"})).number, 0);
+  Request text = Q(Op::kSet, {"t"}, B("text"));
+  p.Call(text);
+  add.keys = {"t"};
+  const Reply bad = p.Call(add);  // an error reply; the connection goes on
+  EXPECT_EQ(bad.code, Code::kError);
+  EXPECT_NE(S(bad.value).find("does not hold a number"), std::string::npos);
+  EXPECT_EQ(p.Call(Q(Op::kNumKeys)).number, 2);
+  EXPECT_EQ(server->state().Stats().requests[static_cast<size_t>(Op::kNumKeys)], 2);
+}
+
+// A parked get or wait is answered as soon as its keys exist, whoever creates them: another
+// connection, or the hosting process through the state (the authority writes in process).
+TEST(StoreServerTest, AParkedRequestIsReleasedByAnyWriterAndTimesOutAtItsDeadline) {
+  auto state = std::make_shared<StoreState>();
+  auto server = Serve({}, state);
+  Peer waiter(server->port());
+  Peer writer(server->port());
+  auto parked = [&](Op op) {
+    // The request is parked once the server counted it: no sleep decides the order.
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (state->Stats().requests[static_cast<size_t>(op)] == 0 && Clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+  };
+  Request get = Q(Op::kGet, {"late"});
+  get.wait_ms = 10000;
+  waiter.Send(EncodeRequest(get));
+  parked(Op::kGet);
+  writer.Call(Q(Op::kSet, {"late"}, B("by another connection")));
+  EXPECT_EQ(S(waiter.Read().value), "by another connection");
+
+  Request wait = Q(Op::kWait, {"x", "y"});
+  wait.wait_ms = 10000;
+  waiter.Send(EncodeRequest(wait));
+  parked(Op::kWait);
+  ASSERT_TRUE(state->Set("x", B("1")).ok());
+  ASSERT_TRUE(state->Add("y", 1).ok());  // in process, as the authority writes
+  EXPECT_EQ(waiter.Read().code, Code::kOk);
+
+  Request never = Q(Op::kWait, {"never"});
+  never.wait_ms = 300;
+  const auto start = Clock::now();
+  waiter.Send(EncodeRequest(never));
+  EXPECT_EQ(waiter.Read().code, Code::kTimeout);
+  const auto took = Clock::now() - start;
+  EXPECT_GE(took, milliseconds(300));
+  EXPECT_LT(took, milliseconds(3000));  // slack for a loaded machine; a lost timer never answers
+  EXPECT_EQ(waiter.Call(Q(Op::kCheck, {"x"})).number, 1);  // the connection goes on after it
+}
+
+TEST(StoreServerTest, RequestsSentWhileOneIsParkedAreAnsweredInOrderAfterIt) {
+  auto server = Serve();
+  Peer p(server->port());
+  Peer writer(server->port());
+  Request get = Q(Op::kGet, {"k"});
+  get.wait_ms = 10000;
+  p.Send(EncodeRequest(get) + EncodeRequest(Q(Op::kNumKeys)) + EncodeRequest(Q(Op::kCheck, {"k"})));
+  writer.Call(Q(Op::kSet, {"k"}, B("v")));
+  EXPECT_EQ(S(p.Read().value), "v");
+  EXPECT_EQ(p.Read().number, 1);  // numKeys, after the key existed
+  EXPECT_EQ(p.Read().number, 1);  // check
+}
+
+// Each way a peer misbehaves loses it its connection, within bounds, and nothing else.
+TEST(StoreServerTest, AHostilePeerLosesItsConnectionAndTheStoreServesTheOthers) {
+  ServerLimits limits;
+  limits.greeting = milliseconds(300);
+  auto server = Serve(limits);
+  Peer good(server->port());
+  good.Call(Q(Op::kSet, {"kept"}, B("yes")));
+  struct Row {
+    const char* what;
+    std::string bytes;  // sent right after connecting (no greeting of ours)
+    const char* reply;  // words of the error reply, or nullptr for a plain close
+  };
+  Request hello2 = Q(Op::kHello, {}, Bytes(kMagic, kMagic + 8));
+  hello2.number = 2;
+  const std::string c10d_query = std::string("\x05\x00\x00\x00\x00\x00\x00\x00\x02", 9);
+  const std::vector<Row> rows = {
+      {"silent", "", nullptr},
+      {"a request before the greeting", EncodeRequest(Q(Op::kNumKeys)), "greet first"},
+      {"another protocol version", EncodeRequest(hello2), "protocol version 2"},
+      {"c10d's TCPStore query", c10d_query, nullptr},
+      {"a 4 GiB frame", std::string("\xff\xff\xff\xff", 4), nullptr},
+      {"an unknown request", std::string("\x01\x00\x00\x00\x63", 5), "malformed request"},
+  };
+  for (const Row& r : rows) {
+    Peer bad(server->port(), /*greet=*/false);
+    if (!r.bytes.empty()) bad.Send(r.bytes);
+    if (r.reply != nullptr) {
+      const Reply reply = bad.Read();
+      EXPECT_EQ(reply.code, Code::kError) << r.what;
+      EXPECT_NE(S(reply.value).find(r.reply), std::string::npos) << r.what << ": " << S(reply.value);
+    }
+    EXPECT_TRUE(bad.ClosedWithin(milliseconds(3000))) << r.what;
+  }
+  EXPECT_GE(server->refused(), static_cast<int64_t>(rows.size()));
+  EXPECT_EQ(S(good.Call(Q(Op::kGet, {"kept"})).value), "yes");
+}
+
+TEST(StoreServerTest, ConnectionsPastTheBoundAreClosedAtOnce) {
+  ServerLimits limits;
+  limits.max_connections = 3;
+  auto server = Serve(limits);
+  std::vector<std::unique_ptr<Peer>> peers;
+  for (int i = 0; i < 3; ++i) peers.push_back(std::make_unique<Peer>(server->port()));
+  Peer fourth(server->port(), /*greet=*/false);
+  EXPECT_TRUE(fourth.ClosedWithin(milliseconds(3000)));
+  peers.pop_back();  // room again: the store notices the close and takes a new one
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (server->open_connections() > 2 && Clock::now() < deadline) std::this_thread::yield();
+  Peer fifth(server->port());
+  EXPECT_EQ(fifth.greeting().code, Code::kOk);
+}
+
+TEST(StoreServerTest, APeerThatNeverReadsItsRepliesIsClosedPastTheBound) {
+  ServerLimits limits;
+  limits.max_unread_bytes = 1u << 20;
+  auto state = std::make_shared<StoreState>();
+  ASSERT_TRUE(state->Set("big", Bytes(256 * 1024, 'x')).ok());
+  auto server = Serve(limits, state);
+  Peer p(server->port());
+  const std::string get = EncodeRequest(Q(Op::kGet, {"big"}));
+  std::string many;
+  for (int i = 0; i < 200; ++i) many += get;  // 50 MiB of replies asked for, none read
+  ::send(p.fd(), many.data(), many.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (server->refused() == 0 && Clock::now() < deadline) std::this_thread::yield();
+  EXPECT_EQ(server->refused(), 1);
+  Peer other(server->port());
+  EXPECT_EQ(other.Call(Q(Op::kCheck, {"big"})).number, 1);
+}
+
+// Out of descriptors: accept() fails while a connection waits in the queue. The listener rests
+// instead of spinning, and the waiting peer is served once descriptors free up. In a child
+// process, whose descriptor limit the test lowers.
+TEST(StoreServerTest, OutOfDescriptorsTheListenerRestsAndServesOnceTheyFreeUp) {
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    auto server = Serve();
+    std::vector<int> hogs;
+    rlimit lim{};
+    ::getrlimit(RLIMIT_NOFILE, &lim);
+    // Use up every descriptor but a few: the peer's socket below, then nothing for accept().
+    const int top = ::dup(0);
+    lim.rlim_cur = static_cast<rlim_t>(top + 2);
+    ::close(top);
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+    while (true) {
+      const int fd = ::dup(0);
+      if (fd < 0) break;
+      hogs.push_back(fd);
+    }
+    ::close(hogs.back());  // one for the peer's own socket
+    hogs.pop_back();
+    std::atomic<bool> served{false};
+    // A generous bound: on a loaded machine this process may wait seconds for the CPU.
+    std::thread peer([&] {
+      served = Peer(server->port(), true, milliseconds(60000)).greeting().code == Code::kOk;
+    });
+    rusage before{}, after{};
+    ::getrusage(RUSAGE_SELF, &before);
+    std::this_thread::sleep_for(milliseconds(500));  // the window the CPU time is measured over
+    ::getrusage(RUSAGE_SELF, &after);
+    const double cpu = (after.ru_utime.tv_sec - before.ru_utime.tv_sec) +
+                       (after.ru_utime.tv_usec - before.ru_utime.tv_usec) / 1e6 +
+                       (after.ru_stime.tv_sec - before.ru_stime.tv_sec) +
+                       (after.ru_stime.tv_usec - before.ru_stime.tv_usec) / 1e6;
+    const bool early = served.load();
+    for (int fd : hogs) ::close(fd);
+    peer.join();
+    const int code = (cpu < 0.2 ? 0 : 1) | (!early ? 0 : 2) | (served.load() ? 0 : 4);
+    (void)!::write(report[1], &code, sizeof(code));
+    ::_exit(0);
+  }
+  int code = -1;
+  ASSERT_EQ(::read(report[0], &code, sizeof(code)), static_cast<ssize_t>(sizeof(code)));
+  ::waitpid(child, nullptr, 0);
+  EXPECT_EQ(code & 1, 0) << "the server spun while out of descriptors";
+  EXPECT_EQ(code & 2, 0) << "served without a descriptor to accept with";
+  EXPECT_EQ(code & 4, 0) << "not served once descriptors were free";
+  ::close(report[0]);
+  ::close(report[1]);
+}
+
+TEST(StoreServerTest, APeerGoneWhileParkedLeavesNothingBehind) {
+  auto state = std::make_shared<StoreState>();
+  auto server = Serve({}, state);
+  {
+    Peer p(server->port());
+    Request w = Q(Op::kWait, {"k"});
+    w.wait_ms = 60000;
+    p.Send(EncodeRequest(w));
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (state->Stats().requests[static_cast<size_t>(Op::kWait)] == 0 && Clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+  }  // closed while parked
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (server->open_connections() > 0 && Clock::now() < deadline) std::this_thread::yield();
+  EXPECT_EQ(server->open_connections(), 0);
+  ASSERT_TRUE(state->Set("k", B("v")).ok());  // releases nobody, crashes nothing
+  Peer q(server->port());
+  EXPECT_EQ(S(q.Call(Q(Op::kGet, {"k"})).value), "v");
+}
+
+}  // namespace
+}  // namespace ddp::store
