@@ -22,11 +22,23 @@ bool IsSuspect(const api::DDPJobStatus& st, const std::string& node) {
                      [&](const api::SuspectNode& s) { return s.name == node; });
 }
 
+// Kubernetes: a nodeSelectorTerm with no expressions and no fields matches no node.
+bool MatchesNoNode(const json& term) {
+  for (const char* key : {"matchExpressions", "matchFields"}) {
+    auto it = term.find(key);
+    if (it != term.end() && it->is_array() && !it->empty()) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void AvoidNodes(const std::vector<std::string>& names, json* pod) {
   if (names.empty() || !pod->is_object()) return;
-  json* spec = ObjectAt(pod, "spec");
+  // Edited on a copy, kept only when every part had the right shape: a malformed term found
+  // after well-formed ones must not leave those changed.
+  json out = *pod;
+  json* spec = ObjectAt(&out, "spec");
   json* affinity = spec ? ObjectAt(spec, "affinity") : nullptr;
   json* node = affinity ? ObjectAt(affinity, "nodeAffinity") : nullptr;
   json* required = node ? ObjectAt(node, "requiredDuringSchedulingIgnoredDuringExecution") : nullptr;
@@ -35,14 +47,25 @@ void AvoidNodes(const std::vector<std::string>& names, json* pod) {
   if (terms.is_null()) terms = json::array();
   if (!terms.is_array()) return;
   const json avoid = {{"key", kHostnameLabel}, {"operator", "NotIn"}, {"values", names}};
-  if (terms.empty()) terms.push_back(json::object());
+  if (terms.empty()) {  // no required terms: one that holds the expression
+    terms.push_back({{"matchExpressions", json::array({avoid})}});
+    *pod = std::move(out);
+    return;
+  }
   for (json& term : terms) {
     if (!term.is_object()) return;
+    for (const char* key : {"matchExpressions", "matchFields"}) {
+      if (term.contains(key) && !term[key].is_null() && !term[key].is_array()) return;
+    }
+  }
+  for (json& term : terms) {
+    // An empty term matches no node; with the expression it would match every other node.
+    if (MatchesNoNode(term)) continue;
     json& exprs = term["matchExpressions"];
     if (exprs.is_null()) exprs = json::array();
-    if (!exprs.is_array()) return;
+    exprs.push_back(avoid);
   }
-  for (json& term : terms) term["matchExpressions"].push_back(avoid);
+  *pod = std::move(out);
 }
 
 namespace internal {

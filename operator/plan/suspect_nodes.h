@@ -32,9 +32,11 @@ namespace ddp::plan {
 inline constexpr char kHostnameLabel[] = "kubernetes.io/hostname";
 
 // Merges `node NotIn names` into pod.spec.affinity.nodeAffinity's required terms: the expression
-// is added to every nodeSelectorTerm (terms are ORed), or one term holds it when there are none;
-// everything else of the template's affinity is kept. A pod whose affinity has the wrong shape
-// is left as it is. Nothing when `names` is empty.
+// is added to every nodeSelectorTerm (terms are ORed) but an empty one (no expressions, no
+// fields: it matches no node, and with the expression it would match every other one), or one
+// term holds it when there are none; everything else of the template's affinity is kept. A pod
+// whose affinity has the wrong shape anywhere is left as it is, untouched. Nothing when `names`
+// is empty.
 void AvoidNodes(const std::vector<std::string>& names, nlohmann::json* pod);
 
 namespace internal {

@@ -91,6 +91,45 @@ TEST(AvoidNodes, NothingToAvoidOrAMalformedAffinityLeavesThePodAsItIs) {
   EXPECT_EQ(pod, (json{{"spec", json::object()}}));
 }
 
+TEST(AvoidNodes, AnEmptyTermStaysEmptyInsteadOfMatchingEveryOtherNode) {
+  // Kubernetes: a term without expressions or fields matches no node. Only the other terms, the
+  // ones that can place the pod, get the expression.
+  const json zone = {{"key", "zone"}, {"operator", "In"}, {"values", {"a"}}};
+  for (const json& empty : {json::object(), json{{"matchExpressions", json::array()}},
+                            json{{"matchExpressions", nullptr}, {"matchFields", json::array()}}}) {
+    json pod = {{"spec",
+                 {{"affinity",
+                   {{"nodeAffinity",
+                     {{"requiredDuringSchedulingIgnoredDuringExecution",
+                       {{"nodeSelectorTerms", json::array({empty, {{"matchExpressions", {zone}}}})}}}}}}}}}};
+    AvoidNodes({"n3"}, &pod);
+    const json& terms = (*Required(pod))["nodeSelectorTerms"];
+    ASSERT_EQ(terms.size(), 2u) << pod.dump();
+    EXPECT_EQ(terms[0], empty) << pod.dump();
+    EXPECT_EQ(terms[1]["matchExpressions"], json::array({zone, NotIn({"n3"})}));
+  }
+}
+
+TEST(AvoidNodes, AMalformedLaterTermLeavesTheEarlierOnesUntouched) {
+  const json zone = {{"key", "zone"}, {"operator", "In"}, {"values", {"a"}}};
+  for (const json& bad : {json("x"), json{{"matchExpressions", "zone=a"}},
+                          json{{"matchFields", 7}}}) {
+    // The first term lacks matchExpressions (only fields): the old code gave it an empty list
+    // before it met the malformed second term.
+    const json fields = {{"key", "metadata.name"}, {"operator", "In"}, {"values", {"n1"}}};
+    const json pod0 = {{"spec",
+                        {{"affinity",
+                          {{"nodeAffinity",
+                            {{"requiredDuringSchedulingIgnoredDuringExecution",
+                              {{"nodeSelectorTerms",
+                                json::array({{{"matchFields", {fields}}},
+                                             {{"matchExpressions", {zone}}}, bad})}}}}}}}}}};
+    json pod = pod0;
+    AvoidNodes({"n3"}, &pod);
+    EXPECT_EQ(pod, pod0) << bad.dump();
+  }
+}
+
 // ---- status.suspectNodes on the wire: hostile entries are dropped, the list is bounded.
 
 TEST(SuspectNodesStatus, RoundTripsAndDropsWhatIsNotAnEntry) {
