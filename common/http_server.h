@@ -8,6 +8,9 @@
 // (write_timeout); the head is bounded (max_head_bytes, else 431); at max_connections a new
 // client evicts the one that has waited longest without sending a complete head. So 50 idle
 // connections, or a client that never reads a large page, leave /healthz answering at once.
+// Out of file descriptors (EMFILE, ENFILE), accepting pauses (10 ms, doubling up to 200 ms)
+// rather than spin on a listening socket that stays readable; the clients queued meanwhile are
+// answered once descriptors are free again.
 //
 // Why not cpprestsdk's http_listener: common/ is built into ddp-worker, which links nothing but
 // LibTorch and POSIX, and the listener would add Boost.Asio and its thread pool to every
@@ -90,7 +93,10 @@ class HttpServer {
   };
   void Loop();
   void PoolLoop();
-  void Accept(std::map<uint64_t, Conn>* conns, uint64_t* next_id);
+  // Accepts every queued client. Returns 0, or the errno when accept4 ran out of descriptors
+  // or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM): the clients left stay queued until Loop
+  // tries again.
+  int Accept(std::map<uint64_t, Conn>* conns, uint64_t* next_id);
   // Reads what `c` sent; false when the connection is to be closed.
   bool OnReadable(uint64_t id, Conn* c);
   // Starts answering `c`'s complete head (inline, or by queueing a job).
