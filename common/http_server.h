@@ -122,11 +122,23 @@ class HttpServer {
 // Splits "host:port" / ":port" / "port" into parts; host "" means all interfaces.
 Status ParseBindAddress(const std::string& text, std::string* host, int* port);
 
-// GET http://host:port/path with a deadline. Returns the body on 200; Unavailable on connection
-// errors, timeouts, or another status code (the message names it). With max_body_bytes > 0, a
-// body larger than that is FailedPrecondition, known from its Content-Length or from the bytes
-// received: reading stops there, so at most max_body_bytes plus one read (8 KiB) and a bounded
-// head (16 KiB) are ever held.
+// A server's answer: its status code (100..599) and body.
+struct HttpAnswer {
+  int code = 0;
+  std::string body;
+};
+
+// GET http://host:port/path with a deadline. Returns the answer whatever its status code (a 503
+// from a busy server, a 431: the server is there); Unavailable on connection errors, timeouts
+// and a response that is not HTTP. With max_body_bytes > 0, a body larger than that is
+// FailedPrecondition, known from its Content-Length or from the bytes received: reading stops
+// there, so at most max_body_bytes plus one read (8 KiB) and a bounded head (16 KiB) are ever
+// held.
+StatusOr<HttpAnswer> HttpFetch(const std::string& host, int port, const std::string& path,
+                               int timeout_ms = 2000, size_t max_body_bytes = 0);
+
+// HttpFetch that wants a 200: returns its body; another status code is Unavailable (the message
+// names it), as are HttpFetch's errors; FailedPrecondition past max_body_bytes.
 StatusOr<std::string> HttpGet(const std::string& host, int port, const std::string& path,
                               int timeout_ms = 2000, size_t max_body_bytes = 0);
 
