@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/group_contract.h"
+#include "operator/plan/lost_nodes.h"
 
 namespace ddp::plan {
 namespace {
@@ -88,6 +89,13 @@ void MarkSuspect(Pass* p, const std::string& node, const std::string& why) {
 }
 
 void TrackSuspectNodes(Pass* p, const PlanOptions& options) {
+  // A node called lost only for a moment may be flapping: it counts once the margin is over.
+  auto lost = [&](const ObservedPod& pod) {
+    std::optional<TimePoint> due;
+    if (NodeLostPastMargin(pod, options.node_lost_margin, p->now, &due)) return true;
+    if (due) Requeue(p, *due);
+    return false;
+  };
   // 1. Losses seen in this pass.
   for (const ObservedPod& pod : p->seen->pods) {
     if (pod.node_name.empty()) continue;
@@ -96,7 +104,7 @@ void TrackSuspectNodes(Pass* p, const PlanOptions& options) {
                   pod.lost_with_store ? "pod " + pod.name + " went silent with the rendezvous pod"
                                       : "its group declared pod " + pod.name + " lost");
     }
-    if (pod.node_lost) MarkSuspect(p, pod.node_name, "pod " + pod.name + "'s node is lost");
+    if (lost(pod)) MarkSuspect(p, pod.node_name, "pod " + pod.name + "'s node is lost");
   }
   // 2. Nodes that proved themselves alive.
   auto& list = p->st.suspect_nodes;
@@ -125,14 +133,15 @@ void TrackSuspectNodes(Pass* p, const PlanOptions& options) {
     if (pod.deleting || pod.phase != "Pending" || pod.node_name.empty() || !IsCurrent(*p, pod)) {
       continue;
     }
-    if (!pod.node_lost && !IsSuspect(p->st, pod.node_name)) continue;
+    const bool on_lost = lost(pod);
+    if (!on_lost && !IsSuspect(p->st, pod.node_name)) continue;
     const bool planned = std::any_of(p->plan.deletes.begin(), p->plan.deletes.end(),
                                      [&](const Delete& d) { return d.kind == "Pod" && d.name == pod.name; });
     if (planned) continue;
     p->plan.deletes.push_back({"Pod", pod.name, pod.uid, 0});
     AddEvent(p, "Warning", kReasonPodOffLostNode,
              "round " + std::to_string(p->round) + ": pod " + pod.name + " was bound to " +
-                 (pod.node_lost ? "lost" : "suspect") + " node " + pod.node_name +
+                 (on_lost ? "lost" : "suspect") + " node " + pod.node_name +
                  " and never started: force-deleted, created again elsewhere (not counted)");
   }
 }
