@@ -1,4 +1,5 @@
-// HttpGet (declared in http_server.h): a plain-socket GET for scraping our own endpoints.
+// HttpFetch and HttpGet (declared in http_server.h): a plain-socket GET for scraping our own
+// endpoints.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <poll.h>
@@ -53,8 +54,8 @@ int MillisLeft(Clock::time_point deadline) {
 
 }  // namespace
 
-StatusOr<std::string> HttpGet(const std::string& host, int port, const std::string& path,
-                              int timeout_ms, size_t max_body_bytes) {
+StatusOr<HttpAnswer> HttpFetch(const std::string& host, int port, const std::string& path,
+                               int timeout_ms, size_t max_body_bytes) {
   const std::string where = "GET http://" + host + ":" + std::to_string(port) + path;
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   addrinfo hints{};
@@ -140,10 +141,28 @@ StatusOr<std::string> HttpGet(const std::string& host, int port, const std::stri
   if (resp.compare(0, 5, "HTTP/") != 0 || head_end == std::string::npos) {
     return Status::Unavailable(where + ": malformed response");
   }
-  int code = std::atoi(resp.c_str() + resp.find(' ') + 1);
-  std::string body = resp.substr(head_end + 4);
-  if (code != 200) return Status::Unavailable(where + ": HTTP " + std::to_string(code));
-  return body;
+  // "HTTP/1.1 200 OK": the status code is the three digits after the first space.
+  const size_t space = resp.find(' ');
+  int code = 0;
+  if (space != std::string::npos && space + 4 <= head_end) {
+    for (size_t i = space + 1; i < space + 4; ++i) {
+      const bool digit = std::isdigit(static_cast<unsigned char>(resp[i])) != 0;
+      code = digit ? code * 10 + (resp[i] - '0') : -1000;
+    }
+  }
+  if (code < 100 || code > 599) return Status::Unavailable(where + ": malformed response");
+  return HttpAnswer{code, resp.substr(head_end + 4)};
+}
+
+StatusOr<std::string> HttpGet(const std::string& host, int port, const std::string& path,
+                              int timeout_ms, size_t max_body_bytes) {
+  StatusOr<HttpAnswer> answer = HttpFetch(host, port, path, timeout_ms, max_body_bytes);
+  if (!answer.ok()) return answer.status();
+  if (answer->code != 200) {
+    return Status::Unavailable("GET http://" + host + ":" + std::to_string(port) + path +
+                               ": HTTP " + std::to_string(answer->code));
+  }
+  return std::move(answer->body);
 }
 
 }  // namespace ddp

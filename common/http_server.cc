@@ -176,10 +176,16 @@ void HttpServer::PoolLoop() {
   }
 }
 
-void HttpServer::Accept(std::map<uint64_t, Conn>* conns, uint64_t* next_id) {
+int HttpServer::Accept(std::map<uint64_t, Conn>* conns, uint64_t* next_id) {
   while (true) {
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) return;  // EAGAIN: none left (other errors: the next poll tries again)
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      // Out of descriptors or memory: the client stays queued and the listening socket stays
+      // readable, so polling it again at once would spin. The caller pauses accepting.
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) return errno;
+      return 0;  // EAGAIN: none left (another error: the next poll tries again)
+    }
     if (static_cast<int>(conns->size()) >= options_.max_connections) {
       // Full: the client that has waited longest without a complete head makes room.
       auto oldest = conns->end();
@@ -273,6 +279,12 @@ void HttpServer::Loop() {
   uint64_t next_id = 1;
   std::vector<pollfd> fds;
   std::vector<uint64_t> ids;
+  // Out of descriptors, accepting waits this long (doubling to kMaxAcceptPause while it lasts)
+  // instead of spinning on a listening socket that stays readable; connections being answered
+  // go on, and each one closed frees a descriptor for the clients queued meanwhile.
+  constexpr std::chrono::milliseconds kFirstAcceptPause(10), kMaxAcceptPause(200);
+  std::chrono::milliseconds accept_pause(0);
+  Clock::time_point accept_at{};
   while (true) {
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -287,9 +299,12 @@ void HttpServer::Loop() {
       done_.clear();
       open_ = conns.size();
     }
-    fds.assign({pollfd{wake_fds_[0], POLLIN, 0}, pollfd{listen_fd_, POLLIN, 0}});
+    const bool accepting = Clock::now() >= accept_at;
+    // poll() skips a negative fd: a paused listening socket is not polled.
+    fds.assign({pollfd{wake_fds_[0], POLLIN, 0}, pollfd{accepting ? listen_fd_ : -1, POLLIN, 0}});
     ids.assign({0, 0});
     auto next_deadline = Clock::now() + std::chrono::seconds(1);
+    if (!accepting) next_deadline = std::min(next_deadline, accept_at);
     for (auto& [id, c] : conns) {
       if (c.state == Conn::kHandling) continue;
       fds.push_back(pollfd{c.fd, static_cast<short>(c.state == Conn::kReading ? POLLIN : POLLOUT), 0});
@@ -328,7 +343,18 @@ void HttpServer::Loop() {
         ++it;
       }
     }
-    if (fds[1].revents) Accept(&conns, &next_id);
+    if (fds[1].revents) {
+      if (const int err = Accept(&conns, &next_id); err == 0) {
+        accept_pause = std::chrono::milliseconds(0);
+      } else {
+        if (accept_pause.count() == 0) {
+          DDP_LOG(WARNING) << "http server: accept: " << std::strerror(err)
+                           << "; new connections wait until descriptors are free";
+        }
+        accept_pause = std::min(kMaxAcceptPause, std::max(kFirstAcceptPause, accept_pause * 2));
+        accept_at = Clock::now() + accept_pause;
+      }
+    }
   }
   for (auto& [id, c] : conns) ::close(c.fd);
   std::lock_guard<std::mutex> l(mu_);

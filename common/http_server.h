@@ -8,6 +8,9 @@
 // (write_timeout); the head is bounded (max_head_bytes, else 431); at max_connections a new
 // client evicts the one that has waited longest without sending a complete head. So 50 idle
 // connections, or a client that never reads a large page, leave /healthz answering at once.
+// Out of file descriptors (EMFILE, ENFILE), accepting pauses (10 ms, doubling up to 200 ms)
+// rather than spin on a listening socket that stays readable; the clients queued meanwhile are
+// answered once descriptors are free again.
 //
 // Why not cpprestsdk's http_listener: common/ is built into ddp-worker, which links nothing but
 // LibTorch and POSIX, and the listener would add Boost.Asio and its thread pool to every
@@ -90,7 +93,10 @@ class HttpServer {
   };
   void Loop();
   void PoolLoop();
-  void Accept(std::map<uint64_t, Conn>* conns, uint64_t* next_id);
+  // Accepts every queued client. Returns 0, or the errno when accept4 ran out of descriptors
+  // or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM): the clients left stay queued until Loop
+  // tries again.
+  int Accept(std::map<uint64_t, Conn>* conns, uint64_t* next_id);
   // Reads what `c` sent; false when the connection is to be closed.
   bool OnReadable(uint64_t id, Conn* c);
   // Starts answering `c`'s complete head (inline, or by queueing a job).
@@ -116,11 +122,23 @@ class HttpServer {
 // Splits "host:port" / ":port" / "port" into parts; host "" means all interfaces.
 Status ParseBindAddress(const std::string& text, std::string* host, int* port);
 
-// GET http://host:port/path with a deadline. Returns the body on 200; Unavailable on connection
-// errors, timeouts, or another status code (the message names it). With max_body_bytes > 0, a
-// body larger than that is FailedPrecondition, known from its Content-Length or from the bytes
-// received: reading stops there, so at most max_body_bytes plus one read (8 KiB) and a bounded
-// head (16 KiB) are ever held.
+// A server's answer: its status code (100..599) and body.
+struct HttpAnswer {
+  int code = 0;
+  std::string body;
+};
+
+// GET http://host:port/path with a deadline. Returns the answer whatever its status code (a 503
+// from a busy server, a 431: the server is there); Unavailable on connection errors, timeouts
+// and a response that is not HTTP. With max_body_bytes > 0, a body larger than that is
+// FailedPrecondition, known from its Content-Length or from the bytes received: reading stops
+// there, so at most max_body_bytes plus one read (8 KiB) and a bounded head (16 KiB) are ever
+// held.
+StatusOr<HttpAnswer> HttpFetch(const std::string& host, int port, const std::string& path,
+                               int timeout_ms = 2000, size_t max_body_bytes = 0);
+
+// HttpFetch that wants a 200: returns its body; another status code is Unavailable (the message
+// names it), as are HttpFetch's errors; FailedPrecondition past max_body_bytes.
 StatusOr<std::string> HttpGet(const std::string& host, int port, const std::string& path,
                               int timeout_ms = 2000, size_t max_body_bytes = 0);
 

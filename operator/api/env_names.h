@@ -54,7 +54,9 @@ inline constexpr char kEnvGlobalBatchRanks[] = "DDP_GLOBAL_BATCH_RANKS";
 
 // Recovery InPlace adds the group's variables (common/group_contract.h): DDP_STORE_ADDR,
 // DDP_POD_NAME, DDP_POD_UID, DDP_POD_IP, DDP_POD_ROLE, DDP_LIVENESS_TIMEOUT, DDP_RESTART_POLICY,
-// DDP_RETRYABLE_EXIT_CODES.
+// DDP_RETRYABLE_EXIT_CODES. And every pod's worker container gets DDP_TERMINATION_LOG (the
+// builders: the container's terminationMessagePath, where the kubelet reads what ddp-worker
+// writes there).
 
 // Every name the operator sets (RendezvousEnv's names): user env with one of them is invalid.
 const std::vector<std::string>& OperatorEnvNames();

@@ -2,6 +2,7 @@
 // nlohmann accessor here can throw on user data.
 #include "operator/api/pod_template.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <regex>
@@ -262,8 +263,17 @@ Container ReadContainer(Reader& r, const json& c, const std::string& path) {
   r.Enum(c, "imagePullPolicy", path, {"Always", "IfNotPresent", "Never"});
   r.StringList(c, "command", path, &out.command);
   r.StringList(c, "args", path, &out.args);
-  for (const char* key : {"workingDir", "terminationMessagePath", "terminationMessagePolicy"}) {
-    r.String(c, key, path, nullptr);
+  for (const char* key : {"workingDir", "terminationMessagePolicy"}) r.String(c, key, path, nullptr);
+  if (r.String(c, "terminationMessagePath", path, &out.termination_message_path)) {
+    const std::string& t = out.termination_message_path;
+    const bool control = std::any_of(t.begin(), t.end(), [](char ch) {
+      return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+    });
+    if (t.empty() || t[0] != '/' || t.size() > kMaxPathBytes || control) {
+      r.Error(path + ".terminationMessagePath",
+              " (" + Describe(json(t)) + ") must be an absolute path of at most " +
+                  std::to_string(kMaxPathBytes) + " bytes without control characters");
+    }
   }
   for (const char* key : {"stdin", "stdinOnce", "tty"}) r.Bool(c, key, path);
   ReadEnv(r, c, path, &out);

@@ -37,7 +37,13 @@ struct Container {
   std::vector<ContainerPort> ports;
   std::map<std::string, std::string> limits;    // resources.limits, quantities as strings
   std::map<std::string, std::string> requests;  // resources.requests
+  // Where the kubelet reads the container's termination message; "" when not set (Kubernetes'
+  // default, /dev/termination-log). When set: an absolute path of at most kMaxPathBytes bytes,
+  // without control characters (it becomes an env value: the builders' DDP_TERMINATION_LOG).
+  std::string termination_message_path;
 };
+
+inline constexpr size_t kMaxPathBytes = 4096;
 
 struct PodTemplate {
   std::map<std::string, std::string> labels;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "common/group_contract.h"
 #include "operator/api/env_names.h"
 #include "operator/api/json_fields.h"
 #include "operator/api/labels.h"
@@ -294,8 +295,12 @@ void CheckTemplate(const nlohmann::json& tmpl, std::vector<std::string>* errs) {
   const std::vector<EnvVar>& env = t.containers[worker].env;
   for (size_t i = 0; i < env.size(); ++i) {
     if (std::find(reserved.begin(), reserved.end(), env[i].name) != reserved.end()) {
+      const bool log = env[i].name == group::kEnvTerminationLog;
       errs->push_back(path + "[" + std::to_string(i) + "].name (" + Quote(env[i].name) +
-                      ") is reserved: the operator sets it for rendezvous");
+                      ") is reserved: the operator sets it" +
+                      (log ? " to the container's terminationMessagePath (where the kubelet "
+                             "reads ddp-worker's termination message); set that instead"
+                           : " for rendezvous"));
     }
   }
 }

@@ -111,8 +111,9 @@ class Controller {
   // re-queues the jobs with pods on it; one log line when it hosts any.
   void OnNodeChange(const std::string& node, const plan::NodeHealth* old,
                     const plan::NodeHealth* now);
-  // Sets node_lost on `seen`'s pods: their node is lost or gone. Leaves every pod not lost
-  // until the node informer has listed once (no permission: never), so a pod is never
+  // Sets node_lost on `seen`'s pods: their node is lost or gone; and node_lost_since: when this
+  // operator first saw the node lost (its own clock; a node gone is not timed). Leaves every pod
+  // not lost until the node informer has listed once (no permission: never), so a pod is never
   // force-deleted on a guess.
   void ObserveNodes(plan::Observed* seen) const;
   // The health of the nodes in job.status.suspectNodes (plan/suspect_nodes.h), once synced.
@@ -128,6 +129,9 @@ class Controller {
   IndexedCache<std::string> services_;
   IndexedCache<std::string> network_policies_;  // "ns/name" of each, by job
   IndexedCache<plan::NodeHealth> nodes_;  // by node name; optional (see ObserveNodes)
+  // When each node now lost was first seen lost (ObserveNodes); dropped when it comes back.
+  mutable std::mutex node_lost_mu_;
+  mutable std::map<std::string, std::chrono::system_clock::time_point> node_lost_seen_;
   IndexedCache<plan::ObservedPodGroup> pod_groups_;
   // The gang scheduler's PodGroups; both null without one.
   const Resource* pod_group_resource_ = nullptr;

@@ -1,6 +1,8 @@
 // The controller's view of nodes: which pods sit on a lost node (ObservedPod::node_lost), and
 // re-queueing the jobs concerned when a node is lost or comes back. The decision to force-delete
 // is the planner's (operator/plan/lost_nodes.h).
+#include <chrono>
+#include <mutex>
 #include <set>
 
 #include "common/logging.h"
@@ -13,6 +15,11 @@ void Controller::OnNodeChange(const std::string& node, const plan::NodeHealth* o
   const bool was_lost = old != nullptr && old->lost;
   // A deleted Node is gone for good: its pods are on no node at all.
   const bool is_lost = now == nullptr || now->lost;
+  if (!is_lost || now == nullptr || !was_lost) {
+    // Back, gone, or newly lost: a new loss is timed from its first sight (ObserveNodes).
+    std::lock_guard<std::mutex> l(node_lost_mu_);
+    node_lost_seen_.erase(node);
+  }
   if (old == nullptr && now != nullptr && !now->lost) return;  // a healthy node appears
   if (old != nullptr && now != nullptr && was_lost == is_lost) return;  // a heartbeat, a label
   std::set<std::string> jobs;
@@ -45,6 +52,10 @@ void Controller::ObserveNodes(plan::Observed* seen) const {
     if (pod.node_name.empty()) continue;
     const std::optional<plan::NodeHealth> health = nodes_.Get(pod.node_name);
     pod.node_lost = !health || health->lost;
+    if (!health || !health->lost) continue;
+    std::lock_guard<std::mutex> l(node_lost_mu_);
+    pod.node_lost_since =
+        node_lost_seen_.emplace(pod.node_name, std::chrono::system_clock::now()).first->second;
   }
 }
 

@@ -22,7 +22,7 @@ ProgressScraper::ProgressScraper(ProgressScraperOptions options, OnAdvance on_ad
       fetch_(fetch ? std::move(fetch)
                    : Fetch([max = options.max_page_bytes](const std::string& host, int port,
                                                           const std::string& path, int timeout_ms) {
-                       return HttpGet(host, port, path, timeout_ms, max);
+                       return HttpFetch(host, port, path, timeout_ms, max);
                      })) {}
 
 ProgressScraper::~ProgressScraper() { Stop(); }
@@ -151,17 +151,23 @@ std::map<std::string, bool> ProgressScraper::Probe(const std::vector<ProbeTarget
 }
 
 StatusOr<metrics::WorkerScrape> ProgressScraper::ReadPage(const ScrapeTarget& target,
-                                                          ScrapeResult* result) {
-  StatusOr<std::string> page =
+                                                          ScrapeResult* result, bool* answered) {
+  StatusOr<HttpAnswer> page =
       fetch_(target.host, target.port, "/metrics", static_cast<int>(options_.timeout.count()));
   if (!page.ok()) {
     // A body past the cap is the page's fault, not the network's.
     const bool too_large = page.status().code() == StatusCode::kFailedPrecondition;
     *result = too_large ? ScrapeResult::kRefused : ScrapeResult::kError;
+    *answered = too_large;
     return page.status();
   }
+  *answered = true;
+  if (page->code != 200) {  // the pod is there, its page is not: no page, no silence
+    *result = ScrapeResult::kError;
+    return Status::Unavailable("GET /metrics: HTTP " + std::to_string(page->code));
+  }
   StatusOr<metrics::WorkerScrape> scrape = metrics::ReadWorkerPage(
-      page.value(), {options_.max_page_bytes, options_.max_page_series});
+      page->body, {options_.max_page_bytes, options_.max_page_series});
   *result = scrape.ok() ? ScrapeResult::kOk : ScrapeResult::kRefused;
   return scrape;
 }
@@ -182,8 +188,9 @@ void ProgressScraper::Loop() {
     const std::string key = due->first;
     const ScrapeTarget target = due->second.target;
     // A group page that answered before and now fails: are the pods on its node silent too?
+    const bool answered_before = target.group && due->second.last_ok.has_value();
     const std::vector<ProbeTarget> probes =
-        target.group && due->second.last_ok ? due->second.probes : std::vector<ProbeTarget>{};
+        answered_before ? due->second.probes : std::vector<ProbeTarget>{};
     const uint64_t epoch = due->second.epoch;
     const bool suspect = due->second.slow_streak > 0;
     suspects_in_flight_ += suspect ? 1 : 0;
@@ -192,10 +199,15 @@ void ProgressScraper::Loop() {
     due->second.next_due = now + interval;
     l.unlock();
     ScrapeResult result = ScrapeResult::kOk;
-    StatusOr<metrics::WorkerScrape> read = ReadPage(target, &result);
+    bool answered = false;
+    StatusOr<metrics::WorkerScrape> read = ReadPage(target, &result, &answered);
     const auto took = SteadyClock::now() - now;
     std::map<std::string, bool> answers;
-    if (result == ScrapeResult::kError) answers = Probe(probes);
+    if (!answered && answered_before) {
+      // A group page may wait on another pod; the pod's own /healthz does not.
+      answered = Probe({{target.pod_uid, target.host, target.port}}).begin()->second;
+      if (!answered) answers = Probe(probes);
+    }
     if (on_fetch_) on_fetch_(result);
     l.lock();
     suspects_in_flight_ -= suspect ? 1 : 0;
@@ -210,8 +222,8 @@ void ProgressScraper::Loop() {
       const int factor = std::min(kMaxBackoff, 1 << std::min(e.slow_streak - 1, 3));
       e.next_due = now + interval * factor;
     }
-    // Answered (kept or refused) or not: how long a pod has been silent (silent_rendezvous.h).
-    if (result != ScrapeResult::kError) {
+    // Answered (any HTTP answer) or not: how long a pod has been silent (silent_rendezvous.h).
+    if (answered) {
       e.last_ok = std::chrono::system_clock::now();
       e.failing = false;
       e.probe_reads.clear();

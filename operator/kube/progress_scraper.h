@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/http_server.h"
 #include "common/status.h"
 #include "common/worker_progress.h"
 
@@ -78,8 +79,11 @@ inline constexpr char kMetricsRefusedReason[] = "MetricsRefused";
 // (past a cap, or a value out of range).
 enum class ScrapeResult { kOk, kError, kRefused };
 
-// Whether a target still answers: an answer (a page kept or refused) sets last_ok; a read that
-// got none after it sets failing (the first such read of a group target wakes the job).
+// Whether a target still answers: an answer sets last_ok; a read that got none after it sets
+// failing (the first such read of a group target wakes the job). An answer is any HTTP answer
+// from the pod: a page kept or refused, another status code (a 503 from a busy server, a 431),
+// or, after a group target's page got none (it may wait on another pod: the rendezvous pod's
+// fetches rank 0's), its own /healthz, which its server answers at once.
 // While a group target's reads fail, the pods set by SetProbes are probed too, each after every
 // failed read: by pod uid, how many probes since the page went silent, and whether one answered.
 struct ProbeReads {
@@ -93,7 +97,8 @@ struct PageReads {
   std::map<std::string, ProbeReads> probes;  // cleared whenever the page answers
 };
 
-// A pod to probe (GET /healthz, within the scrape timeout): any HTTP answer is a sign of life.
+// A pod to probe (GET /healthz, within the scrape timeout): any HTTP answer, whatever its status
+// code, is a sign of life.
 struct ProbeTarget {
   std::string pod_uid;
   std::string host;
@@ -108,9 +113,10 @@ using BusyRead = std::map<int, metrics::RankStepTime>;
 
 class ProgressScraper {
  public:
-  // GET http://host:port/metrics within timeout_ms; common/http_server.h's HttpGet by default.
-  using Fetch = std::function<StatusOr<std::string>(const std::string& host, int port,
-                                                    const std::string& path, int timeout_ms)>;
+  // GET http://host:port/path within timeout_ms: the answer whatever its status code, or an
+  // error when none came (common/http_server.h's HttpFetch by default, with the page cap).
+  using Fetch = std::function<StatusOr<HttpAnswer>(const std::string& host, int port,
+                                                   const std::string& path, int timeout_ms)>;
   // Called (from a scraper thread, no lock held) when a job's step was first seen, and then on
   // an advance at most once per min_wake_interval; and on the first refused page of a streak.
   using OnAdvance = std::function<void(const std::string& key)>;
@@ -184,8 +190,9 @@ class ProgressScraper {
   void Loop();
   // The entry due first that no thread is reading and the suspects' quota allows; end() if none.
   std::map<std::string, Entry>::iterator NextDue();
-  // Reads one page and checks it; no lock held.
-  StatusOr<metrics::WorkerScrape> ReadPage(const ScrapeTarget& target, ScrapeResult* result);
+  // Reads one page and checks it; no lock held. *answered: the pod answered (any status code).
+  StatusOr<metrics::WorkerScrape> ReadPage(const ScrapeTarget& target, ScrapeResult* result,
+                                           bool* answered);
   // Probes each pod once, one after the other; no lock held. Pod uid -> answered.
   std::map<std::string, bool> Probe(const std::vector<ProbeTarget>& probes);
 

@@ -149,7 +149,16 @@ Status LocalExecutor::Start(LocalPod* pod, std::vector<std::string>* messages) {
   pod->termination_log = pod->log_path + ".termination";
   std::error_code ignored;
   std::filesystem::remove(pod->termination_log, ignored);
-  req.env.emplace_back(group::kEnvTerminationLog, pod->termination_log);
+  // As a kubelet mounts a file at the container's terminationMessagePath (which the builders
+  // name in DDP_TERMINATION_LOG), local mode points it at a file of this run's, read back in
+  // Reap(): whatever path the template chose, the message is found.
+  bool has_log = false;
+  for (auto& [name, value] : req.env) {
+    if (name != group::kEnvTerminationLog) continue;
+    value = pod->termination_log;
+    has_log = true;
+  }
+  if (!has_log) req.env.emplace_back(group::kEnvTerminationLog, pod->termination_log);
   for (auto& [name, value] : req.env) {
     // The projected annotation: a file of this run's, written now and at every patch.
     if (name != group::kEnvGroupSizeFile) continue;

@@ -103,9 +103,15 @@ class LocalRun {
   void RefreshStatusLine();
   void TrackProgress(const LocalPod& rank0, const WorkerProgress& page);
   // While the rendezvous pod's page fails: probes the round's other pods (plan/silent_rendezvous.h
-  // rule 3), at most kMaxProbes of them, each within 300 ms.
+  // rule 3), at most kMaxProbes of them, each within kReadTimeoutMs.
   void ProbeNodeMates(plan::RendezvousReads* reads) const;
   static constexpr size_t kMaxProbes = 4;
+  // Every read of a pod's page or /healthz, on one machine. A pod answers, or is silent, by any
+  // HTTP answer of its own (progress_scraper.h's rule): a page may wait on another pod (the
+  // rendezvous pod's fetches rank 0's, for up to a second), so when the rendezvous pod's page
+  // gets none in time its own /healthz, which its server answers at once, is asked too. A frozen
+  // rank 0 then costs the status line a read, never the healthy store its place.
+  static constexpr int kReadTimeoutMs = 300;
   void ScaleOnSchedule(int64_t steps);
   void ReportGroupChanges(const plan::ObservedGroup& before, const metrics::GroupScrape& now,
                           int round);
@@ -311,7 +317,8 @@ void LocalRun::ProbeNodeMates(plan::RendezvousReads* reads) const {
     ++probed;
     auto& probes = reads->node_mates[pod.uid];
     probes.sent += 1;
-    probes.answered = probes.answered || HttpGet("127.0.0.1", pod.metrics_port, "/healthz", 300).ok();
+    probes.answered = probes.answered ||
+                      HttpFetch("127.0.0.1", pod.metrics_port, "/healthz", kReadTimeoutMs).ok();
   }
 }
 
@@ -332,11 +339,16 @@ void LocalRun::RefreshStatusLine() {
     // InPlace: the rendezvous pod's page (the group's series and rank 0's); else rank 0's.
     const LocalPod* rdzv = executor_->AliveRendezvous(job_.status.round);
     if (const LocalPod* rank0 = rdzv ? rdzv : executor_->AliveRank0(job_.status.round)) {
-      StatusOr<std::string> page = HttpGet("127.0.0.1", rank0->metrics_port, "/metrics", 300);
+      StatusOr<HttpAnswer> answer =
+          HttpFetch("127.0.0.1", rank0->metrics_port, "/metrics", kReadTimeoutMs);
       if (rdzv) {
         auto& r = rendezvous_reads_;
         if (!r || r->pod_uid != rdzv->uid) r = plan::RendezvousReads{rdzv->uid, {}, false, {}};
-        if (page.ok()) {
+        const bool answered =
+            answer.ok() ||
+            (r->last_ok != plan::TimePoint{} &&
+             HttpFetch("127.0.0.1", rdzv->metrics_port, "/healthz", kReadTimeoutMs).ok());
+        if (answered) {
           r->last_ok = std::chrono::system_clock::now();
           r->failing = false;
           r->node_mates.clear();
@@ -346,8 +358,8 @@ void LocalRun::RefreshStatusLine() {
           ProbeNodeMates(&*r);
         }
       }
-      if (page.ok()) {
-        WorkerProgress p = ParseWorkerProgress(page.value());
+      if (answer.ok() && answer->code == 200) {
+        WorkerProgress p = ParseWorkerProgress(answer->body);
         if (p.group.present) {
           ReportGroupChanges(group_, p.group, rank0->round);
           group_ = plan::ObservedGroup{rank0->round, p.group, rank0->uid};

@@ -88,13 +88,19 @@ json BuildService(const api::DDPJob& job) {
 namespace {
 
 // The env entries of the worker container: ours (RendezvousEnv, with the downward API's UID and
-// IP under InPlace), then the user's own, whose names validation keeps apart from ours.
+// IP under InPlace, and DDP_TERMINATION_LOG: where the kubelet reads this container's
+// termination message), then the user's own, whose names validation keeps apart from ours.
 json ContainerEnv(const api::DDPJob& job, const json& container, EnvList ours, int metrics_port) {
   json env = json::array();
   for (auto& [name, value] : ours) {
     if (name == api::kEnvMetricsPort) value = std::to_string(metrics_port);
     env.push_back({{"name", name}, {"value", value}});
   }
+  // A template may move the message (log shippers do): ddp-worker's `Finished` must go there,
+  // or the kubelet reports none and a finished run reads as a failure.
+  const std::string message_path = StringAt(container, "terminationMessagePath");
+  env.push_back({{"name", group::kEnvTerminationLog},
+                 {"value", message_path.empty() ? group::kDefaultTerminationLog : message_path}});
   if (job.spec.failure_policy.recovery == api::Recovery::kInPlace) {
     env.push_back({{"name", group::kEnvPodUid},
                    {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.uid"}}}}}});

@@ -63,6 +63,14 @@ NodeHealth ObserveNode(const json& node) {
   return h;
 }
 
+bool NodeLostPastMargin(const ObservedPod& pod, std::chrono::seconds margin, TimePoint now,
+                        std::optional<TimePoint>* due) {
+  if (!pod.node_lost) return false;
+  if (!pod.node_lost_since || now >= *pod.node_lost_since + margin) return true;
+  if (due != nullptr) *due = *pod.node_lost_since + margin;
+  return false;
+}
+
 LostPodDecision DecideLostPod(const ObservedPod& pod, bool may_rejoin, const PlanOptions& options,
                               TimePoint now) {
   LostPodDecision d;

@@ -30,6 +30,12 @@ inline constexpr char kTaintOutOfService[] = "node.kubernetes.io/out-of-service"
 // lastTransitionTime. Never throws: a malformed object reads as not lost.
 NodeHealth ObserveNode(const nlohmann::json& node);
 
+// Whether `pod`'s node has been lost for at least `margin` (ObservedPod::node_lost_since; a
+// loss not timed counts as old). When it is lost but not for that long yet, *due (if not null)
+// is set to when it will have been.
+bool NodeLostPastMargin(const ObservedPod& pod, std::chrono::seconds margin, TimePoint now,
+                        std::optional<TimePoint>* due = nullptr);
+
 // The decision for one pod of the job.
 struct LostPodDecision {
   enum Verdict { kKeep, kWait, kForceDelete };

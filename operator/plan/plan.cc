@@ -423,7 +423,7 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
         }
       }
       // Silent with its node's silent rendezvous pod: lost with the node (silent_rendezvous.h).
-      if (internal::LostWithStore(job, seen, pod, now)) {
+      if (internal::LostWithStore(job, seen, pod, now, options)) {
         own.pods.back().lost_with_store = true;
         own.pods.back().fenced = true;
       }
@@ -476,7 +476,7 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
   if (backing_off) internal::Requeue(&p, *backoff);
   internal::PlanPodGroup(&p);
   internal::PlanNetworkPolicy(&p, options.network_policy);
-  internal::ReplaceSilentRendezvous(&p);
+  internal::ReplaceSilentRendezvous(&p, options);
   internal::TrackSuspectNodes(&p, options);
   internal::CreateMissing(&p, backing_off || (p.gang_wait && p.gang_wait->hold_pods));
   internal::ForceDeleteLostPods(&p, options);

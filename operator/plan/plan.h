@@ -53,6 +53,10 @@ struct ObservedPod {
   // Filled by whoever watches nodes (the controller; never in local mode): the pod's node is
   // NotReady or Unknown, tainted unreachable/not-ready/out-of-service, or gone (lost_nodes.h).
   bool node_lost = false;
+  // With node_lost: since when, by the watcher's own clock (when it first saw the node lost, as
+  // the node lifecycle controller times a node by its own observations, never by the node's
+  // clock). Absent: not timed (the Node object is gone), counts as lost long ago.
+  std::optional<TimePoint> node_lost_since;
   // The job's group declared this pod lost and fenced it (the rendezvous pod's report): it can
   // never rejoin its old generation, so it is replaced at once. Filled by PlanReconcile from
   // Observed::group, for this pod object (its uid), not a successor under its name; and set with
@@ -183,6 +187,11 @@ struct PlanOptions {
   // A suspect node (suspect_nodes.h) still called Ready this long after the loss proved itself
   // alive: past the node lifecycle controller's grace (40 s by default) it renewed its lease.
   std::chrono::seconds suspect_node_proof{60};
+  // A node called lost for less than this may be flapping (a kubelet restart, a PLEG or
+  // container runtime hiccup, a short partition: NotReady for seconds): only a loss this old
+  // replaces a pod by itself (silent_rendezvous.h, suspect_nodes.h). Deletions of pods on a lost
+  // node have their own margins, above.
+  std::chrono::seconds node_lost_margin{10};
   // The operator's gang scheduler (--gang-scheduler-name; gang.h).
   GangConfig gang;
   // Network isolation of jobs (--network-policy, --metrics-namespace; network_policy.h).

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/group_contract.h"
+#include "operator/plan/lost_nodes.h"
 
 namespace ddp::plan {
 namespace {
@@ -22,11 +23,23 @@ bool IsSuspect(const api::DDPJobStatus& st, const std::string& node) {
                      [&](const api::SuspectNode& s) { return s.name == node; });
 }
 
+// Kubernetes: a nodeSelectorTerm with no expressions and no fields matches no node.
+bool MatchesNoNode(const json& term) {
+  for (const char* key : {"matchExpressions", "matchFields"}) {
+    auto it = term.find(key);
+    if (it != term.end() && it->is_array() && !it->empty()) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void AvoidNodes(const std::vector<std::string>& names, json* pod) {
   if (names.empty() || !pod->is_object()) return;
-  json* spec = ObjectAt(pod, "spec");
+  // Edited on a copy, kept only when every part had the right shape: a malformed term found
+  // after well-formed ones must not leave those changed.
+  json out = *pod;
+  json* spec = ObjectAt(&out, "spec");
   json* affinity = spec ? ObjectAt(spec, "affinity") : nullptr;
   json* node = affinity ? ObjectAt(affinity, "nodeAffinity") : nullptr;
   json* required = node ? ObjectAt(node, "requiredDuringSchedulingIgnoredDuringExecution") : nullptr;
@@ -35,14 +48,25 @@ void AvoidNodes(const std::vector<std::string>& names, json* pod) {
   if (terms.is_null()) terms = json::array();
   if (!terms.is_array()) return;
   const json avoid = {{"key", kHostnameLabel}, {"operator", "NotIn"}, {"values", names}};
-  if (terms.empty()) terms.push_back(json::object());
+  if (terms.empty()) {  // no required terms: one that holds the expression
+    terms.push_back({{"matchExpressions", json::array({avoid})}});
+    *pod = std::move(out);
+    return;
+  }
   for (json& term : terms) {
     if (!term.is_object()) return;
+    for (const char* key : {"matchExpressions", "matchFields"}) {
+      if (term.contains(key) && !term[key].is_null() && !term[key].is_array()) return;
+    }
+  }
+  for (json& term : terms) {
+    // An empty term matches no node; with the expression it would match every other node.
+    if (MatchesNoNode(term)) continue;
     json& exprs = term["matchExpressions"];
     if (exprs.is_null()) exprs = json::array();
-    if (!exprs.is_array()) return;
+    exprs.push_back(avoid);
   }
-  for (json& term : terms) term["matchExpressions"].push_back(avoid);
+  *pod = std::move(out);
 }
 
 namespace internal {
@@ -65,6 +89,13 @@ void MarkSuspect(Pass* p, const std::string& node, const std::string& why) {
 }
 
 void TrackSuspectNodes(Pass* p, const PlanOptions& options) {
+  // A node called lost only for a moment may be flapping: it counts once the margin is over.
+  auto lost = [&](const ObservedPod& pod) {
+    std::optional<TimePoint> due;
+    if (NodeLostPastMargin(pod, options.node_lost_margin, p->now, &due)) return true;
+    if (due) Requeue(p, *due);
+    return false;
+  };
   // 1. Losses seen in this pass.
   for (const ObservedPod& pod : p->seen->pods) {
     if (pod.node_name.empty()) continue;
@@ -73,7 +104,7 @@ void TrackSuspectNodes(Pass* p, const PlanOptions& options) {
                   pod.lost_with_store ? "pod " + pod.name + " went silent with the rendezvous pod"
                                       : "its group declared pod " + pod.name + " lost");
     }
-    if (pod.node_lost) MarkSuspect(p, pod.node_name, "pod " + pod.name + "'s node is lost");
+    if (lost(pod)) MarkSuspect(p, pod.node_name, "pod " + pod.name + "'s node is lost");
   }
   // 2. Nodes that proved themselves alive.
   auto& list = p->st.suspect_nodes;
@@ -102,14 +133,15 @@ void TrackSuspectNodes(Pass* p, const PlanOptions& options) {
     if (pod.deleting || pod.phase != "Pending" || pod.node_name.empty() || !IsCurrent(*p, pod)) {
       continue;
     }
-    if (!pod.node_lost && !IsSuspect(p->st, pod.node_name)) continue;
+    const bool on_lost = lost(pod);
+    if (!on_lost && !IsSuspect(p->st, pod.node_name)) continue;
     const bool planned = std::any_of(p->plan.deletes.begin(), p->plan.deletes.end(),
                                      [&](const Delete& d) { return d.kind == "Pod" && d.name == pod.name; });
     if (planned) continue;
     p->plan.deletes.push_back({"Pod", pod.name, pod.uid, 0});
     AddEvent(p, "Warning", kReasonPodOffLostNode,
              "round " + std::to_string(p->round) + ": pod " + pod.name + " was bound to " +
-                 (pod.node_lost ? "lost" : "suspect") + " node " + pod.node_name +
+                 (on_lost ? "lost" : "suspect") + " node " + pod.node_name +
                  " and never started: force-deleted, created again elsewhere (not counted)");
   }
 }

@@ -8,14 +8,16 @@
 //
 // The rules:
 //   1. a node becomes suspect when a pod of the job on it is fenced by its group, when a pod's
-//      node is lost (NotReady/Unknown, tainted unreachable, not-ready or out-of-service, gone),
-//      and when the job's rendezvous pod on it went silent (silent_rendezvous.h);
+//      node has been lost (NotReady/Unknown, tainted unreachable, not-ready or out-of-service,
+//      gone) for PlanOptions::node_lost_margin (a shorter loss may be a flap), and when the job's
+//      rendezvous pod on it went silent (silent_rendezvous.h);
 //   2. it stops being suspect once it proves itself alive: Ready with a heartbeat newer than the
 //      loss, or still Ready (not lost) `suspect_node_proof` after the loss (a node that stops
 //      renewing its lease is called NotReady well before that). A node the operator does not
 //      know (no node watch) stays suspect; at most kMaxSuspectNodes are kept, oldest dropped;
-//   3. a pod of the current round bound to a lost or suspect node that never started (Pending)
-//      is force-deleted at once and created again elsewhere, counted nowhere: it held nothing.
+//   3. a pod of the current round bound to a suspect node, or to one lost for the margin, that
+//      never started (Pending) is force-deleted at once and created again elsewhere, counted
+//      nowhere: it held nothing.
 #ifndef DDP_OPERATOR_PLAN_SUSPECT_NODES_H_
 #define DDP_OPERATOR_PLAN_SUSPECT_NODES_H_
 
@@ -32,9 +34,11 @@ namespace ddp::plan {
 inline constexpr char kHostnameLabel[] = "kubernetes.io/hostname";
 
 // Merges `node NotIn names` into pod.spec.affinity.nodeAffinity's required terms: the expression
-// is added to every nodeSelectorTerm (terms are ORed), or one term holds it when there are none;
-// everything else of the template's affinity is kept. A pod whose affinity has the wrong shape
-// is left as it is. Nothing when `names` is empty.
+// is added to every nodeSelectorTerm (terms are ORed) but an empty one (no expressions, no
+// fields: it matches no node, and with the expression it would match every other one), or one
+// term holds it when there are none; everything else of the template's affinity is kept. A pod
+// whose affinity has the wrong shape anywhere is left as it is, untouched. Nothing when `names`
+// is empty.
 void AvoidNodes(const std::vector<std::string>& names, nlohmann::json* pod);
 
 namespace internal {

@@ -20,6 +20,7 @@
 
 LOSE=${DDP_E2E_LOSE_NODE:-}
 NODE_BUDGET=${DDP_E2E_NODE_BUDGET:-30}
+declare -A NODE_STALLS  # case -> its stall (seconds, or none), for node_return.sh
 
 node_cmd() {  # node_cmd CMD [EXTRA]: runs CMD with the lost node's name (then EXTRA)
   bash -c "$1 \"\$1\" ${2:-}" node-cmd "$LOSE"
@@ -124,6 +125,7 @@ scenario_node_loss() {
     sleep 1
   done
   [ "$last" -gt "$s0" ] && stall=$longest
+  NODE_STALLS[$case]=$stall  # node_return.sh compares the same loss with a return to it
   # The end, with the node still lost.
   while p=$(phase "$name"); [ "$p" != Succeeded ] && [ "$p" != Failed ] && [ $(( $(date +%s) - t0 )) -lt "$JOB_TIMEOUT" ]; do
     sleep 2

@@ -20,6 +20,9 @@
 #   node-worker-freeze, node-store-worker-freeze, node-store-worker-kill, node-store-freeze,
 #               node-drain: a whole node lost under the job (tests/cluster/node_loss.sh; they run
 #               only when DDP_E2E_LOSE_NODE and the commands to lose and restore it are set)
+#   node-return-freeze, node-return-partition: the store's and worker-1's node frozen or cut off,
+#               replaced, and back while the job trains (tests/cluster/node_return.sh; the same
+#               settings)
 #
 # Exit 0: every check passed; 1: a check failed (each is listed); 77: skipped, with the reason
 # (no cluster, no kubectl, no helm or helmlite, no images). Timings (pod start latency, each
@@ -33,10 +36,11 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/cluster/lib.sh"
 . "$ROOT/tests/cluster/scenarios.sh"
 . "$ROOT/tests/cluster/node_loss.sh"
+. "$ROOT/tests/cluster/node_return.sh"
 
 STEPS=${E2E_STEPS:-1200}
 JOB_TIMEOUT=${E2E_TIMEOUT:-600}
-ONLY=${E2E_ONLY:-schema reference inplace spare resize all-inplace all-restart node-worker-freeze node-store-worker-freeze node-store-worker-kill node-store-freeze node-drain}
+ONLY=${E2E_ONLY:-schema reference inplace spare resize all-inplace all-restart node-worker-freeze node-store-worker-freeze node-store-worker-kill node-store-freeze node-drain node-return-freeze node-return-partition}
 NS=ddp-e2e-$(date +%s)
 
 command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH"
@@ -83,6 +87,8 @@ for scenario in $ONLY; do
     node-store-worker-kill) scenario_node_loss "$scenario" kill rendezvous worker-1 ;;
     node-store-freeze) scenario_node_loss "$scenario" freeze rendezvous ;;
     node-drain) scenario_node_loss "$scenario" drain rendezvous worker-1 ;;
+    node-return-freeze) scenario_node_return "$scenario" freeze ;;
+    node-return-partition) scenario_node_return "$scenario" partition ;;
     *) fail_hard "unknown scenario $scenario" ;;
   esac
 done

@@ -23,6 +23,12 @@ std::string Page(int step) {
          "\n# TYPE ddp_worker_total_steps gauge\nddp_worker_total_steps 1000\n";
 }
 
+// What the fake fetch answers: a 200 with `body`, another status code, or no answer at all.
+StatusOr<HttpAnswer> Reply(std::string body, int code = 200) {
+  return HttpAnswer{code, std::move(body)};
+}
+StatusOr<HttpAnswer> Reply(Status no_answer) { return no_answer; }
+
 ScrapeTarget Target(const std::string& uid, int round = 0) {
   return {uid, "127.0.0.1", 9400, round};
 }
@@ -46,7 +52,7 @@ TEST(ProgressScraper, ReadsEachTrackedJobAndWakesItsReconcileOnAdvance) {
         EXPECT_EQ(port, 9400);
         EXPECT_EQ(path, "/metrics");
         EXPECT_EQ(timeout_ms, 2000);
-        return StatusOr<std::string>(Page(step.fetch_add(1) / 2));  // every other page advances
+        return Reply(Page(step.fetch_add(1) / 2));  // every other page advances
       });
   s.Start();
   s.Track("ml/a", Target("uid-a", 3));
@@ -71,7 +77,7 @@ TEST(ProgressScraper, AdvancesWakeTheReconcileAtMostOncePerWakeInterval) {
   o.min_wake_interval = std::chrono::hours(1);
   ProgressScraper s(o, [&](const std::string&) { wakes++; }, {},
                     [&](const std::string&, int, const std::string&, int) {
-                      return StatusOr<std::string>(Page(step.fetch_add(1)));  // always advances
+                      return Reply(Page(step.fetch_add(1)));  // always advances
                     });
   s.Start();
   s.Track("ml/a", Target("uid-a"));
@@ -100,7 +106,7 @@ TEST(ProgressScraper, KeepsBusyReadsForTheDetectorAndWakesWhenEnoughWait) {
                                 std::to_string(n) + "\nddp_worker_rank_busy_steps_total " +
                                 std::to_string(n) + "\n";
                       }
-                      return StatusOr<std::string>(page);
+                      return Reply(page);
                     });
   s.Start();
   s.Track("ml/a", Target("uid-a"));
@@ -127,8 +133,8 @@ TEST(ProgressScraper, ANewPodStartsFromNoProgressAndForgetDropsTheJob) {
   ProgressScraperOptions o;
   o.interval = milliseconds(10);
   ProgressScraper s(o, {}, {}, [&](const std::string&, int, const std::string&, int) {
-    if (fail) return StatusOr<std::string>(Status::Unavailable("connection refused"));
-    return StatusOr<std::string>(Page(7));
+    if (fail) return Reply(Status::Unavailable("connection refused"));
+    return Reply(Page(7));
   });
   s.Start();
   s.Track("ml/a", Target("uid-1"));
@@ -163,7 +169,7 @@ TEST(ProgressScraper, FetchesInFlightNeverExceedTheBound) {
     cv.wait(l, [&] { return release; });
     --in_flight;
     ++done;
-    return StatusOr<std::string>(Page(1));
+    return Reply(Page(1));
   });
   s.Start();
   for (int i = 0; i < 10; ++i) s.Track("ml/j" + std::to_string(i), Target("u" + std::to_string(i)));
@@ -194,7 +200,7 @@ TEST(ProgressScraper, ARefusedPageIsReportedOncePerStreak) {
           for (int i = 0; i < 20; ++i) page += "x" + std::to_string(i) + " 1\n";
         }
         if (mode == 2) page += "ddp_group_generation 1\nddp_group_recoveries 4294967291\n";
-        return StatusOr<std::string>(page);
+        return Reply(page);
       });
   s.Start();
   s.Track("ml/a", Target("uid-a"));
@@ -233,10 +239,10 @@ TEST(ProgressScraper, StallingPodsDelayOnlyTheirOwnJobs) {
       // A drip that ends just before the timeout: slow, never an error.
       std::this_thread::sleep_for(milliseconds(300));  // the hostile pod's own delay
       bad_reads++;
-      return StatusOr<std::string>(Page(1));
+      return Reply(Page(1));
     }
     good_reads++;
-    return StatusOr<std::string>(Page(step.fetch_add(1)));
+    return Reply(Page(step.fetch_add(1)));
   });
   s.Start();
   for (int i = 0; i < 8; ++i) {
@@ -269,8 +275,8 @@ TEST(ProgressScraper, APageThatStopsAnsweringIsFailingSinceItsLastAnswerAndWakes
       o, [&](const std::string&) { wakes.fetch_add(1); }, {},
       [&](const std::string&, int, const std::string&, int) {
         fetches.fetch_add(1);
-        if (!up.load()) return StatusOr<std::string>(Status::Unavailable("timed out"));
-        return StatusOr<std::string>(Page(1));
+        if (!up.load()) return Reply(Status::Unavailable("timed out"));
+        return Reply(Page(1));
       });
   EXPECT_FALSE(s.Reads("ml/a").has_value());
   s.Start();
@@ -315,12 +321,12 @@ TEST(ProgressScraper, AFailingGroupPageProbesThePodsOnItsNode) {
         if (path == "/healthz") {
           std::lock_guard<std::mutex> l(mu);
           probed.push_back(host + " " + path);
-          if (host == "10.0.0.2") return StatusOr<std::string>("ok\n");  // alive
-          return StatusOr<std::string>(Status::Unavailable("timed out"));   // frozen
+          if (host == "10.0.0.2") return Reply("ok\n");  // alive
+          return Reply(Status::Unavailable("timed out"));   // frozen
         }
         pages.fetch_add(1);
-        if (!up.load()) return StatusOr<std::string>(Status::Unavailable("timed out"));
-        return StatusOr<std::string>(Page(1));
+        if (!up.load()) return Reply(Status::Unavailable("timed out"));
+        return Reply(Page(1));
       });
   s.Start();
   ScrapeTarget t = Target("uid-r");
@@ -358,6 +364,69 @@ TEST(ProgressScraper, AFailingGroupPageProbesThePodsOnItsNode) {
   up = true;
   ASSERT_TRUE(PollUntil([&] { return !s.Reads("ml/a")->failing; }, seconds(10)));
   EXPECT_TRUE(s.Reads("ml/a")->probes.empty());
+}
+
+// Any HTTP answer is a sign of life (progress_scraper.h): a busy page's 503 or a 431 keeps the
+// pod answering though it gives no page, and so does a probe's; a group page that times out
+// while its pod's own /healthz answers (the page waits on another pod) is not silent either.
+TEST(ProgressScraper, AnyHttpAnswerIsASignOfLifeWhateverItsCode) {
+  std::atomic<int> mode{0};  // 0: pages; 1: the page 503, probes 431; 2: the page times out
+  std::atomic<int> pages{0};
+  ProgressScraperOptions o;
+  o.interval = milliseconds(20);
+  o.group_interval = milliseconds(20);
+  o.min_wake_interval = seconds(3600);
+  ProgressScraper s(
+      o, [](const std::string&) {}, {},
+      [&](const std::string& host, int, const std::string& path, int) {
+        if (path == "/healthz") {
+          if (host == "127.0.0.1") return Reply("ok\n");  // the group pod's own server
+          return Reply("request head too large\n", 431);
+        }
+        pages.fetch_add(1);
+        if (mode == 1) return Reply("busy\n", 503);
+        if (mode == 2) return Reply(Status::Unavailable("read timed out"));
+        return Reply(Page(5));
+      });
+  s.Start();
+  ScrapeTarget t = Target("uid-r");
+  t.group = true;
+  s.Track("ml/a", t);
+  s.SetProbes("ml/a", {{"uid-1", "10.0.0.1", 9400}});
+  ASSERT_TRUE(PollUntil([&] { return s.Get("ml/a").has_value(); }, seconds(10)));
+  for (int m : {1, 2}) {
+    SCOPED_TRACE("mode " + std::to_string(m));
+    mode = m;
+    const auto before = s.Reads("ml/a")->last_ok;
+    const int read = pages.load();
+    ASSERT_TRUE(PollUntil([&] { return pages.load() >= read + 4; }, seconds(10)));
+    ASSERT_TRUE(PollUntil([&] { return s.Reads("ml/a")->last_ok > before; }, seconds(10)));
+    const PageReads r = *s.Reads("ml/a");
+    EXPECT_FALSE(r.failing);
+    EXPECT_TRUE(r.probes.empty());  // nobody is probed: the pod answers
+    EXPECT_EQ(s.Get("ml/a")->snapshot.step, 5);  // no page taken from the 503 or the timeout
+  }
+  // The page and its pod silent: the neighbour's 431 is an answer.
+  ProgressScraper silent(
+      o, [](const std::string&) {}, {},
+      [&](const std::string& host, int, const std::string& path, int) {
+        if (path == "/healthz" && host != "127.0.0.1") return Reply("too large\n", 431);
+        if (mode == 3 || path == "/healthz") return Reply(Status::Unavailable("timed out"));
+        return Reply(Page(5));
+      });
+  mode = 0;
+  silent.Start();
+  silent.Track("ml/b", t);
+  silent.SetProbes("ml/b", {{"uid-1", "10.0.0.1", 9400}});
+  ASSERT_TRUE(PollUntil([&] { return silent.Reads("ml/b").has_value(); }, seconds(10)));
+  mode = 3;
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        auto r = silent.Reads("ml/b");
+        return r && r->failing && r->probes.count("uid-1") && r->probes.at("uid-1").sent >= 1;
+      },
+      seconds(10)));
+  EXPECT_TRUE(silent.Reads("ml/b")->probes.at("uid-1").answered);
 }
 
 }  // namespace

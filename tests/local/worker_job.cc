@@ -34,7 +34,10 @@ std::string WorkerJob(const TempDir& dir, const JobOptions& o) {
          "      terminationGracePeriodSeconds: 5\n"
          "      containers:\n"
          "      - name: worker\n"
-         "        image: unused\n"
+         "        image: unused\n" +
+         (o.termination_message_path.empty()
+              ? std::string()
+              : "        terminationMessagePath: " + o.termination_message_path + "\n") +
          "        command: [sh, -c]\n"
          "        args: ['echo $$$$ > " + pid_file + "; " + o.wrapper + " exec " + WorkerBin() +
          " \"$@\"', ddp-worker, --model=mingpt, --dataset=synthetic, --n-layer=1, --n-head=2,"

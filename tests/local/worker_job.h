@@ -27,6 +27,7 @@ struct JobOptions {
   std::string wrapper;  // shell run before exec'ing ddp-worker ($(VAR) expansion: write $ as $$)
   std::string elastic;  // spec.elastic as flow YAML ("{minReplicas: 1, maxReplicas: 4}"), "" none
   std::vector<std::string> operator_args;  // more `ddp-operator local` flags
+  std::string termination_message_path;  // the worker container's, "" for Kubernetes' default
 };
 
 // The manifest: one thread per rank, a few hundred steps a second here. Each pod writes its main

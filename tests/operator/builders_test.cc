@@ -45,7 +45,8 @@ TEST(RendezvousEnv, Rank0WithOneProcessPerPod) {
       {"DDP_CHECKPOINT_DIR", "/ckpt/ml/mingpt"}, {"DDP_CHECKPOINT_JOB", "ml/mingpt"},
       {"DDP_METRICS_PORT", "9400"},
       {"TORCHELASTIC_RESTART_COUNT", "2"},
-      {"DDP_RECOVERY", "Restart"}, {"DDP_MAX_RECOVERIES", "3"}};
+      {"DDP_RECOVERY", "Restart"}, {"DDP_MAX_RECOVERIES", "3"},
+      {"DDP_TERMINATION_LOG", "/dev/termination-log"}};
   EXPECT_EQ(WorkerEnv(pod), want);
 }
 
@@ -61,7 +62,8 @@ TEST(RendezvousEnv, LastRankWithOneProcessPerPod) {
       {"DDP_CHECKPOINT_DIR", "/ckpt/ml/mingpt"}, {"DDP_CHECKPOINT_JOB", "ml/mingpt"},
       {"DDP_METRICS_PORT", "9400"},
       {"TORCHELASTIC_RESTART_COUNT", "0"},
-      {"DDP_RECOVERY", "Restart"}, {"DDP_MAX_RECOVERIES", "3"}};
+      {"DDP_RECOVERY", "Restart"}, {"DDP_MAX_RECOVERIES", "3"},
+      {"DDP_TERMINATION_LOG", "/dev/termination-log"}};
   EXPECT_EQ(WorkerEnv(pod), want);
 }
 
@@ -77,7 +79,8 @@ TEST(RendezvousEnv, Rank0WithEightProcessesPerPod) {
       {"DDP_CHECKPOINT_DIR", "/ckpt/ml/mingpt"}, {"DDP_CHECKPOINT_JOB", "ml/mingpt"},
       {"DDP_METRICS_PORT", "9400"},
       {"TORCHELASTIC_RESTART_COUNT", "1"},
-      {"DDP_RECOVERY", "Restart"}, {"DDP_MAX_RECOVERIES", "3"}};
+      {"DDP_RECOVERY", "Restart"}, {"DDP_MAX_RECOVERIES", "3"},
+      {"DDP_TERMINATION_LOG", "/dev/termination-log"}};
   EXPECT_EQ(WorkerEnv(pod), want);
 }
 
@@ -94,7 +97,8 @@ TEST(RendezvousEnv, LastRankWithEightProcessesPerPod) {
       {"PET_MASTER_ADDR", kMaster}, {"PET_MASTER_PORT", "29600"},
       {"DDP_JOB_NAME", "mingpt"}, {"DDP_ROUND", "5"}, {"DDP_RENDEZVOUS_TIMEOUT", "120"},
       {"DDP_METRICS_PORT", "9500"}, {"TORCHELASTIC_RESTART_COUNT", "5"},
-      {"DDP_RECOVERY", "Restart"}, {"DDP_MAX_RECOVERIES", "3"}};
+      {"DDP_RECOVERY", "Restart"}, {"DDP_MAX_RECOVERIES", "3"},
+      {"DDP_TERMINATION_LOG", "/dev/termination-log"}};
   EXPECT_EQ(WorkerEnv(pod), want);
 }
 
@@ -216,11 +220,13 @@ TEST(BuildWorkerPod, MergesIntoTheTemplateWithoutDroppingUserFields) {
   EXPECT_EQ(worker["resources"]["limits"]["cpu"], "2");
   EXPECT_EQ(worker["volumeMounts"][0]["mountPath"], "/data");
   const json& env = worker["env"];
-  // Ours first (21 with nprocPerNode 1 and no checkpoint path), then the user's.
-  ASSERT_EQ(env.size(), 21u + 2u);
+  // Ours first (21 with nprocPerNode 1 and no checkpoint path, and DDP_TERMINATION_LOG), then
+  // the user's.
+  ASSERT_EQ(env.size(), 22u + 2u);
   EXPECT_EQ(env[0]["name"], "MASTER_ADDR");
-  EXPECT_EQ(env[21]["name"], "OMP_NUM_THREADS");
-  EXPECT_EQ(env[22]["valueFrom"]["fieldRef"]["fieldPath"], "status.podIP");
+  EXPECT_EQ(env[21]["name"], "DDP_TERMINATION_LOG");
+  EXPECT_EQ(env[22]["name"], "OMP_NUM_THREADS");
+  EXPECT_EQ(env[23]["valueFrom"]["fieldRef"]["fieldPath"], "status.podIP");
   // The user's metrics port entry is kept and not duplicated; the rendezvous port is added.
   ASSERT_EQ(worker["ports"].size(), 2u);
   EXPECT_EQ(worker["ports"][0]["name"], "metrics");
@@ -234,6 +240,36 @@ TEST(BuildWorkerPod, FirstContainerGetsEnvWhenNoneIsNamedWorker) {
   const json pod = BuildWorkerPod(job, 0, 0, 1);
   EXPECT_TRUE(pod["spec"]["containers"][0].contains("env"));
   EXPECT_FALSE(pod["spec"]["containers"][1].contains("env"));
+}
+
+// The kubelet reads a container's termination message at its terminationMessagePath; the worker
+// writes ddp-worker's `Finished` to DDP_TERMINATION_LOG: the same path, whatever the template.
+TEST(BuildWorkerPod, TheTerminationLogIsTheContainersTerminationMessagePath) {
+  auto log_of = [](const json& pod) {
+    for (const auto& [name, value] : WorkerEnv(pod)) {
+      if (name == "DDP_TERMINATION_LOG") return value;
+    }
+    return std::string("<unset>");
+  };
+  api::DDPJob job = InPlace(Job(2));
+  EXPECT_EQ(log_of(BuildWorkerPod(job, 0, 0, 2)), "/dev/termination-log");  // Kubernetes' default
+  job.spec.pod_template["spec"]["containers"][0]["terminationMessagePath"] = "/var/run/msg";
+  const json pod = BuildWorkerPod(job, 1, 0, 2);
+  EXPECT_EQ(log_of(pod), "/var/run/msg");
+  EXPECT_EQ(pod["spec"]["containers"][0]["terminationMessagePath"], "/var/run/msg");  // kept
+  EXPECT_EQ(log_of(BuildSparePod(job, 0, 0, 2)), "/var/run/msg");
+  // The rendezvous pod's container is the operator's own: Kubernetes' default path.
+  const json rdzv = BuildRendezvousPod(job, 0, 2);
+  EXPECT_FALSE(rdzv["spec"]["containers"][0].contains("terminationMessagePath"));
+  EXPECT_EQ(log_of(rdzv), "/dev/termination-log");
+  // Only the worker container's path counts; a sidecar's is its own.
+  job.spec.pod_template["spec"]["containers"] = json::array(
+      {{{"name", "shipper"}, {"image", "s"}, {"terminationMessagePath", "/shipper/msg"}},
+       {{"name", "worker"}, {"image", "w"}}});
+  EXPECT_EQ(log_of(BuildWorkerPod(job, 0, 0, 2)), "/dev/termination-log");
+  job = Job(2);  // Restart: the same
+  job.spec.pod_template["spec"]["containers"][0]["terminationMessagePath"] = "/logs/end";
+  EXPECT_EQ(log_of(BuildWorkerPod(job, 0, 0, 2)), "/logs/end");
 }
 
 TEST(BuildService, IsHeadlessPublishesNotReadyAndSelectsTheJob) {

@@ -56,6 +56,7 @@ TEST(GroupEnv, WorkerPodGetsTheGroupsVariables) {
                     {"DDP_LIVENESS_TIMEOUT", "10"},
                     {"DDP_RESTART_POLICY", "OnFailure"},
                     {"DDP_RETRYABLE_EXIT_CODES", "75"},
+                    {"DDP_TERMINATION_LOG", "/dev/termination-log"},
                     {"DDP_POD_UID", "<metadata.uid>"},
                     {"DDP_POD_IP", "<status.podIP>"}};
   EXPECT_EQ(Tail(env), want);

@@ -4,12 +4,15 @@
 // every rank reached and no ETA. Images that say nothing (torchrun) are taken at their word.
 #include <gtest/gtest.h>
 
+#include "operator/plan/builders.h"
 #include "operator/plan/classify.h"
 #include "operator/plan/plan.h"
 #include "tests/operator/planner_fixture.h"
 
 namespace ddp::plan::testing {
 namespace {
+
+using nlohmann::json;
 
 constexpr int64_t kSteps = 6000;
 
@@ -100,6 +103,43 @@ TEST(PlannerFinishTest, InPlacePodsThatFinishedEndTheJobAtTheirStep) {
   EXPECT_EQ(plan.status->phase, "Succeeded");
   EXPECT_EQ(plan.status->progress->step, kSteps);
   EXPECT_FALSE(plan.status->progress->eta_seconds);
+}
+
+// A template that moves the termination message (terminationMessagePath: log shippers do). The
+// container's side, as Kubernetes and ddp-worker do it: the kubelet creates one file, at the
+// container's terminationMessagePath (default /dev/termination-log), and reports what is in it;
+// ddp-worker writes to $DDP_TERMINATION_LOG when it is set, else to /dev/termination-log only
+// where that file exists (worker/train/exit_codes.cc). Returns what the kubelet reports of a
+// pod whose process wrote `written`.
+std::string ReportedMessage(const json& pod, const std::string& written) {
+  const json& c = pod["spec"]["containers"][WorkerContainerIndex(pod["spec"])];
+  const std::string mounted = c.value("terminationMessagePath", group::kDefaultTerminationLog);
+  std::optional<std::string> target;
+  for (const json& e : c.value("env", json::array())) {
+    if (e.value("name", "") == group::kEnvTerminationLog) target = e.value("value", "");
+  }
+  if (!target) target = mounted == group::kDefaultTerminationLog ? mounted : "";
+  return *target == mounted ? written : "";
+}
+
+TEST(PlannerFinishTest, APodWhoseTemplateMovesTheTerminationMessageReadsAsFinished) {
+  for (const bool in_place : {true, false}) {
+    SCOPED_TRACE(in_place ? "InPlace" : "Restart (progress read)");
+    api::DDPJob job = WithProgress(InPhase(Job(2), "Running", 0, 2), 5990);
+    if (in_place) job = InPlace(job);
+    job.spec.pod_template["spec"]["containers"][0]["terminationMessagePath"] = "/var/run/msg";
+    Observed w = in_place ? GroupWorld(2, 0, 0, "Running") : World(Pods(2, 0, "Running"));
+    for (int i = 0; i < 2; ++i) {
+      const json built = BuildWorkerPod(job, i, 0, 2);
+      w = With(w, Said(Exited(i, 0, 0),
+                       ReportedMessage(built, group::FormatFinished({kSteps, std::nullopt}))));
+    }
+    const Plan plan = PlanReconcile(job, w, At(10));
+    ASSERT_TRUE(plan.status) << plan.ToString();
+    EXPECT_EQ(plan.status->phase, "Succeeded") << plan.ToString();
+    EXPECT_EQ(plan.status->restarts + plan.status->recoveries, 0);
+    EXPECT_EQ(plan.status->progress->step, kSteps);
+  }
 }
 
 }  // namespace

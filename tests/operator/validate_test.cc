@@ -200,6 +200,27 @@ TEST(Validate, OneBadManifestPerRule) {
        },
        "spec.template.spec.containers[0].env[1].name (\"DDP_STORE_ADDR\") is reserved: the "
        "operator sets it for rendezvous"},
+      // Where ddp-worker's termination message goes is the container's terminationMessagePath.
+      {"the termination log is the template's terminationMessagePath",
+       [](json& m) {
+         m["spec"]["template"]["spec"]["containers"][0]["env"].push_back(
+             {{"name", "DDP_TERMINATION_LOG"}, {"value", "/var/run/msg"}});
+       },
+       "spec.template.spec.containers[0].env[1].name (\"DDP_TERMINATION_LOG\") is reserved: the "
+       "operator sets it to the container's terminationMessagePath (where the kubelet reads "
+       "ddp-worker's termination message); set that instead"},
+      {"terminationMessagePath absolute",
+       [](json& m) {
+         m["spec"]["template"]["spec"]["containers"][0]["terminationMessagePath"] = "msg";
+       },
+       "spec.template.spec.containers[0].terminationMessagePath (\"msg\") must be an absolute "
+       "path of at most 4096 bytes without control characters"},
+      {"terminationMessagePath without control characters",
+       [](json& m) {
+         m["spec"]["template"]["spec"]["containers"][0]["terminationMessagePath"] = "/var/m\nx";
+       },
+       "spec.template.spec.containers[0].terminationMessagePath (\"/var/m\\nx\") must be an "
+       "absolute path of at most 4096 bytes without control characters"},
       // Gang scheduling: a policy the scheduler could never satisfy, and the operator's keys.
       {"minAvailable >= 1",
        [](json& m) { m["spec"]["runPolicy"] = {{"schedulingPolicy", {{"minAvailable", 0}}}}; },
@@ -297,11 +318,13 @@ TEST(Validate, EveryReservedNameIsRejected) {
   // checkpoint belongs to), elastic's three (DDP_BATCH_POLICY, DDP_GLOBAL_BATCH_SIZE,
   // DDP_GLOBAL_BATCH_RANKS), and recovery InPlace's ten (common/group_contract.h: eight, and
   // elastic in place's DDP_MAX_NODES and DDP_GROUP_SIZE_FILE), which the operator sets on InPlace
-  // pods only but reserves always: a spec switched to InPlace must not meet a user's copy.
-  EXPECT_EQ(ReservedEnvNames().size(), 36u);
+  // pods only but reserves always: a spec switched to InPlace must not meet a user's copy. And
+  // DDP_TERMINATION_LOG, every pod's: the worker container's terminationMessagePath.
+  EXPECT_EQ(ReservedEnvNames().size(), 37u);
   for (const char* name : {"DDP_STORE_ADDR", "DDP_POD_NAME", "DDP_POD_UID", "DDP_POD_IP",
                            "DDP_POD_ROLE", "DDP_LIVENESS_TIMEOUT", "DDP_RESTART_POLICY",
-                           "DDP_RETRYABLE_EXIT_CODES", "DDP_MAX_NODES", "DDP_GROUP_SIZE_FILE"}) {
+                           "DDP_RETRYABLE_EXIT_CODES", "DDP_MAX_NODES", "DDP_GROUP_SIZE_FILE",
+                           "DDP_TERMINATION_LOG"}) {
     const auto& names = ReservedEnvNames();
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
   }
