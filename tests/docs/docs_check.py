@@ -15,8 +15,9 @@ The conventions a doc follows (docs/README.md, "Conventions the docs test checks
    with a PATH of this repository is run and must exit 0; `make` targets and VAR=value
    arguments must be the Makefile's. A span that is just a flag (`--scale-at`) must be a flag of
    one of our binaries, or of an external tool listed in EXTERNAL_FLAGS below.
-2. help. Every flag a subcommand's parser compares against (its source in HELP_SOURCES) is
-   listed in the synopsis of its `--help` (the text before the first blank line).
+2. help. Every flag a subcommand's parser compares against (operator/cmd_<name>.cc, or the
+   source HELP_SOURCES names) is listed in the synopsis of its `--help` (the text before the
+   first blank line).
 3. examples. Every examples/*.yaml passes `ddp-operator validate`, and those holding a DDPJob
    pass `ddp-operator render`.
 4. names. In backticks: a metric (`ddp_worker_...`, `ddp_operator_...`, `ddp_group_...`,
@@ -66,12 +67,12 @@ EXTERNAL_NAMES = {
 IF_CHAIN = [re.compile(r'arg == "(--?[a-z][a-z0-9-]*)"')]   # the if-chains of cmd_*.cc
 RUN_TABLE = [re.compile(r'^\s*\{"([a-z][a-z0-9-]+)",', re.M),  # the run flags' table
              re.compile(r'name == "([a-z][a-z0-9-]+)"')]       # and its boolean flags
+# Parsers that are not in their subcommand's operator/cmd_<name>.cc; every cmd_*.cc is read with
+# IF_CHAIN for the subcommand it registers (RegisterCommand({"name", ...})).
 HELP_SOURCES = {
-    ("ddp-operator", "validate"): ("operator/cmd_validate.cc", IF_CHAIN),
-    ("ddp-operator", "render"): ("operator/cmd_render.cc", IF_CHAIN),
-    ("ddp-operator", "local"): ("operator/cmd_local.cc", IF_CHAIN),
     ("ddp-operator", "run"): ("operator/controller/controller_flags.cc", RUN_TABLE),
 }
+REGISTER_RE = re.compile(r'RegisterCommand\(\s*\{\s*"([a-z][a-z-]*)"')
 
 CODE_DIRS = ["operator", "worker", "common", "charts", "crds", "scripts", "dockerfiles"]
 CODE_EXTS = (".cc", ".h", ".py", ".sh", ".yaml", ".yml", ".json", ".tpl", ".txt", ".Dockerfile")
@@ -487,7 +488,13 @@ class Checker:
                            % (code, "; ".join(out.strip().splitlines()[-5:])))
 
     def check_help_sources(self):
-        for (binary, sub), (src, patterns) in HELP_SOURCES.items():
+        sources = dict(HELP_SOURCES)
+        op_dir = os.path.join(self.code_root, "operator")
+        for fn in sorted(os.listdir(op_dir)) if os.path.isdir(op_dir) else []:
+            if fn.startswith("cmd_") and fn.endswith(".cc"):
+                for sub in REGISTER_RE.findall(read(os.path.join(op_dir, fn))):
+                    sources.setdefault(("ddp-operator", sub), ("operator/" + fn, IF_CHAIN))
+        for (binary, sub), (src, patterns) in sorted(sources.items()):
             text = self.bins.help.get((binary, sub))
             full = os.path.join(self.code_root, src)
             if text is None or not os.path.exists(full):
@@ -495,13 +502,14 @@ class Checker:
             synopsis = text.split("\n\n", 1)[0]
             listed = set(FLAG_RE.findall(synopsis))
             code = read(full)
-            accepted = set()
+            accepted = {}  # flag -> the line of the parser that takes it
             for pat in patterns:
-                for f in pat.findall(code):
-                    accepted.add(f if f.startswith("-") else "--" + f)
-            for flag in sorted(accepted - listed - {"-h", "--help"}):
-                self.f.add(src, 1, "help", "`%s %s` accepts %s, but its --help synopsis does "
-                           "not list it" % (binary, sub, flag))
+                for m in pat.finditer(code):
+                    flag = m.group(1) if m.group(1).startswith("-") else "--" + m.group(1)
+                    accepted.setdefault(flag, code.count("\n", 0, m.start()) + 1)
+            for flag in sorted(set(accepted) - listed - {"-h", "--help"}):
+                self.f.add(src, accepted[flag], "help", "`%s %s` accepts %s, but its --help "
+                           "synopsis does not list it" % (binary, sub, flag))
 
 
 def markdown_files(root):

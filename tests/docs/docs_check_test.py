@@ -167,7 +167,8 @@ class DocsCheckTest(unittest.TestCase):
                 _, findings = t.check()  # no file list: every rule, the help rule included
             finally:
                 t.close()
-            self.assertFinding(findings, "operator/cmd_validate.cc:1:", "--secret", "synopsis")
+            line = 1 + text[:text.index('"--secret"')].count("\n")
+            self.assertFinding(findings, "operator/cmd_validate.cc:%d:" % line, "--secret", "synopsis")
         finally:
             shutil.rmtree(code_root)
 
