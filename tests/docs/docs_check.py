@@ -82,6 +82,9 @@ LINK_RE = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 METRIC_RE = re.compile(r"^((?:ddp_(?:operator|worker|group)|process)_[a-z0-9_]+)(?:\{[^}]*\})?(?:\s.*)?$")
 ENV_RE = re.compile(r"^([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?:=.*)?$")
 ENV_OURS = re.compile(r"^(DDP_|PET_|TORCHELASTIC_|MASTER_|LOCAL_|NODE_RANK$|RANK$|WORLD_SIZE$|NNODES$|NPROC_PER_NODE$)")
+# A path of this repository named in a span or a command: it must exist.
+PATH_RE = re.compile(r"(?<![\w./-])((?:examples|docs|scripts|charts|crds|dockerfiles|bench|tests|"
+                     r"operator|worker|common|fuzz|third_party)/[\w./-]*[\w/])(?![\w.*<…-])")
 CAMEL_RE = re.compile(r"^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)*$")
 COLUMN_RE = re.compile(r"^[A-Z]{3,}(?: [A-Z]{3,})?$")
 # A claim of measurement: "Measured ...", "measured on/in/with/at/by ...", "measured:", "a real
@@ -399,6 +402,14 @@ class Checker:
 
     # ------------------------------------------------------------ rule 5: figures and links
 
+    def check_paths(self, where, line, text):
+        for m in PATH_RE.finditer(text):
+            rel = m.group(1).rstrip("/")
+            if not os.path.exists(os.path.join(self.root, rel)) and \
+                    not os.path.exists(os.path.join(self.code_root, rel)):
+                self.f.add(where, line, "paths", "%s: no such file or directory in the repository"
+                           % rel)
+
     def check_links(self, path, block):
         text = "\n".join(t for _, t in block)
         # A link written inside a code span is an example, not a link.
@@ -457,6 +468,7 @@ class Checker:
                         continue
                     for cmd in self.commands_in(logical + text, comments=True):
                         self.check_command(path, start, cmd)
+                    self.check_paths(where, start, logical + text)
                     logical, start = "", None
                 continue
             self.check_links(path, block)
@@ -467,6 +479,7 @@ class Checker:
                     self.check_command(path, line, cmd)
                 if span.startswith("--"):
                     self.check_loose_flag(where, line, span)
+                self.check_paths(where, line, span)
                 self.check_name(where, line, span, columns, worker_env, about_columns)
 
     def check_example(self, path):
@@ -476,6 +489,7 @@ class Checker:
             if m:
                 for cmd in self.commands_in(m.group(1), comments=True):
                     self.check_command(path, i, cmd)
+                self.check_paths(where, i, m.group(1))
         code, out = self.run_operator("validate", path)
         if code != 0:
             self.f.add(where, 1, "examples", "`ddp-operator validate` exits %d: %s"
@@ -546,6 +560,11 @@ def main(argv):
         checker.check_markdown(path)
     for path in examples:
         checker.check_example(path)
+    df_dir = os.path.join(root, "dockerfiles")
+    for fn in sorted(os.listdir(df_dir)) if os.path.isdir(df_dir) and not a.files else []:
+        for i, line in enumerate(read(os.path.join(df_dir, fn)).split("\n"), 1):
+            if line.lstrip().startswith("#"):
+                checker.check_paths("dockerfiles/" + fn, i, line)
     for item in findings.items:
         print(item)
     print("docs_check: %d Markdown files, %d examples, %d finding(s)"

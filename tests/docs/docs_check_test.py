@@ -149,6 +149,13 @@ class DocsCheckTest(unittest.TestCase):
         self.assertFinding(findings, "docs/x.md:3:", "render -f examples/bad.yaml` exits 1")
         self.assertFinding(findings, "examples/bad.yaml:1:", "validate` exits 1", "replicas")
 
+    def test_a_path_that_does_not_exist(self):
+        _, findings = self.run_doc("```sh\nkubectl apply -f examples/renamed.yaml\n```\n\n"
+                                   "See `scripts/gen_crd_pod_template.py` and `docs/nowhere.md`.\n")
+        self.assertFinding(findings, "docs/x.md:2:", "examples/renamed.yaml")
+        self.assertFinding(findings, "docs/x.md:5:", "docs/nowhere.md")
+        self.assertFalse([f for f in findings if "gen_crd_pod_template" in f], findings)
+
     def test_a_flag_the_parser_takes_and_the_help_omits(self):
         # A copy of the code whose validate parser accepts one more flag than its --help says.
         code_root = tempfile.mkdtemp(prefix="docs_check_code.")
