@@ -39,6 +39,9 @@ import shlex
 import subprocess
 import sys
 
+sys.dont_write_bytecode = True  # nothing written into the source tree
+from docs_markdown import LINK_RE, SPAN_RE, anchors_of, blocks, read, spans  # noqa: E402
+
 # Flags of tools that are not ours (kubectl, helm, kind, torchrun, podman, ctest, cmake), which
 # docs quote in prose. A flag of ours must never be added here.
 EXTERNAL_FLAGS = {
@@ -77,8 +80,6 @@ REGISTER_RE = re.compile(r'RegisterCommand\(\s*\{\s*"([a-z][a-z-]*)"')
 CODE_DIRS = ["operator", "worker", "common", "charts", "crds", "scripts", "dockerfiles"]
 CODE_EXTS = (".cc", ".h", ".py", ".sh", ".yaml", ".yml", ".json", ".tpl", ".txt", ".Dockerfile")
 FLAG_RE = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
-SPAN_RE = re.compile(r"(?<!`)`([^`]+?)`(?!`)", re.S)
-LINK_RE = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 METRIC_RE = re.compile(r"^((?:ddp_(?:operator|worker|group)|process)_[a-z0-9_]+)(?:\{[^}]*\})?(?:\s.*)?$")
 ENV_RE = re.compile(r"^([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?:=.*)?$")
 ENV_OURS = re.compile(r"^(DDP_|PET_|TORCHELASTIC_|MASTER_|LOCAL_|NODE_RANK$|RANK$|WORLD_SIZE$|NNODES$|NPROC_PER_NODE$)")
@@ -109,11 +110,6 @@ class Findings:
 
     def add(self, path, line, rule, msg):
         self.items.append("%s:%d: [%s] %s" % (path, line, rule, msg))
-
-
-def read(path):
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return f.read()
 
 
 def run(args, timeout=60):
@@ -155,66 +151,6 @@ class Binaries:
 
     def worker_env(self):
         return set(re.findall(r"\b(DDP_[A-Z0-9_]+)\b", self.help.get(("ddp-worker", ""), "")))
-
-
-# ---------------------------------------------------------------- reading Markdown
-
-
-def slug(heading, seen):
-    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link's text
-    s = re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
-    n = seen.get(s, 0)
-    seen[s] = n + 1
-    return s if n == 0 else "%s-%d" % (s, n)
-
-
-def anchors_of(path):
-    seen, out, fence = {}, set(), None
-    for line in read(path).split("\n"):
-        m = re.match(r"^\s*(```|~~~)", line)
-        if m:
-            fence = None if fence == m.group(1) else (fence or m.group(1))
-            continue
-        if fence is None:
-            h = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
-            if h:
-                out.add(slug(h.group(1), seen))
-    return out
-
-
-def blocks(path):
-    """Yields ('code', [(line, text)]) for fenced blocks and ('text', [(line, text)]) for
-    paragraphs and tables, in order."""
-    lines = read(path).split("\n")
-    cur, fence, kind = [], None, "text"
-    for i, line in enumerate(lines, 1):
-        m = re.match(r"^\s*(```|~~~)", line)
-        if fence is None and m:
-            if cur:
-                yield kind, cur
-            cur, fence, kind = [], m.group(1), "code"
-            continue
-        if fence is not None and m and m.group(1) == fence:
-            yield "code", cur
-            cur, fence, kind = [], None, "text"
-            continue
-        if fence is None and not line.strip():
-            if cur:
-                yield "text", cur
-            cur = []
-            continue
-        cur.append((i, line))
-    if cur:
-        yield kind, cur
-
-
-def spans(block):
-    """Inline code spans of a text block: (line, text)."""
-    joined = "\n".join(t for _, t in block)
-    first = block[0][0]
-    for m in SPAN_RE.finditer(joined):
-        yield first + joined.count("\n", 0, m.start()), " ".join(m.group(1).split())
 
 
 # ---------------------------------------------------------------- rule 1: commands
