@@ -14,8 +14,10 @@ CTEST_FLAGS ?=
 
 all: build
 
+# `make demo` installs only what the build needs (no test tools, no npm): DEPS_ARGS=--build.
+DEPS_ARGS ?=
 deps:
-	@bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh $(DEPS_ARGS)
 
 # Quiet configure that still reports what was found (LibTorch, NCCL) and shows the whole log
 # when it fails.
@@ -47,6 +49,7 @@ image-test:
 e2e-cluster:
 	bash tests/cluster/run.sh || [ $$? -eq 77 ]
 
+demo: DEPS_ARGS = --build
 demo: build
 	$(BUILD)/operator/ddp-operator local -f examples/local-demo.yaml
 

@@ -33,7 +33,8 @@ RUN apt-get update \
       libtorch1.13 libopenblas0-pthread libyaml-cpp0.7 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/worker/ddp-worker /usr/local/bin/ddp-worker
-# Non-root, as the GPU image; give checkpoint volumes a matching fsGroup (examples/quickstart-kind.yaml).
+# Non-root. Checkpoint volumes need the group 65532: the operator adds fsGroup 65532 to pods of
+# this image that set no user or group (docs/writing-a-ddpjob.md); examples/mingpt-kind.yaml sets it.
 USER 65532:65532
 WORKDIR /tmp
 # 9400: /metrics and /healthz (when DDP_METRICS_PORT is set); 29500: rendezvous on rank 0.

@@ -43,7 +43,8 @@ RUN apt-get update \
 # wheel brings the CUDA libraries LibTorch was built against. libnccl.so.2 is the image's.
 RUN pip3 install --no-cache-dir "torch==${TORCH_VERSION}" --index-url "${TORCH_INDEX}"
 COPY --from=build /src/build/worker/ddp-worker /usr/local/bin/ddp-worker
-# Non-root; give checkpoint volumes a matching fsGroup (see examples/mingpt-4x8-gpu.yaml).
+# Non-root. Checkpoint volumes need the group 65532: the operator adds fsGroup 65532 to pods of
+# this image that set no user or group (docs/writing-a-ddpjob.md); examples/mingpt-kind.yaml sets it.
 USER 65532:65532
 WORKDIR /tmp
 # 9400: /metrics and /healthz (when DDP_METRICS_PORT is set); 29500: rendezvous on rank 0.

@@ -13,8 +13,10 @@ namespace ddp::controller {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: ddp-operator local -f job.yaml [--run-dir DIR] [--grace-period SECONDS] [--plain]\n"
-    "                          [--pod-start-delay SECONDS] [--log-level debug|info|warning|error]\n"
+    "usage: ddp-operator local -f|--filename job.yaml [--run-dir DIR] [--grace-period SECONDS]\n"
+    "                          [--plain] [--pod-start-delay SECONDS] [--scale-at STEP=N,...]\n"
+    "                          [--straggler-factor F] [--straggler-reads N]\n"
+    "                          [--log-level debug|info|warning|error]\n"
     "\n"
     "Runs one DDPJob on this machine with the operator's planner: each pod is a process group\n"
     "running the worker container's command and args with the env a cluster would give it\n"
@@ -37,7 +39,7 @@ constexpr char kUsage[] =
     "                         recovery InPlace resizes in place)\n"
     "  --straggler-factor F   report a rank whose busy time per step is F times the other\n"
     "                         ranks' median (default 1.5) ...\n"
-    "  --straggler-reads N    ... in N consecutive reads, one every 5 s (default 3)\n"
+    "  --straggler-reads N    ... in N consecutive reads, one every 5 s (default 3)\n"    "  --log-level LEVEL      the runner's own log: debug, info (default), warning, error\n"
     "\n"
     "Exit status: 0 the job succeeded, 1 it failed, 2 bad usage or invalid manifest,\n"
     "128+n stopped by signal n (Ctrl-C: 130). Every process it started is stopped on exit.\n";

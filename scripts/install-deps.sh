@@ -6,22 +6,31 @@ set -euo pipefail
 
 # `install-deps.sh --fuzz` (from `make fuzz`) adds clang and its libFuzzer/sanitizer runtimes,
 # which nothing else needs: `make test` replays the fuzz corpora with the ordinary compiler.
+# `install-deps.sh --build` (from `make demo`) installs only what the build needs: no test tools,
+# no npm (a machine without the npm registry can still run the demo).
 FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 
-APT_PACKAGES=(
+BUILD_PACKAGES=(
   cmake ninja-build g++ make pkg-config
   libtorch-dev            # LibTorch (CPU) with c10d TCPStore and ProcessGroupGloo
   libgloo-dev             # headers that c10d/ProcessGroupGloo.hpp includes
   libopenblas0-pthread    # without it LibTorch uses reference BLAS and trains ~15x slower
   libcpprest-dev libssl-dev libyaml-cpp-dev nlohmann-json3-dev
   libjemalloc-dev         # the operator's allocator (see operator/CMakeLists.txt)
-  libgtest-dev
+  libgtest-dev            # the build builds the tests too
+)
+TEST_PACKAGES=(
   prometheus              # promtool, to validate our /metrics exposition in tests
   python3-torch           # the Python DDP peer (benchmarks, TorchScript and torchrun tests)
   nodejs npm              # dockerfile-utils, to lint the Dockerfiles in tests
 )
 
-if [ "${1:-}" = "--fuzz" ]; then APT_PACKAGES+=("${FUZZ_PACKAGES[@]}"); fi
+APT_PACKAGES=("${BUILD_PACKAGES[@]}")
+case "${1:-}" in
+  --build) ;;
+  --fuzz) APT_PACKAGES+=("${TEST_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}") ;;
+  *) APT_PACKAGES+=("${TEST_PACKAGES[@]}") ;;
+esac
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -47,7 +56,8 @@ fi
 
 # Node packages used by tests live in tests/delivery (package.json + package-lock.json).
 root=$(cd "$(dirname "$0")/.." && pwd)
-if [ -f "$root/tests/delivery/package.json" ] && [ ! -d "$root/tests/delivery/node_modules" ]; then
+if [ "${1:-}" != --build ] && [ -f "$root/tests/delivery/package.json" ] &&
+   [ ! -d "$root/tests/delivery/node_modules" ]; then
   echo "install-deps: npm ci in tests/delivery"
   (cd "$root/tests/delivery" && npm ci --no-audit --no-fund --silent)
 fi

@@ -2,8 +2,13 @@
 
 It follows the snapshot pattern of PyTorch's own DDP tutorial: rank 0 saves a snapshot (model,
 optimizer, step) every --save-every steps, and at start every rank loads the snapshot if one
-exists. Under a DDPJob the snapshot lives in $DDP_CHECKPOINT_DIR (spec.checkpoint.path), so a
-restarted group continues where the last snapshot left off.
+exists. Under a DDPJob the snapshot lives in $DDP_CHECKPOINT_DIR (the job's own directory,
+<spec.checkpoint.path>/<namespace>/<name>), so a restarted group continues where the last
+snapshot left off.
+
+On a GPU node each process takes the GPU of its LOCAL_RANK and the group uses NCCL, which
+all-reduces device tensors only: the model and every batch live on that GPU. Without CUDA it
+runs on the CPU with Gloo.
 
     python3 -m torch.distributed.run --nproc_per_node 2 ddp_train.py --steps 300
 
@@ -19,11 +24,12 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 
-def batch(step, rank, world, size, w_true):
-    # The batch is a function of (step, rank) alone, so a resumed run sees the same data.
+def batch(step, rank, world, size, w_true, device):
+    # The batch is a function of (step, rank) alone, so a resumed run sees the same data (drawn
+    # on the CPU, the same numbers on any device, then moved).
     g = torch.Generator().manual_seed(step * world + rank)
     x = torch.randn(size, 16, generator=g)
-    return x, x @ w_true
+    return x.to(device), (x @ w_true).to(device)
 
 
 def save(path, model, opt, step):
@@ -46,22 +52,33 @@ def main():
                                                       "snapshot.pt"))
     a = p.parse_args()
 
-    dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    if torch.cuda.is_available():
+        # One GPU per process: torchrun's LOCAL_RANK, before the group forms (NCCL binds each
+        # rank's communicator to the current device).
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local_rank)
+        device, backend, device_ids = torch.device("cuda", local_rank), "nccl", [local_rank]
+    else:
+        device, backend, device_ids = torch.device("cpu"), "gloo", None
+    dist.init_process_group(backend)
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
     w_true = torch.randn(16, 1)
-    model = DDP(torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1)))
+    net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
+    model = DDP(net.to(device), device_ids=device_ids)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr)
     step = 0
     if os.path.exists(a.snapshot):
-        snap = torch.load(a.snapshot, map_location="cpu")
+        snap = torch.load(a.snapshot, map_location=device)
         model.module.load_state_dict(snap["model"])
         opt.load_state_dict(snap["optimizer"])
         step = snap["step"]
         print(f"rank {rank}: resumed from snapshot step {step}", flush=True)
+    if rank == 0:
+        print(f"rank 0: {backend} on {device}, world size {world}", flush=True)
     loss = torch.tensor(float("nan"))
     while step < a.steps:
-        x, y = batch(step, rank, world, a.batch_size, w_true)
+        x, y = batch(step, rank, world, a.batch_size, w_true, device)
         loss = torch.nn.functional.mse_loss(model(x), y)
         opt.zero_grad()
         loss.backward()

@@ -1,6 +1,7 @@
 // Manifest input for `validate` and `render`.
 #include "operator/api/manifest_file.h"
 
+#include <cctype>
 #include <fstream>
 #include <iostream>
 
@@ -38,36 +39,93 @@ StatusOr<std::string> ReadManifestText(const std::string& path) {
   return ReadBounded(in, path);
 }
 
+namespace {
+
+bool IsListKind(const nlohmann::json& doc) {
+  if (!doc.is_object() || !doc.contains("items")) return false;
+  const nlohmann::json kind = doc.value("kind", nlohmann::json());
+  return kind == "List" || kind == std::string(kKind) + "List";
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// One object of the stream (a document, or an item of a List) as a ManifestDocument.
+ManifestDocument ReadDocument(const nlohmann::json& doc, int index, std::string label) {
+  ManifestDocument m;
+  m.index = index;
+  if (doc.is_object() && doc.contains("metadata") && doc["metadata"].is_object() &&
+      doc["metadata"].value("name", nlohmann::json()).is_string()) {
+    const nlohmann::json& meta = doc["metadata"];
+    const nlohmann::json ns = meta.value("namespace", nlohmann::json());
+    label += " (" + (ns.is_string() ? ns.get<std::string>() + "/" : "") +
+             meta["name"].get<std::string>() + ")";
+  }
+  m.label = std::move(label);
+  const std::string api_version =
+      doc.is_object() && doc.value("apiVersion", nlohmann::json()).is_string()
+          ? doc["apiVersion"].get<std::string>()
+          : "";
+  if (!doc.is_object() || !doc.contains("kind")) {
+    m.parse_status = Status::InvalidArgument("kind is required (expected \"DDPJob\")");
+  } else if (doc["kind"] == kKind && !doc.contains("apiVersion")) {
+    m.parse_status = Status::InvalidArgument(std::string("apiVersion is required (expected \"") +
+                                             kApiVersion + "\")");
+  } else if (doc["kind"] != kKind) {
+    m.other_kind = doc["kind"].is_string() ? doc["kind"].get<std::string>() : doc["kind"].dump();
+    // A misspelt DDPJob is an error, not another kind to skip: it would pass unchecked.
+    if (Lower(m.other_kind) == Lower(kKind) || api_version.rfind(kGroup + std::string("/"), 0) == 0) {
+      m.parse_status = Status::InvalidArgument("kind " + m.other_kind + " (apiVersion \"" +
+                                               api_version + "\") is not a kind of this "
+                                               "operator: did you mean DDPJob?");
+      m.other_kind.clear();
+    }
+  } else {
+    StatusOr<DDPJob> job = ParseDDPJobJson(doc);
+    if (job.ok()) {
+      m.job = std::move(job).value();
+      ApplyDefaults(&m.job);
+    } else {
+      m.parse_status = job.status();
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
 StatusOr<std::vector<ManifestDocument>> ParseManifestDocuments(const std::string& text) {
   StatusOr<std::vector<nlohmann::json>> docs = ParseYamlDocuments(text);
   if (!docs.ok()) return docs.status();
   std::vector<ManifestDocument> out;
   for (size_t i = 0; i < docs->size(); ++i) {
     const nlohmann::json& doc = (*docs)[i];
-    ManifestDocument m;
-    m.index = static_cast<int>(i + 1);
-    m.label = "document " + std::to_string(m.index);
-    if (doc.is_object() && doc.contains("metadata") && doc["metadata"].is_object() &&
-        doc["metadata"].value("name", nlohmann::json()).is_string()) {
-      m.label += " (" + doc["metadata"]["name"].get<std::string>() + ")";
+    const int index = static_cast<int>(i + 1);
+    const std::string label = "document " + std::to_string(index);
+    if (!IsListKind(doc)) {
+      out.push_back(ReadDocument(doc, index, label));
+      continue;
     }
-    if (!doc.is_object() || !doc.contains("kind")) {
-      m.parse_status = Status::InvalidArgument("kind is required (expected \"DDPJob\")");
-    } else if (doc["kind"] == kKind && !doc.contains("apiVersion")) {
-      m.parse_status = Status::InvalidArgument(std::string("apiVersion is required (expected \"") +
-                                               kApiVersion + "\")");
-    } else if (doc["kind"] != kKind) {
-      m.other_kind = doc["kind"].is_string() ? doc["kind"].get<std::string>() : doc["kind"].dump();
-    } else {
-      StatusOr<DDPJob> job = ParseDDPJobJson(doc);
-      if (job.ok()) {
-        m.job = std::move(job).value();
-        ApplyDefaults(&m.job);
-      } else {
-        m.parse_status = job.status();
-      }
+    // `kubectl get ddpj -A -o yaml`: a v1 List; each item is read as a document of its own.
+    const nlohmann::json& items = doc["items"];
+    if (!items.is_array()) {
+      ManifestDocument m;
+      m.index = index;
+      m.label = label;
+      m.parse_status = Status::InvalidArgument("items of a List must be a list");
+      out.push_back(std::move(m));
+    } else if (items.empty()) {
+      ManifestDocument m;
+      m.index = index;
+      m.label = label + " (a List with no items)";
+      m.other_kind = doc["kind"].get<std::string>();
+      out.push_back(std::move(m));
     }
-    out.push_back(std::move(m));
+    for (size_t k = 0; items.is_array() && k < items.size(); ++k) {
+      out.push_back(ReadDocument(items[k], index, label + ", item " + std::to_string(k + 1)));
+    }
   }
   return out;
 }

@@ -115,7 +115,7 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
       client_, InformerFor(kServices, options_, api::kJobNameLabel), &services_);
   InformerOptions policies = InformerFor(kNetworkPolicies, options_, api::kJobNameLabel);
   policies.forbidden_hint =
-      "grant get, list, watch, create and delete on networkpolicies.networking.k8s.io (the Helm "
+      "grant list, watch, create and delete on networkpolicies.networking.k8s.io (the Helm "
       "chart's Role has them), or run with --network-policy=false";
   network_policy_informer_ = std::make_unique<Informer>(client_, policies, &network_policies_);
   // Nodes are cluster-scoped and cannot be label-selected by job: every node, kept small.

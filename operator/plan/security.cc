@@ -29,7 +29,27 @@ bool HasFsGroupVolume(const json& spec) {
   return false;
 }
 
+// Rule 4's container: one of the project's images running as the image's own user and group.
+bool RunsProjectImageAsItsUser(const json& container) {
+  if (!container.is_object()) return false;
+  const json image = container.value("image", json());
+  if (!image.is_string() || !IsProjectWorkerImage(image.get<std::string>())) return false;
+  const json ctx = container.value("securityContext", json());
+  return !ctx.is_object() || (!ctx.contains("runAsUser") && !ctx.contains("runAsGroup"));
+}
+
 }  // namespace
+
+bool IsProjectWorkerImage(const std::string& image) {
+  std::string repo = image.substr(0, image.find('@'));
+  const size_t slash = repo.rfind('/');
+  const size_t colon = repo.rfind(':');
+  if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
+    repo.resize(colon);  // the tag, not a registry's port
+  }
+  const std::string name = slash == std::string::npos ? repo : repo.substr(slash + 1);
+  return name == "ddp-worker" || name == "ddp-worker-cpu";
+}
 
 void ApplyRunAsGroup(json* pod_spec) {
   if (!pod_spec->is_object()) return;
@@ -47,7 +67,19 @@ void ApplyRunAsGroup(json* pod_spec) {
       DefaultGroup(&*cctx);
     }
   }
-  if (!pod_group.is_number_integer() || !HasFsGroupVolume(*pod_spec)) return;
+  if (!HasFsGroupVolume(*pod_spec)) return;
+  if (pod_group.is_null() && (ctx == pod_spec->end() || ctx->is_object())) {
+    // Rule 4: the pod names no group; the project's images need theirs on the volumes.
+    const bool names_user = ctx != pod_spec->end() &&
+                            (ctx->contains("runAsUser") || ctx->contains("fsGroup"));
+    bool project_image = false;
+    if (containers != pod_spec->end() && containers->is_array()) {
+      for (const json& c : *containers) project_image = project_image || RunsProjectImageAsItsUser(c);
+    }
+    if (names_user || !project_image) return;
+    pod_group = kProjectImageGroup;
+  }
+  if (!pod_group.is_number_integer()) return;
   json& pctx = (*pod_spec)["securityContext"];
   if (pctx.contains("fsGroup")) return;
   pctx["fsGroup"] = pod_group;

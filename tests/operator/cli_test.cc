@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -104,17 +106,66 @@ TEST(ValidateCommand, OtherKindsAreSkippedAndApiVersionIsRequired) {
   EXPECT_NE(r.out.find("document 1 (data): kind PersistentVolumeClaim is not a DDPJob; skipped"),
             std::string::npos) << r.out;
   EXPECT_NE(r.out.find("2 DDPJob documents valid"), std::string::npos) << r.out;
+  // A file of other kinds only (examples/*-pvc.yaml) holds no DDPJob to refuse: valid, said so.
   r = RunOperator("validate -f -", pvc);
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.out.find("no DDPJob documents"), std::string::npos) << r.out;
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("no DDPJob documents (1 of other kinds skipped): nothing to refuse"),
+            std::string::npos) << r.out;
+  r = RunOperator("validate -f -", "# nothing\n");
+  EXPECT_EQ(r.code, 1) << r.out;
   r = RunOperator("validate -f -", "kind: DDPJob\nmetadata: {name: a}\n");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("document 1 (a): apiVersion is required (expected \"ddp.dev/v1alpha1\")"),
             std::string::npos) << r.out;
 }
 
+// `kubectl get ddpj -A -o yaml` is a v1 List: each item is checked as a document of its own,
+// named by its namespace and name; an empty List has nothing to refuse.
+TEST(ValidateCommand, ReadsAListItemByItem) {
+  const std::string list = R"(apiVersion: v1
+kind: List
+items:
+- apiVersion: ddp.dev/v1alpha1
+  kind: DDPJob
+  metadata: {name: good, namespace: ml, uid: u1}
+  spec: {replicas: 2, template: {spec: {containers: [{name: worker, image: w}]}}}
+  status: {phase: Running, round: 3}
+- apiVersion: ddp.dev/v1alpha1
+  kind: DDPJob
+  metadata: {name: bad, namespace: team}
+  spec: {replicas: 0, template: {spec: {containers: [{name: worker, image: w}]}}}
+metadata: {resourceVersion: ""}
+)";
+  Result r = RunOperator("validate -f -", list);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("document 1, item 2 (team/bad): spec.replicas (0) must be >= 1"),
+            std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("item 1"), std::string::npos) << r.out;
+  const std::string good = list.substr(0, list.find("- apiVersion", list.find("status:")));
+  r = RunOperator("validate -f -", good + "metadata: {resourceVersion: \"\"}\n");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("1 DDPJob document valid"), std::string::npos) << r.out;
+  r = RunOperator("validate -f -", "apiVersion: v1\nkind: List\nitems: []\n");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("a List with no items"), std::string::npos) << r.out;
+  r = RunOperator("validate -f -", "apiVersion: v1\nkind: List\nitems: {a: 1}\n");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("items of a List must be a list"), std::string::npos) << r.out;
+}
+
+// A misspelt kind is not another kind to skip: it would pass unchecked.
+TEST(ValidateCommand, AMisspeltDDPJobIsAnError) {
+  for (const char* doc : {"apiVersion: ddp.dev/v1alpha1\nkind: DDPjob\nmetadata: {name: a}\n",
+                          "apiVersion: ddp.dev/v1alpha1\nkind: Job\nmetadata: {name: a}\n",
+                          "apiVersion: batch/v1\nkind: ddpjob\nmetadata: {name: a}\n"}) {
+    const Result r = RunOperator("validate -f -", doc);
+    EXPECT_EQ(r.code, 1) << doc << r.out;
+    EXPECT_NE(r.out.find("did you mean DDPJob?"), std::string::npos) << r.out;
+  }
+}
+
 TEST(RenderCommand, JsonListHasServiceAndPodsOfEveryDocument) {
-  const Result r = RunOperator("render -f - -o json --round 2", kTwoJobs);
+  const Result r = RunOperator("render -f - -o json --round 2 --network-policy=false", kTwoJobs);
   ASSERT_EQ(r.code, 0) << r.out;
   const auto list = nlohmann::json::parse(r.out);
   ASSERT_EQ(list["kind"], "List");
@@ -153,11 +204,12 @@ TEST(RenderCommand, EveryExampleRendersPodsWithTheDesignEnv) {
   for (const auto& entry : std::filesystem::directory_iterator(DDP_EXAMPLES_DIR)) {
     if (entry.path().extension() != ".yaml") continue;
     const Result r = RunOperator("render -o json -f " + Quote(entry.path().string()));
-    if (r.out.find("no DDPJob documents") != std::string::npos) continue;  // e.g. a PVC
     ASSERT_EQ(r.code, 0) << entry.path() << "\n" << r.out;
+    if (r.out.find("no DDPJob documents") != std::string::npos) continue;  // e.g. a PVC
     const auto list = nlohmann::json::parse(r.out);
     for (const auto& obj : list["items"]) {
-      if (obj["kind"] != "Pod") continue;
+      // Worker pods carry the whole env contract; InPlace's rendezvous and spare pods a part.
+      if (obj["kind"] != "Pod" || obj["metadata"]["labels"]["ddp.dev/role"] != "worker") continue;
       const auto& containers = obj["spec"]["containers"];
       nlohmann::json worker = containers[0];
       for (const auto& c : containers) if (c["name"] == "worker") worker = c;
@@ -186,7 +238,7 @@ TEST(RenderCommand, EveryExampleRendersPodsWithTheDesignEnv) {
 // docs/volcano.md, docs/kueue.md state.
 TEST(RenderCommand, GangExamplesRenderTheirPodGroupAndKeys) {
   const std::string dir = DDP_EXAMPLES_DIR;
-  Result r = RunOperator("render -o json --gang-scheduler-name volcano -f " +
+  Result r = RunOperator("render -o json --network-policy=false --gang-scheduler-name volcano -f " +
                          Quote(dir + "/gang-volcano.yaml"));
   ASSERT_EQ(r.code, 0) << r.out;
   nlohmann::json items = nlohmann::json::parse(r.out)["items"];
@@ -200,7 +252,8 @@ TEST(RenderCommand, GangExamplesRenderTheirPodGroupAndKeys) {
     EXPECT_EQ(items[i]["spec"]["schedulerName"], "volcano");
     EXPECT_EQ(items[i]["metadata"]["annotations"]["scheduling.k8s.io/group-name"], "mlp-volcano");
   }
-  r = RunOperator("render -o json --round 2 -f " + Quote(dir + "/gang-kueue.yaml"));
+  r = RunOperator("render -o json --network-policy=false --round 2 -f " +
+                  Quote(dir + "/gang-kueue.yaml"));
   ASSERT_EQ(r.code, 0) << r.out;
   items = nlohmann::json::parse(r.out)["items"];
   ASSERT_EQ(items.size(), 1u + 3u);
@@ -215,6 +268,100 @@ TEST(RenderCommand, GangExamplesRenderTheirPodGroupAndKeys) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("--gang-scheduler-name (\"Volcano\") must be a scheduler name"),
             std::string::npos) << r.out;
+}
+
+// render shows every object the operator creates for a new job (docs/in-place-recovery.md "The
+// pods of an InPlace job", docs/security.md, docs/gang-scheduling.md), in its order, and each
+// reference between them points at an object in the output.
+TEST(RenderCommand, ShowsEveryObjectTheOperatorCreates) {
+  const char kJob[] = R"(apiVersion: ddp.dev/v1alpha1
+kind: DDPJob
+metadata: {name: heal, namespace: ml, labels: {kueue.x-k8s.io/queue-name: q}}
+spec:
+  replicas: 3
+  failurePolicy: {recovery: InPlace, spares: 2}
+  template: {spec: {containers: [{name: worker, image: ddp-worker-cpu:0.1.0}]}}
+)";
+  const Result r = RunOperator("render -o json --gang-scheduler-name volcano -f -", kJob);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto items = nlohmann::json::parse(r.out)["items"];
+  std::vector<std::string> got;
+  for (const auto& o : items) {
+    got.push_back(o["kind"].get<std::string>() + " " + o["metadata"]["name"].get<std::string>());
+  }
+  const std::vector<std::string> want = {
+      "PodGroup heal",      "NetworkPolicy heal", "Service heal",       "Pod heal-rendezvous",
+      "Pod heal-worker-0",  "Pod heal-worker-1",  "Pod heal-worker-2",  "Pod heal-spare-0",
+      "Pod heal-spare-1"};
+  ASSERT_EQ(got, want);
+  // The gang: the 3 workers and the rendezvous pod must start (minMember); all 6 pods are the
+  // Kueue group (3 workers + the rendezvous pod + 2 spares).
+  EXPECT_EQ(items[0]["spec"]["minMember"], 3 + 1);
+  std::set<std::string> names;
+  for (const auto& o : items) names.insert(o["metadata"]["name"].get<std::string>());
+  for (size_t i = 3; i < items.size(); ++i) {
+    const auto& meta = items[i]["metadata"];
+    EXPECT_EQ(meta["annotations"]["kueue.x-k8s.io/pod-group-total-count"], "6") << meta["name"];
+    EXPECT_EQ(meta["annotations"]["scheduling.k8s.io/group-name"], "heal") << meta["name"];
+    // Every pod's store is the rendezvous pod of this output, through this output's Service.
+    std::map<std::string, std::string> env;
+    for (const auto& e : items[i]["spec"]["containers"][0]["env"]) {
+      env[e["name"]] = e.value("value", "");
+    }
+    EXPECT_EQ(env["DDP_STORE_ADDR"], "heal-rendezvous.heal.ml.svc") << meta["name"];
+  }
+  EXPECT_EQ(names.count("heal-rendezvous") + names.count("heal"), 2u);
+  // The NetworkPolicy admits the job's pods, and the operator's namespace to the metrics port.
+  const std::string policy = items[1].dump();
+  EXPECT_NE(policy.find(R"("kubernetes.io/metadata.name":"ddp-system")"), std::string::npos) << policy;
+  // The operator's flags change what it creates, as they would the operator's.
+  Result o = RunOperator("render -o json --operator-namespace ops --metrics-namespace mon -f -", kJob);
+  ASSERT_EQ(o.code, 0) << o.out;
+  const auto np = nlohmann::json::parse(o.out)["items"][0];
+  EXPECT_EQ(np["kind"], "NetworkPolicy");
+  EXPECT_NE(np.dump().find(R"("kubernetes.io/metadata.name":"ops")"), std::string::npos);
+  EXPECT_NE(np.dump().find(R"("kubernetes.io/metadata.name":"mon")"), std::string::npos);
+  o = RunOperator("render -o json --network-policy=false -f -", kJob);
+  ASSERT_EQ(o.code, 0) << o.out;
+  EXPECT_EQ(nlohmann::json::parse(o.out)["items"][0]["kind"], "Service");
+  // A job that turns isolation on gets its policy whatever the operator's default.
+  std::string on = kJob;
+  on.replace(on.find("  template:"), 0, "  runPolicy: {networkPolicy: true}\n");
+  o = RunOperator("render -o json --network-policy=false -f -", on);
+  ASSERT_EQ(o.code, 0) << o.out;
+  EXPECT_EQ(nlohmann::json::parse(o.out)["items"][0]["kind"], "NetworkPolicy");
+  for (const char* bad : {"--network-policy=maybe", "--operator-namespace Ops"}) {
+    EXPECT_EQ(RunOperator(std::string("render ") + bad + " -f -", kJob).code, 2) << bad;
+  }
+}
+
+// Issue 43's first user: the examples that run the project's images (uid:gid 65532:65532) on a
+// shared volume render pods whose group owns that volume, whether the example says so or not.
+TEST(RenderCommand, ExamplesOfTheProjectsImagesCanWriteTheirVolumes) {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(DDP_EXAMPLES_DIR)) {
+    if (entry.path().extension() != ".yaml") continue;
+    const Result r = RunOperator("render -o json -f " + Quote(entry.path().string()));
+    ASSERT_EQ(r.code, 0) << entry.path() << "\n" << r.out;
+    if (r.out.find("no DDPJob documents") != std::string::npos) continue;
+    const nlohmann::json list = nlohmann::json::parse(r.out);
+    for (const auto& obj : list["items"]) {
+      if (obj["kind"] != "Pod") continue;
+      bool claim = false, ours = false;
+      for (const auto& v : obj["spec"].value("volumes", nlohmann::json::array())) {
+        claim = claim || v.contains("persistentVolumeClaim");
+      }
+      for (const auto& c : obj["spec"]["containers"]) {
+        const std::string image = c.value("image", "");
+        ours = ours || image.rfind("ddp-worker:", 0) == 0 || image.rfind("ddp-worker-cpu:", 0) == 0;
+      }
+      if (!claim || !ours) continue;
+      EXPECT_EQ(obj["spec"]["securityContext"].value("fsGroup", -1), 65532)
+          << entry.path() << " " << obj["metadata"]["name"];
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 6);  // gpt2-shards, torchscript-model, mingpt-inplace, mingpt-kind, ...
 }
 
 TEST(RenderCommand, InvalidManifestAndBadFlags) {

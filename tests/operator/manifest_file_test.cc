@@ -40,11 +40,33 @@ TEST(LoadManifest, ReadsParsesAndDefaultsEveryDocument) {
   auto docs = LoadManifest("validate", f.path());
   ASSERT_TRUE(docs.ok()) << docs.status().ToString();
   ASSERT_EQ(docs->size(), 2u);
-  EXPECT_EQ((*docs)[0].label, "document 1 (ok)");
+  EXPECT_EQ((*docs)[0].label, "document 1 (ml/ok)");  // namespace/name, as kubectl names it
   EXPECT_EQ((*docs)[0].job.spec.replicas, 2);
   EXPECT_EQ((*docs)[0].job.spec.rendezvous.port, 29500) << "defaulted";
   EXPECT_TRUE(DocumentProblems((*docs)[0]).empty());
   EXPECT_EQ((*docs)[1].other_kind, "ConfigMap");
+}
+
+// `kubectl get ddpj -A -o yaml` and the API's own DDPJobList: each item is a document of its own,
+// labelled with the List's position and the item's; other kinds among them are skipped as usual,
+// and a kind that only looks like a DDPJob is an error.
+TEST(ParseManifestDocuments, ListsAreReadItemByItem) {
+  const std::string item = "- apiVersion: ddp.dev/v1alpha1\n  kind: DDPJob\n  metadata: {name: a, namespace: ml}\n"
+                           "  spec: {replicas: 1, template: {spec: {containers: [{name: worker, image: x}]}}}\n";
+  for (const char* kind : {"List", "DDPJobList"}) {
+    auto docs = ParseManifestDocuments(std::string("apiVersion: v1\nkind: ") + kind + "\nitems:\n" +
+                                       item + "- {apiVersion: v1, kind: Service, metadata: {name: s}}\n" +
+                                       "- {apiVersion: ddp.dev/v1alpha1, kind: DdpJob, metadata: {name: b}}\n");
+    ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+    ASSERT_EQ(docs->size(), 3u) << kind;
+    EXPECT_EQ((*docs)[0].label, "document 1, item 1 (ml/a)");
+    EXPECT_TRUE(DocumentProblems((*docs)[0]).empty());
+    EXPECT_EQ((*docs)[0].job.spec.replicas, 1);
+    EXPECT_EQ((*docs)[1].other_kind, "Service");
+    EXPECT_EQ((*docs)[2].label, "document 1, item 3 (b)");
+    EXPECT_TRUE((*docs)[2].other_kind.empty());
+    EXPECT_NE((*docs)[2].parse_status.message().find("did you mean DDPJob?"), std::string::npos);
+  }
 }
 
 TEST(LoadManifest, ErrorsAreWholeLinesNamingTheCommandOrTheFile) {

@@ -58,6 +58,43 @@ TEST(ApplyRunAsGroup, Table) {
       {"a non-integer runAsUser gets no group",
        {{"securityContext", {{"runAsUser", "65532"}}}, {"containers", {c_plain}}},
        {{"runAsUser", "65532"}}, nullptr},
+      // Rule 4: the project's images run as 65532:65532 and need that group on their volumes.
+      {"the project's GPU image under a registry with a port, a PVC, nothing set: fsGroup 65532",
+       {{"containers", {{{"name", "worker"}, {"image", "reg.example:5000/ml/ddp-worker:0.1.0"}}}},
+        {"volumes", {kPvc}}},
+       {{"fsGroup", 65532}, {"fsGroupChangePolicy", "OnRootMismatch"}}, nullptr},
+      {"the CPU image by digest, runAsNonRoot only: fsGroup 65532 beside it",
+       {{"securityContext", {{"runAsNonRoot", true}}},
+        {"containers", {{{"name", "worker"}, {"image", "ddp-worker-cpu@sha256:0123abcd"}}}},
+        {"volumes", {kPvc}}},
+       {{"runAsNonRoot", true}, {"fsGroup", 65532}, {"fsGroupChangePolicy", "OnRootMismatch"}},
+       nullptr},
+      {"the project's image as a sidecar: the pod still gets the group",
+       {{"containers", {{{"name", "worker"}, {"image", "my-trainer:1"}},
+                        {{"name", "side"}, {"image", "ddp-worker-cpu:0.1.0"}}}},
+        {"volumes", {kPvc}}},
+       {{"fsGroup", 65532}, {"fsGroupChangePolicy", "OnRootMismatch"}}, nullptr},
+      {"another image, a PVC: untouched (its user is not known)",
+       {{"containers", {{{"name", "worker"}, {"image", "my-pytorch-training:1.0"}}}},
+        {"volumes", {kPvc}}},
+       nullptr, nullptr},
+      {"a name that only starts like ours is not ours",
+       {{"containers", {{{"name", "worker"}, {"image", "ddp-worker-extras:1"}}}}, {"volumes", {kPvc}}},
+       nullptr, nullptr},
+      {"the project's image, hostPath only: the kubelet would not apply it",
+       {{"containers", {{{"name", "worker"}, {"image", "ddp-worker:0.1.0"}}}}, {"volumes", {kHostPath}}},
+       nullptr, nullptr},
+      {"the project's image, no volume: nothing to write to",
+       {{"containers", {{{"name", "worker"}, {"image", "ddp-worker:0.1.0"}}}}}, nullptr, nullptr},
+      {"the project's image with a user of its own: the template decides",
+       {{"containers", {{{"name", "worker"}, {"image", "ddp-worker:0.1.0"},
+                         {"securityContext", {{"runAsUser", 1000}}}}}},
+        {"volumes", {kPvc}}},
+       nullptr, {{"runAsUser", 1000}, {"runAsGroup", 1000}}},
+      {"the project's image, the template's fsGroup is kept",
+       {{"securityContext", {{"fsGroup", 2000}}},
+        {"containers", {{{"name", "worker"}, {"image", "ddp-worker:0.1.0"}}}}, {"volumes", {kPvc}}},
+       {{"fsGroup", 2000}}, nullptr},
   };
   for (const Row& r : rows) {
     json spec = r.spec;
@@ -81,6 +118,36 @@ TEST(ApplyRunAsGroup, WorkerAndRendezvousPodsRunWithTheGroup) {
   const json rdzv = BuildRendezvousPod(job, 0, 2);
   EXPECT_EQ(rdzv["spec"]["securityContext"]["runAsGroup"], 65532);
   EXPECT_FALSE(rdzv["spec"]["securityContext"].contains("fsGroup"));  // it mounts no volume
+}
+
+// What the examples that run the project's images on a shared volume get (gpt2-shards,
+// torchscript-model, mingpt-inplace set no securityContext): every pod that mounts the volume
+// can write it as 65532; the rendezvous pod mounts none.
+TEST(ApplyRunAsGroup, ProjectImagesGetTheirGroupOnTheirVolumes) {
+  api::DDPJob job = Job(2);
+  job.spec.failure_policy.recovery = api::Recovery::kInPlace;
+  job.spec.failure_policy.spares = 1;
+  job.spec.pod_template["spec"]["containers"][0]["image"] = "ddp-worker-cpu:0.1.0";
+  job.spec.pod_template["spec"]["volumes"] = {kPvc};
+  for (const json& pod : {BuildWorkerPod(job, 1, 0, 2), BuildSparePod(job, 0, 0, 2)}) {
+    EXPECT_EQ(pod["spec"]["securityContext"],
+              json({{"fsGroup", 65532}, {"fsGroupChangePolicy", "OnRootMismatch"}}))
+        << pod["metadata"]["name"];
+  }
+  const json rdzv = BuildRendezvousPod(job, 0, 2);
+  EXPECT_FALSE(rdzv["spec"].value("securityContext", json::object()).contains("fsGroup"));
+}
+
+TEST(IsProjectWorkerImage, RepositoryNameUnderAnyRegistryTagOrDigest) {
+  for (const char* yes : {"ddp-worker", "ddp-worker:0.1.0", "ddp-worker-cpu:0.1.0",
+                          "registry.example/team/ddp-worker:1", "host:5000/ddp-worker-cpu",
+                          "ddp-worker@sha256:00ff", "host:5000/a/ddp-worker:2@sha256:00ff"}) {
+    EXPECT_TRUE(IsProjectWorkerImage(yes)) << yes;
+  }
+  for (const char* no : {"", "ddp-operator:0.1.0", "ddp-worker-gpu", "my-ddp-worker",
+                         "ddp-worker/other:1", "pytorch/pytorch:2.1", "host:5000/ddp-workers"}) {
+    EXPECT_FALSE(IsProjectWorkerImage(no)) << no;
+  }
 }
 
 }  // namespace
