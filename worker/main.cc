@@ -19,6 +19,7 @@
 #include "worker/comm/rendezvous.h"
 #include "worker/group/membership.h"
 #include "worker/group/pod_client.h"
+#include "worker/group/settings.h"
 #include "worker/launch/rendezvous_pod.h"
 #include "worker/launch/launch_plan.h"
 #include "worker/launch/launcher.h"
@@ -169,7 +170,8 @@ int TrainMain(const std::vector<std::string>& args) {
         id, std::chrono::duration_cast<std::chrono::milliseconds>(rdzv_cfg->timeout),
         [dev, collective_timeout](c10::intrusive_ptr<c10d::Store> s, int rank, int size) {
           return MakeCommunicator(std::move(s), rank, size, dev, collective_timeout);
-        });
+        },
+        group::TrainerHeartbeat([](const char* n) { return std::getenv(n); }));
     if (Status s = membership->Connect(); !s.ok()) Fail(s, "rendezvous");
     ctx.group = membership.get();
   } else {

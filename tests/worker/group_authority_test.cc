@@ -241,6 +241,87 @@ TEST(AuthorityTest, AStalledTrainerOfALivePodIsReportedOnce) {
   EXPECT_TRUE(Decide(v, Settings()).stalls.empty());
 }
 
+// Slow is not stalled (rule 5): trainers that go silent together are a group-wide slowdown (a
+// machine or store overloaded: the first steps of a big job), and a tick that came late says
+// the authority's own clocks are stale. Nobody is declared stalled, so nothing is charged per
+// rank; one trainer silent alone among many still is.
+TEST(AuthorityTest, TrainersSilentTogetherOrALateTickAreASlowdownNotStalls) {
+  // 20 pods of one trainer each, all live.
+  GroupView v;
+  v.world = 20;
+  v.formed = v.ever_formed = true;
+  for (int n = 0; n < 20; ++n) {
+    const std::string name = "w" + std::to_string(n);
+    v.pods[name] = Pod(name, n);
+    v.node_holders.push_back(Id(name));
+    v.ever_held.push_back(true);
+    TrainerView t;
+    t.identity = Id(name) + "/0/0";
+    t.silent_seconds = 0.5;
+    v.trainers.push_back(t);
+  }
+  AuthoritySettings s = Settings(20);
+  v.trainers[3].silent_seconds = 12;  // one alone: a stall
+  Actions a = Decide(v, s);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_EQ(a.slowdown, 0);
+  v.trainers[7].silent_seconds = 11;  // two of twenty: a tenth, together: a slowdown
+  a = Decide(v, s);
+  EXPECT_TRUE(a.stalls.empty());
+  EXPECT_EQ(a.slowdown, 2);
+  EXPECT_FALSE(a.advance);
+  v.trainers[7].silent_seconds = 0.5;
+  v.tick_late_seconds = 6;  // past half the liveness timeout: this tick's clocks are stale
+  a = Decide(v, s);
+  EXPECT_TRUE(a.stalls.empty());
+  EXPECT_EQ(a.slowdown, 1);
+  v.tick_late_seconds = 0.2;
+  v.since_slowdown_seconds = 2;  // within a liveness timeout of a slowdown: still one
+  EXPECT_TRUE(Decide(v, s).stalls.empty());
+  v.since_slowdown_seconds = 11;
+  EXPECT_EQ(Decide(v, s).stalls.size(), 1u);
+  // Every trainer of one pod silent (its node's devices hung): that pod's stall, not the group's.
+  v.trainers[3].silent_seconds = 0.5;
+  for (int n = 1; n < 20; ++n) v.trainers[static_cast<size_t>(n)].identity = Id("w0") + "/" + std::to_string(n) + "/0";
+  for (int n = 0; n < 20; ++n) v.trainers[static_cast<size_t>(n)].silent_seconds = n < 5 ? 12 : 0.5;
+  EXPECT_EQ(Decide(v, s).stalls.size(), 5u);
+}
+
+// More than half the pods silent at once: the authority hears too few (its presence reader was
+// starved, or its own node is cut off): nobody is declared lost by silence until it hears again.
+// A pod whose process ended (its connection closed) is still lost at once, and a late tick waits.
+TEST(AuthorityTest, MostPodsSilentAtOnceIsTheAuthorityNotThem) {
+  GroupView v = Steady();
+  v.pods["w0"].silent_seconds = 11;
+  v.pods["w1"].silent_seconds = 11;  // two of three silent
+  Actions a = Decide(v, Settings());
+  EXPECT_TRUE(Fenced(a).empty());
+  EXPECT_EQ(a.unheard, 2);
+  v.pods["s0"].presence_closed = true;  // an ended process is no silence
+  a = Decide(v, Settings());
+  EXPECT_EQ(Fenced(a), (Strings{Id("s0")}));
+  // One of three silent: that pod is lost, as ever.
+  v = Steady();
+  v.pods["w1"].silent_seconds = 11;
+  EXPECT_EQ(Fenced(Decide(v, Settings())), (Strings{Id("w1")}));
+  v.tick_late_seconds = 6;  // ... unless this tick came late: its clocks are stale
+  EXPECT_TRUE(Fenced(Decide(v, Settings())).empty());
+}
+
+// Two ranks both silent: together, not two stalls (two charges on a machine that was slow).
+TEST(AuthorityTest, BothTrainersOfAPairSilentAreASlowdown) {
+  GroupView v = Steady();
+  v.pods.erase("s0");
+  v.trainers.resize(2);
+  for (int r = 0; r < 2; ++r) {
+    v.trainers[static_cast<size_t>(r)].identity = Id("w" + std::to_string(r)) + "/0/0";
+    v.trainers[static_cast<size_t>(r)].silent_seconds = 12;
+  }
+  const Actions a = Decide(v, Settings());
+  EXPECT_TRUE(a.stalls.empty());
+  EXPECT_EQ(a.slowdown, 2);
+}
+
 TEST(AuthorityTest, AGroupThatCannotFormIsAbandonedOnce) {
   GroupView v = Steady();
   v.formed = false;

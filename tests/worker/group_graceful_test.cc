@@ -5,11 +5,10 @@
 // would.
 #include <gtest/gtest.h>
 
-#include <torch/csrc/distributed/c10d/HashStore.hpp>
-
 #include <atomic>
 
 #include "worker/comm/deadline.h"
+#include "worker/comm/local_store.h"
 #include "worker/group/authority_loop.h"
 #include "worker/group/keys.h"
 #include "worker/group/membership.h"
@@ -49,7 +48,9 @@ class WatchedCommunicator : public Communicator {
 
 // One member (rank 0 of a group of 1) formed in generation 0, its communicator watched.
 struct Formed {
-  c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::HashStore>();
+  // The project's in-process store: the watcher parks its watches as on a real one.
+  c10::intrusive_ptr<c10d::Store> store =
+      LocalStore(std::make_shared<ddp::store::StoreState>(), std::chrono::seconds(30));
   WatchedCommunicator* comm = nullptr;
   std::unique_ptr<Communicator> owned;
   std::unique_ptr<GroupMembership> member;
@@ -82,7 +83,12 @@ struct Formed {
     if (graceful) store->set(GracefulKey(1), Bytes("1"));
     TryAdvance(*store, 0);
   }
-  // True when `done` holds within `ms` (the watcher looks every 100 ms).
+  // A newcomer's arrival in generation `g`, as its Join writes it.
+  void Arrive(int64_t g, int rank, const std::string& value) {
+    store->set(ArrivedKey(g, rank), Bytes(value));
+    store->add(ArrivalsKey(g), 1);
+  }
+  // True when `done` holds within `ms`.
   bool Within(int ms, const std::function<bool()>& done) {
     return PollUntil(Clock::now() + milliseconds(ms), milliseconds(10), done) == PollOutcome::kDone;
   }
@@ -94,19 +100,18 @@ TEST(GracefulGrowthTest, TheMemberTrainsOnUntilTheNewcomersArrivedThenIsAskedToL
   g.Grow(3, /*graceful=*/true);
   // Neither newcomer arrived in generation 1: train on (no abort, no leave).
   EXPECT_FALSE(g.Within(600, [&] { return g.comm->aborted.load() || g.member->leave_requested(); }));
-  g.store->set(ArrivedKey(1, 1), Bytes("-1 w1/u/0/0"));
+  g.Arrive(1, 1, "-1 w1/u/0/0");
   EXPECT_FALSE(g.Within(400, [&] { return g.member->leave_requested(); })) << "rank 2 is not there";
-  g.store->set(ArrivedKey(1, 2), Bytes("-1 w2/u/0/0"));
+  g.Arrive(1, 2, "-1 w2/u/0/0");
   EXPECT_TRUE(g.Within(5000, [&] { return g.member->leave_requested(); }));
   EXPECT_FALSE(g.comm->aborted.load()) << "a graceful growth never aborts inside kGracefulLeave";
   // The member leaves at its agreement and joins generation 1: asked no more.
   g.member->Watch(nullptr);
-  g.store->set(ArrivedKey(1, 0), Bytes("5 w0/u/0/0"));
   auto f = g.member->Join(5);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->generation, 1);
   EXPECT_EQ(f->world, 3);
-  EXPECT_EQ(f->committed_steps, (std::vector<int64_t>{5, -1, -1}));
+  EXPECT_EQ(f->steps, (StepsSummary{5, 0, 2}));  // rank 0 at step 5 heals the two newcomers
   EXPECT_FALSE(g.member->leave_requested());
 }
 

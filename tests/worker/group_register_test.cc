@@ -98,7 +98,7 @@ TEST(RegisterTest, ANewPodWaitsForAnOlderProcessUntilTheGroupFencedIt) {
   ASSERT_TRUE(later.ok()) << later.status().ToString();
   EXPECT_EQ(r.holder("w1"), "w1/u-new");
   // And the old one, polling, reads its own fence: it ends as Fenced (never charged).
-  const PodPoll p = (*old_w1)->Poll(1, {});
+  const PodPoll p = (*old_w1)->PollNow(1, {});
   EXPECT_TRUE(p.fenced);
   EXPECT_EQ(p.verdict, kVerdictFenced);
 }

@@ -95,20 +95,57 @@ TEST(StoreStateTest, AWaitEndsWhenTheLastKeyAppearsOrAtItsDeadline) {
   EXPECT_TRUE(done.load());
 }
 
-TEST(StoreStateTest, TheHookSeesEveryCreatedKeyOnceAndNoUpdate) {
+// The server looks at the requests parked on a key again whenever it changes: the hook hears of
+// every write, creation and deletion, and of nothing that changes nothing.
+TEST(StoreStateTest, TheHookHearsOfEveryChangeAndOfNoRead) {
   StoreState st;
-  std::vector<std::string> created;
-  st.OnCreate([&](const std::string& k) { created.push_back(k); });
+  std::vector<std::string> changed;
+  st.OnChange([&](const std::string& k) { changed.push_back(k); });
   ASSERT_TRUE(st.Set("a", B("1")).ok());
   ASSERT_TRUE(st.Set("a", B("2")).ok());
   ASSERT_TRUE(st.Add("n", 1).ok());
-  ASSERT_TRUE(st.Add("n", 1).ok());
+  ASSERT_TRUE(st.Add("n", 0).ok());  // a read of a counter
   ASSERT_TRUE(st.CompareSet("c", {}, B("v")).ok());
-  ASSERT_TRUE(st.CompareSet("c", B("v"), B("w")).ok());
+  ASSERT_TRUE(st.CompareSet("c", B("other"), B("w")).ok());  // no match: nothing written
   ASSERT_TRUE(st.CompareSet("absent", B("x"), B("y")).ok());  // stays absent
   EXPECT_TRUE(st.Delete("a"));
-  ASSERT_TRUE(st.Set("a", B("3")).ok());  // created again after the delete
-  EXPECT_EQ(created, (std::vector<std::string>{"a", "n", "c", "a"}));
+  EXPECT_FALSE(st.Delete("a"));  // nothing to delete
+  (void)st.Get("c");
+  EXPECT_EQ(changed, (std::vector<std::string>{"a", "a", "n", "c", "a"}));
+}
+
+// A watch: any of its conditions holding ends it, with every watched key's value.
+TEST(StoreStateTest, AWatchEndsWhenAnyConditionHoldsOrAtItsDeadline) {
+  StoreState st;
+  ASSERT_TRUE(st.Set("gen", B("3")).ok());
+  auto changed = [](const std::string& k, const std::string& known) {
+    Condition c;
+    c.key = k;
+    c.operand = B(known);
+    return c;
+  };
+  Condition at_least;
+  at_least.key = "arrivals";
+  at_least.kind = Condition::kAtLeast;
+  at_least.operand = B("2");
+  const std::vector<Condition> conds = {changed("gen", "3"), changed("stop", ""), at_least};
+  std::vector<std::optional<Bytes>> values;
+  EXPECT_FALSE(st.Evaluate(conds, &values));
+  ASSERT_EQ(values.size(), 3u);
+  EXPECT_EQ(S(*values[0]), "3");
+  EXPECT_FALSE(values[1].has_value());
+  const auto start = Clock::now();
+  EXPECT_FALSE(st.Watch(conds, start + milliseconds(150), &values));
+  EXPECT_GE(Clock::now() - start, milliseconds(150));
+  ASSERT_TRUE(st.Add("arrivals", 1).ok());
+  EXPECT_FALSE(st.Evaluate(conds, &values));  // 1 < 2
+  std::thread writer([&] { ASSERT_TRUE(st.Add("arrivals", 1).ok()); });
+  EXPECT_TRUE(st.Watch(conds, Clock::now() + std::chrono::seconds(20), &values));
+  writer.join();
+  EXPECT_EQ(S(*values[2]), "2");
+  ASSERT_TRUE(st.Set("stop", B("1")).ok());
+  EXPECT_TRUE(st.Evaluate({changed("stop", "")}, &values));
+  EXPECT_TRUE(st.Evaluate({changed("absent", "was here")}, &values)) << "gone counts as changed";
 }
 
 TEST(StoreStateTest, AWritePastTheBoundIsRefusedAndLosesNothingHeld) {

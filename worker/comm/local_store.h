@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 
 #include "common/status.h"
 #include "worker/store/server.h"
@@ -15,15 +16,18 @@
 
 namespace ddp::worker {
 
-// A c10d::Store over `state`, with c10d's semantics; wait() and get() block on the state for at
-// most their timeout and throw std::runtime_error past it. `keep` is held as long as the store
-// (or a clone) lives: the server that serves the same keys. Thread-safe.
+// A c10d::Store over `state` (a WatchableStore, comm/watch.h), with c10d's semantics; wait(),
+// get() and watches block on the state for at most their timeout, and wait() and get() throw
+// std::runtime_error past it. Keys are `prefix`/key when `prefix` is set. `keep` is held as long
+// as the store (or a clone) lives: the server that serves the same keys. Thread-safe.
 c10::intrusive_ptr<c10d::Store> LocalStore(std::shared_ptr<store::StoreState> state,
                                            std::chrono::milliseconds timeout,
-                                           std::shared_ptr<void> keep = nullptr);
+                                           std::shared_ptr<void> keep = nullptr,
+                                           const std::string& prefix = "");
 
 struct HostedStore {
   std::shared_ptr<store::StoreServer> server;  // serves until this and every `local` are gone
+  std::shared_ptr<store::StoreState> state;    // the keys (LocalStore of it, with a prefix)
   c10::intrusive_ptr<c10d::Store> local;       // the same keys, in process; keeps the server
 };
 

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "worker/comm/watch.h"
 #include "worker/store/net.h"
 #include "worker/store/wire.h"
 
@@ -20,11 +21,11 @@ using store::Reply;
 using store::Request;
 using std::chrono::milliseconds;
 
-class StoreClient : public c10d::Store {
+class StoreClient : public WatchableStore {
  public:
-  StoreClient(std::string host, int port, milliseconds timeout)
-      : c10d::Store(timeout), host_(std::move(host)), port_(port),
-        where_(host_ + ":" + std::to_string(port_)) {
+  StoreClient(std::string host, int port, milliseconds timeout, std::string prefix)
+      : WatchableStore(timeout), host_(std::move(host)), port_(port),
+        where_(host_ + ":" + std::to_string(port_)), prefix_(std::move(prefix)) {
     const auto deadline = Clock::now() + timeout;
     milliseconds pause(20);
     std::string last;
@@ -62,7 +63,29 @@ class StoreClient : public c10d::Store {
   // LibTorch 2.5+ declares this pure virtual (a thread-safe copy: a new connection); not marked
   // override, so that it also compiles against versions without it.
   c10::intrusive_ptr<c10d::Store> clone() {
-    return c10::make_intrusive<StoreClient>(host_, port_, timeout_);
+    return c10::make_intrusive<StoreClient>(host_, port_, timeout_, prefix_);
+  }
+
+  WatchResult Watch(const std::vector<Condition>& conditions, milliseconds wait) override {
+    Request q;
+    q.op = Op::kWatch;
+    q.wait_ms = wait.count() <= 0 ? 0 : WaitMs(wait);  // 0: a read of every key, at once
+    q.conditions = conditions;
+    for (Condition& c : q.conditions) c.key = Key(c.key);
+    const Reply r = Call(q, milliseconds(std::max<uint32_t>(q.wait_ms, 1)));
+    Expect(r, "watch");
+    std::vector<std::optional<store::Bytes>> values;
+    if (Status s = store::DecodeValues(r.value, conditions.size(), &values); !s.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      Fail("watch: a malformed reply: " + s.message());
+    }
+    WatchResult out;
+    out.held = r.code == Code::kOk;
+    for (auto& v : values) {
+      out.values.push_back(v ? std::optional<std::string>(std::string(v->begin(), v->end()))
+                             : std::nullopt);
+    }
+    return out;
   }
 
   void set(const std::string& key, const std::vector<uint8_t>& value) override {
@@ -104,7 +127,7 @@ class StoreClient : public c10d::Store {
   bool check(const std::vector<std::string>& keys) override {
     Request q;
     q.op = Op::kCheck;
-    q.keys = keys;
+    q.keys = Keys(keys);
     return Expect(Call(q), "check").number == 1;
   }
 
@@ -119,7 +142,7 @@ class StoreClient : public c10d::Store {
   void wait(const std::vector<std::string>& keys, const milliseconds& timeout) override {
     Request q;
     q.op = Op::kWait;
-    q.keys = keys;
+    q.keys = Keys(keys);
     q.wait_ms = WaitMs(timeout);
     const Reply r = Call(q, timeout);
     if (r.code == Code::kTimeout) {
@@ -142,11 +165,21 @@ class StoreClient : public c10d::Store {
     return static_cast<uint32_t>(t.count());
   }
 
-  static Request Keyed(Op op, const std::string& key) {
+  std::string Key(const std::string& key) const {
+    return prefix_.empty() ? key : prefix_ + "/" + key;
+  }
+
+  Request Keyed(Op op, const std::string& key) const {
     Request q;
     q.op = op;
-    q.keys.push_back(key);
+    q.keys.push_back(Key(key));
     return q;
+  }
+
+  std::vector<std::string> Keys(const std::vector<std::string>& keys) const {
+    std::vector<std::string> out;
+    for (const auto& k : keys) out.push_back(Key(k));
+    return out;
   }
 
   const Reply& Expect(const Reply& r, const std::string& what) {
@@ -204,6 +237,7 @@ class StoreClient : public c10d::Store {
   std::string host_;
   int port_;
   std::string where_;
+  std::string prefix_;
   std::string id_;
   std::mutex mu_;
   int fd_ = -1;
@@ -212,8 +246,9 @@ class StoreClient : public c10d::Store {
 }  // namespace
 
 c10::intrusive_ptr<c10d::Store> ConnectStore(const std::string& host, int port,
-                                             std::chrono::milliseconds timeout) {
-  return c10::make_intrusive<StoreClient>(host, port, timeout);
+                                             std::chrono::milliseconds timeout,
+                                             const std::string& prefix) {
+  return c10::make_intrusive<StoreClient>(host, port, timeout, prefix);
 }
 
 std::string StoreServerId(const c10d::Store& store) {

@@ -27,13 +27,15 @@ namespace ddp::worker {
 // How long past a wait's own timeout the client still waits for the server to say so.
 inline constexpr std::chrono::milliseconds kReplyGrace{1000};
 
-// A client connection to the store at host:port. Retries a refused connection or a name not in
-// DNS yet until `timeout` has passed (the server may still be starting); the greeting's reply
-// within the same deadline. Later calls are bounded by `timeout` (the store's timeout) as said
-// above. Throws std::runtime_error naming the address on failure, including "not a ddp store"
-// when the peer speaks another protocol (c10d's TCPStore, say).
+// A client connection to the store at host:port, a WatchableStore (comm/watch.h). Retries a
+// refused connection or a name not in DNS yet until `timeout` has passed (the server may still be
+// starting); the greeting's reply within the same deadline. Later calls are bounded by `timeout`
+// (the store's timeout) as said above. Every key is `prefix`/key when `prefix` is set (as
+// c10d's PrefixStore joins them). Throws std::runtime_error naming the address on failure,
+// including "not a ddp store" when the peer speaks another protocol (c10d's TCPStore, say).
 c10::intrusive_ptr<c10d::Store> ConnectStore(const std::string& host, int port,
-                                             std::chrono::milliseconds timeout);
+                                             std::chrono::milliseconds timeout,
+                                             const std::string& prefix = "");
 
 // The id the server said in its greeting (its epoch: a new one is a new, empty store), when
 // `store` is a connection made by ConnectStore; "" otherwise.

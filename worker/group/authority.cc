@@ -15,12 +15,13 @@ std::string Seconds(double s) {
   return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + "s";
 }
 
-// Rule 1's test alone: why the pod of `p` is lost, or "".
-std::string LostWhy(const PodView& p, const AuthoritySettings& s) {
+// Rule 1's test alone: why the pod of `p` is lost, or "". `deaf`: silence does not count (the
+// authority hears from too few pods, or its tick came late).
+std::string LostWhy(const PodView& p, const AuthoritySettings& s, bool deaf) {
   // Given a verdict, or done: its process ends on purpose.
   if (!p.verdict.empty() || p.done) return "";
   if (p.presence_closed) return "its process ended (connection closed)";
-  if (p.silent_seconds > s.liveness_seconds) {
+  if (!deaf && p.silent_seconds > s.liveness_seconds) {
     return "silent for " + Seconds(p.silent_seconds) + " (liveness timeout " +
            Seconds(s.liveness_seconds) + ")";
   }
@@ -34,6 +35,7 @@ struct Work {
   Actions a;
   std::vector<std::string> holders;
   std::set<std::string> gone;  // identities fenced or departed in this call or before
+  bool deaf = false;           // rule 1: silence does not count this call
 
   bool Live(const std::string& id) const {
     if (id.empty() || gone.count(id)) return false;
@@ -41,7 +43,7 @@ struct Work {
     if (it == v.pods.end() || it->second.identity != id) return false;
     // A stopping member stays one: it writes the stop's checkpoint with the others.
     const std::string& verdict = it->second.verdict;
-    return (verdict.empty() || verdict == kVerdictStop) && LostWhy(it->second, s).empty();
+    return (verdict.empty() || verdict == kVerdictStop) && LostWhy(it->second, s, deaf).empty();
   }
   void Fence(const std::string& id, const std::string& why) {
     if (!gone.insert(id).second) return;
@@ -84,9 +86,18 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
     w.a.log.push_back("every rank finished training");
     return w.a;
   }
-  // 1. Lost pods.
+  // 1. Lost pods. Silence decides only while this authority hears from most pods and its own
+  // clock is on time: every pod silent at once is this authority starved or cut off, not them.
+  int candidates = 0, unheard = 0;
   for (const auto& [name, p] : v.pods) {
-    const std::string why = LostWhy(p, s);
+    if (!p.verdict.empty() || p.done || w.gone.count(p.identity)) continue;
+    ++candidates;
+    if (!p.presence_closed && p.silent_seconds > s.liveness_seconds) ++unheard;
+  }
+  w.deaf = (unheard >= 2 && unheard * 2 > candidates) || v.tick_late_seconds > s.liveness_seconds / 2;
+  if (w.deaf && unheard > 0) w.a.unheard = unheard;
+  for (const auto& [name, p] : v.pods) {
+    const std::string why = LostWhy(p, s, w.deaf);
     if (why.empty() || w.gone.count(p.identity)) continue;
     w.Fence(p.identity, why);
     w.a.verdicts.push_back({p.identity, kVerdictFenced});
@@ -259,16 +270,33 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
     w.a.resize_to = grown;
     w.a.advance = true;
   }
-  // 5. Stalled trainers of live pods.
+  // 5. Stalled trainers of live pods; many at once, or a late tick, is a slowdown instead.
+  std::vector<std::pair<int, const TrainerView*>> silent;
+  int live_trainers = 0;
   for (size_t r = 0; r < v.trainers.size(); ++r) {
     const TrainerView& t = v.trainers[r];
-    if (t.identity.empty() || t.stall_reported || t.silent_seconds <= s.liveness_seconds) continue;
+    if (t.identity.empty()) continue;
     const std::string pod_id = t.identity.substr(0, t.identity.find('/', t.identity.find('/') + 1));
     if (!w.Live(pod_id)) continue;
-    w.a.stalls.push_back({static_cast<int>(r), t.identity});
-    w.a.advance = true;
-    w.a.log.push_back("rank " + std::to_string(r) + " trainer " + t.identity + " silent for " +
-                      Seconds(t.silent_seconds) + ": stalled");
+    ++live_trainers;
+    if (t.stall_reported || t.silent_seconds <= s.liveness_seconds) continue;
+    silent.push_back({static_cast<int>(r), &t});
+  }
+  const bool late = v.tick_late_seconds > s.liveness_seconds / 2;
+  std::set<std::string> silent_pods;
+  for (const auto& [r, t] : silent) silent_pods.insert(PodOfIdentity(t->identity));
+  const bool together = silent_pods.size() >= 2 &&
+                        (silent.size() * 10 >= static_cast<size_t>(live_trainers) || silent.size() >= 4);
+  const bool after = v.since_slowdown_seconds < s.liveness_seconds;
+  if (!silent.empty() && (late || together || after)) {
+    w.a.slowdown = static_cast<int>(silent.size());
+  } else {
+    for (const auto& [r, t] : silent) {
+      w.a.stalls.push_back({r, t->identity});
+      w.a.advance = true;
+      w.a.log.push_back("rank " + std::to_string(r) + " trainer " + t->identity + " silent for " +
+                        Seconds(t->silent_seconds) + ": stalled");
+    }
   }
   // 9c. A growth alone, of a formed generation: its members leave at a step agreement.
   w.a.graceful = grown > cur && v.formed && !moved_before && w.a.stalls.empty();

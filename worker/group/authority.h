@@ -7,7 +7,10 @@
 //   1. a pod that is registered, has no verdict, has ranks still training and whose presence
 //      connection closed (its process died: the kernel closed the socket) or stayed silent
 //      longer than the liveness timeout (a frozen process, a silent node) is lost: fenced, and
-//      its node rank freed (a pod whose ranks all finished leaves on purpose);
+//      its node rank freed (a pod whose ranks all finished leaves on purpose). Silence counts
+//      only while the authority hears from at least half the pods and its tick is not late by
+//      half the liveness timeout: more than half silent at once is the authority itself starved
+//      or cut off (a quorum's reasoning), so it waits;
 //   2. a node rank whose holder is not a live registered pod (it re-registered under a new
 //      identity, or was fenced) is freed, and the holder fenced with the fenced verdict (its
 //      trainers' exits are then the group's doing, never charged); a member with the stop
@@ -22,7 +25,12 @@
 //      live, no node rank, not leaving; a pod whose own rank is held by a spare is a spare too);
 //   5. a trainer silent longer than the liveness timeout while its pod is live is stalled (its
 //      supervisor kills it and heals it like any trainer death); its clock starts at its first
-//      heartbeat (authority_loop.cc), so a slow start is never silence;
+//      heartbeat (authority_loop.cc), so a slow start is never silence. Slow is not stalled:
+//      when trainers of at least two pods go silent together (a tenth of the live ones, or at
+//      least four), or the authority's own clock stood still (a tick late by half the liveness
+//      timeout), or within a liveness timeout of such a slowdown, it is a group-wide slowdown
+//      (an overloaded machine, a saturated network or store): nobody is declared stalled, so
+//      nothing is charged per rank;
 //   6. any of 1-3 or 5 moves the group to the next generation, releasing every member blocked
 //      in a collective of the old one;
 //   7. a generation not formed for longer than the rendezvous timeout since its first member
@@ -106,6 +114,8 @@ struct GroupView {
   bool stop = false;
   bool abandon = false;
   bool finished = false;
+  double tick_late_seconds = 0;  // how much later than its period this tick came (rule 5)
+  double since_slowdown_seconds = 1e9;  // since the last tick rule 5 read as a slowdown
   int done_ranks = 0;
   int world = 1;
   // A store that replaced a lost one: who held each node rank there, as the surviving pods said
@@ -126,6 +136,8 @@ struct Actions {
   std::string abandon;  // non-empty: abandon the group, with this reason
   bool finished = false;
   std::vector<std::string> log;  // one line per decision
+  int slowdown = 0;  // rule 5: trainers silent together, not declared stalled (0: none)
+  int unheard = 0;   // rule 1: pods silent while the authority hears too few (none declared lost)
 
   bool empty() const;
 };

@@ -64,6 +64,12 @@ GroupReport AuthorityLoop::Report() const {
   return report_;
 }
 
+AuthorityLoop::Flags AuthorityLoop::Status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Flags{report_.finished, report_.abandoned, report_.stopping, report_.any_leaving,
+               report_.open_connections};
+}
+
 void AuthorityLoop::Run() {
   while (!stop_.load()) {
     const auto next = Clock::now() + tick_;
@@ -232,9 +238,31 @@ void AuthorityLoop::Tick() {
   v.stop = stopped_;
   v.abandon = abandoned_;
   v.finished = finished_;
+  if (last_tick_ != Clock::time_point{}) {
+    v.tick_late_seconds = std::max(0.0, SecondsSince(last_tick_, now) -
+                                            std::chrono::duration<double>(tick_).count());
+  }
+  last_tick_ = now;
+  v.since_slowdown_seconds = last_slowdown_ == Clock::time_point{} ? 1e9 : SecondsSince(last_slowdown_, now);
 
   const Actions a = Decide(v, settings_);
   for (const std::string& line : a.log) DDP_LOG(INFO) << "group authority: " << line;
+  if (a.unheard > 0 && !unheard_) {
+    DDP_LOG(WARNING) << "group authority: " << a.unheard
+                     << " pod(s) silent while this authority hears from fewer than half of them"
+                        " (or its tick came late): none declared lost until it hears again";
+  }
+  unheard_ = a.unheard > 0;
+  if (a.slowdown > 0 && !slowdown_) {
+    DDP_LOG(WARNING) << "group authority: " << a.slowdown
+                     << " trainer(s) silent together past the liveness timeout"
+                     << (v.tick_late_seconds > settings_.liveness_seconds / 2
+                             ? " (and this authority's own tick came late)"
+                             : "")
+                     << ": a group-wide slowdown, none declared stalled";
+  }
+  slowdown_ = a.slowdown > 0;
+  if (slowdown_) last_slowdown_ = now;
   for (const auto& [id, why] : a.fence) {
     fenced_.insert(id);
     s.set(FencedKey(id), Bytes(why));
@@ -252,11 +280,15 @@ void AuthorityLoop::Tick() {
     pod_memory_[id].verdict = verdict;
   }
   for (const auto& [node, id] : a.assign) {
-    // A free rank has no key: an empty value costs c10d's client a 200 ms wait to read.
+    // A free rank has no key (never an empty value, keys.h); the pod's own key says which rank
+    // it holds, for it to watch.
+    const std::string& before = holders_[static_cast<size_t>(node)];
+    if (!before.empty() && before != id) s.deleteKey(AssignedKey(before));
     if (id.empty()) {
       s.deleteKey(NodeKey(node));
     } else {
       s.set(NodeKey(node), Bytes(id));
+      s.set(AssignedKey(id), Bytes(std::to_string(node)));
     }
     holders_[static_cast<size_t>(node)] = id;
     v.node_holders[static_cast<size_t>(node)] = id;

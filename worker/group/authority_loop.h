@@ -67,6 +67,12 @@ class AuthorityLoop {
   ~AuthorityLoop();
 
   GroupReport Report() const;
+  // The few flags the rendezvous pod's own loop watches, without copying the whole report.
+  struct Flags {
+    bool finished = false, abandoned = false, stopping = false, any_leaving = false;
+    int open_connections = 0;
+  };
+  Flags Status() const;
 
  private:
   void Run();
@@ -117,6 +123,10 @@ class AuthorityLoop {
   std::vector<std::string> holders_;  // node/<n>: the authority is their only writer
   bool stopped_ = false, abandoned_ = false, finished_ = false;  // as written here
   int64_t ticks_ = 0;
+  Clock::time_point last_tick_{};  // when the previous tick read the store (rule 5's lateness)
+  bool slowdown_ = false;          // rule 5's slowdown, as last logged
+  bool unheard_ = false;           // rule 1's deafness, as last logged
+  Clock::time_point last_slowdown_{};  // the last tick rule 5 read as a slowdown
   Charge budget_;
   std::vector<TrainerMemory> trainers_;
   std::set<std::string> fenced_;

@@ -15,6 +15,8 @@
 //                         (by identity: a pod recreated under the same name starts clean)
 //   presence              "port" of the authority's presence listener (presence.h)
 //   node/<n>              the pod identity holding node rank n; absent when free
+//   assigned/<identity>   the node rank that pod holds ("n"); absent when none (what a pod
+//                         watches for its own rank, instead of reading every node/<n>)
 // No key ever holds an empty value: c10d's TCPStore client takes 200 ms to read one.
 //   trainer/<rank>/id     identity of the trainer process of <rank> ("<pod id>/<local>/<inc>")
 //   trainer/<rank>/hb     add() heartbeat of that trainer (its watcher thread)
@@ -44,6 +46,8 @@
 //                         instead of aborting their communicator
 //   gen<G>/arrived/<r>    rank r joined G: "<committed step> <trainer identity>"
 //   gen<G>/arrivals       a counter: arrivals in G (the authority's rendezvous clock starts at 1)
+//   gen<G>/steps          the members' committed steps summed up (group/steps.h), written by the
+//                         last to arrive: G formed once it exists
 //   gen<G>/comm/...       the communicator's own keys
 #ifndef DDP_WORKER_GROUP_KEYS_H_
 #define DDP_WORKER_GROUP_KEYS_H_
@@ -80,6 +84,7 @@ inline std::string PodKey(const std::string& name, const char* field) {
 inline std::string LeavingKey(const std::string& identity) { return "leaving/" + identity; }
 inline std::string VerdictKey(const std::string& identity) { return "verdict/" + identity; }
 inline std::string NodeKey(int node) { return "node/" + std::to_string(node); }
+inline std::string AssignedKey(const std::string& identity) { return "assigned/" + identity; }
 inline std::string TrainerKey(int rank, const char* field) {
   return "trainer/" + std::to_string(rank) + "/" + field;
 }
@@ -94,6 +99,7 @@ inline std::string ArrivedKey(int64_t g, int rank) {
   return GenPrefix(g) + "arrived/" + std::to_string(rank);
 }
 inline std::string ArrivalsKey(int64_t g) { return GenPrefix(g) + "arrivals"; }
+inline std::string StepsKey(int64_t g) { return GenPrefix(g) + "steps"; }
 inline std::string AdvanceKey(int64_t g) { return GenPrefix(g) + "advance"; }
 inline std::string GracefulKey(int64_t g) { return GenPrefix(g) + "graceful"; }
 

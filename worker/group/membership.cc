@@ -8,19 +8,23 @@
 
 #include "common/logging.h"
 #include "worker/comm/deadline.h"
+#include "worker/comm/watch.h"
 #include "worker/comm/work_util.h"
 #include "worker/group/authority_loop.h"
 #include "worker/group/fenced_store.h"
 #include "worker/group/keys.h"
 #include "worker/group/store_read.h"
 #include "worker/group/pod_client.h"
+#include "worker/group/steps.h"
 
 namespace ddp::worker::group {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kPollInterval = std::chrono::milliseconds(10);
-constexpr auto kWatchInterval = std::chrono::milliseconds(100);
+// The longest single wait of a join or an advance (it looks at its deadline and the group's end
+// between two), and of the watcher while it watches no communicator.
+constexpr auto kWaitSlice = std::chrono::milliseconds(1000);
+constexpr auto kIdleWatch = std::chrono::milliseconds(100);
 constexpr auto kReconnectInterval = std::chrono::milliseconds(500);
 
 
@@ -56,13 +60,15 @@ const char* GroupEndName(GroupEnd e) {
 }
 
 GroupMembership::GroupMembership(StoreOpener open, int rank, int size, MemberIdentity id,
-                                 std::chrono::milliseconds timeout, CommunicatorMaker make)
+                                 std::chrono::milliseconds timeout, CommunicatorMaker make,
+                                 std::chrono::milliseconds heartbeat)
     : open_(std::move(open)),
       rank_(rank),
       size_(size),
       id_(std::move(id)),
       timeout_(timeout),
-      make_(std::move(make)) {}
+      make_(std::move(make)),
+      beat_(std::max(heartbeat, std::chrono::milliseconds(10))) {}
 
 GroupMembership::~GroupMembership() {
   quit_ = true;
@@ -126,11 +132,13 @@ bool GroupMembership::Outside() {
 Status GroupMembership::Advance(int64_t g) {
   try {
     TryAdvance(*store_, g);
-    if (PollUntil(Clock::now() + timeout_, kPollInterval,
-                  [&] { return store_->add(kGenKey, 0) > g; }) != PollOutcome::kDone) {
-      return Status::DeadlineExceeded("membership: generation " + std::to_string(g) +
-                                      " was not left within " +
-                                      std::to_string(timeout_.count()) + "ms");
+    const auto deadline = Clock::now() + timeout_;
+    while (!WatchKeys(*store_, {AtLeast(kGenKey, g + 1)}, kWaitSlice).held) {
+      if (Clock::now() >= deadline) {
+        return Status::DeadlineExceeded("membership: generation " + std::to_string(g) +
+                                        " was not left within " +
+                                        std::to_string(timeout_.count()) + "ms");
+      }
     }
   } catch (const std::exception& e) {
     return Status::Unavailable("membership: store failed while leaving generation " +
@@ -226,51 +234,67 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
         return Status::DeadlineExceeded("membership: rank " + std::to_string(rank_) +
                                         " stayed outside a group of " + std::to_string(size_));
       }
-      std::this_thread::sleep_for(kPollInterval * 5);
+      // Until the group grows or its pod departs: the size, its node rank or its fence changes.
+      WatchKeys(s, {Changed(kWorldKey, std::to_string(size_)), Changed(FencedKey(id_.pod), ""),
+                    Changed(NodeKey(id_.node), ValueOr(s, NodeKey(id_.node)))},
+                kWaitSlice);
       continue;
     }
     s.set(ArrivedKey(g, rank_), Bytes(std::to_string(committed_step) + " " + id_.trainer));
-    s.add(ArrivalsKey(g), 1);
-    // 4. Wait for everyone, or for the generation to move on, or for the group to end.
-    std::vector<std::string> keys;
-    for (int r = 0; r < size_; ++r) keys.push_back(ArrivedKey(g, r));
+    // The last to arrive sums the committed steps up for everyone (one read of every rank's
+    // arrival), so the others read one key, not the whole group's.
+    if (s.add(ArrivalsKey(g), 1) == size_) Summarize(s, g);
+    // 4. Wait for everyone (the summary), or for the generation to move on, or for the group to
+    // end: one parked watch at a time, never a poll of every rank's key.
     GroupEnd end = GroupEnd::kNone;
-    std::string why;
-    int polls = 0;  // the fuller check every 10th poll: members may wait here for minutes
-    const PollOutcome arrived = PollUntil(
-        deadline, kPollInterval, [&] { return s.check(keys); },
-        [&] {
-          return s.add(kGenKey, 0) != g || (++polls % 10 == 0 && !(why = Ended(s, &end)).empty());
-        });
+    std::string why, summary;
+    bool moved = false;
+    while (true) {
+      const WatchResult w =
+          WatchKeys(s, {Changed(StepsKey(g), ""), AtLeast(kGenKey, g + 1), Changed(kStopKey, ""),
+                        Changed(kAbandonKey, ""), Changed(FencedKey(id_.pod), "")},
+                    std::min<std::chrono::milliseconds>(
+                        kWaitSlice, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        deadline - Clock::now())));
+      if (w.values[0]) {
+        summary = *w.values[0];
+        break;
+      }
+      if (w.held || Clock::now() >= deadline) {
+        if (!(why = Ended(s, &end)).empty()) break;
+        if (s.add(kGenKey, 0) != g) {
+          moved = true;
+          break;
+        }
+      }
+      if (Clock::now() >= deadline) break;
+    }
     if (end != GroupEnd::kNone) {
       f.end = end;
       f.why = why;
       return f;
     }
-    if (arrived == PollOutcome::kAborted) {
+    if (moved) {
       // A new generation: the authority's rendezvous clock starts again, so does ours.
       deadline = JoinDeadline();
       continue;
     }
-    if (arrived == PollOutcome::kDeadline) {
+    if (summary.empty()) {
       std::string missing;
-      for (int r = 0; r < size_; ++r) {
-        if (!s.check({keys[static_cast<size_t>(r)]})) {
-          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-        }
+      for (int r = 0; r < size_ && missing.size() < 200; ++r) {
+        if (!s.check({ArrivedKey(g, r)})) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
       }
       return Status::DeadlineExceeded("membership: generation " + std::to_string(g) +
                                       " did not form within " +
                                       std::to_string(timeout_.count() / 1000) + "s: rank(s) " +
                                       missing + " of " + std::to_string(size_) + " never arrived");
     }
-    // 5. Steps, then the communicator.
+    // 5. The summary, then the communicator.
     f.generation = g;
     f.world = size_;
-    f.committed_steps.assign(static_cast<size_t>(size_), -1);
-    for (int r = 0; r < size_; ++r) {
-      const std::string v = Text(s.get(keys[static_cast<size_t>(r)]));
-      f.committed_steps[static_cast<size_t>(r)] = std::stoll(v.substr(0, v.find(' ')));
+    if (!ParseSteps(summary, &f.steps)) {
+      return Status::Unavailable("membership: generation " + std::to_string(g) +
+                                 ": an unreadable summary of the steps: " + summary.substr(0, 80));
     }
     break;
   }
@@ -295,19 +319,6 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
   return f;
 }
 
-bool GroupMembership::Graceful(c10d::Store& s, int64_t g, bool* arrived) {
-  *arrived = false;
-  if (!s.check({GracefulKey(g)})) return false;
-  // The authority writes `world` before it moves `gen`: a larger size than the watched one's,
-  // with the newcomers' ranks after the survivors' (a growth keeps every rank).
-  const int world = std::atoi(ValueOr(s, kWorldKey).c_str());
-  if (world <= watched_size_) return false;
-  std::vector<std::string> keys;
-  for (int r = watched_size_; r < world; ++r) keys.push_back(ArrivedKey(g, r));
-  *arrived = s.check(keys);
-  return true;
-}
-
 void GroupMembership::Watch(Communicator* comm) {
   std::lock_guard<std::mutex> lock(watch_mu_);
   watched_ = comm;
@@ -316,32 +327,77 @@ void GroupMembership::Watch(Communicator* comm) {
 void GroupMembership::WatchLoop() {
   c10::intrusive_ptr<c10d::Store> ws;
   auto next_open = Clock::now();
+  auto next_beat = Clock::now();
+  // What this watcher last read of each key it waits on: a watch wakes when one differs.
+  std::string seen_stop, seen_abandon, seen_stall, seen_epoch, seen_world, seen_graceful;
   while (!quit_.load()) {
-    std::this_thread::sleep_for(kWatchInterval);
     if (!ws) {
-      if (Clock::now() < next_open) continue;
+      if (Clock::now() < next_open) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        continue;
+      }
       auto s = open_();
       next_open = Clock::now() + kReconnectInterval;
       if (!s.ok()) continue;
       ws = *s;
     }
     try {
-      ws->add(TrainerKey(rank_, "hb"), 1);
-      if (ws->check({kStopKey})) stop_requested_ = true;
-      const std::string now_epoch = ValueOr(*ws, kEpochKey);
-      const int64_t g = ws->add(kGenKey, 0);
+      if (Clock::now() >= next_beat) {
+        ws->add(TrainerKey(rank_, "hb"), 1);
+        next_beat = Clock::now() + beat_;
+      }
+      bool watching, graceful_state;
+      int64_t w;
+      int watched_size;
+      {
+        std::lock_guard<std::mutex> lock(watch_mu_);
+        watching = watched_ != nullptr;
+        w = watched_generation_;
+        watched_size = watched_size_;
+        graceful_state = graceful_seen_ == w + 1;
+      }
+      // One parked watch until the next beat: the watched generation's end (past the graceful
+      // growth's generation once that one is known), a new store, a stop, an abandon, a stall
+      // verdict, and a growth's newcomers arriving. Nothing watched (between generations): a
+      // short wait, so that the next generation is watched soon after it forms.
+      const int world_now = std::atoi(seen_world.c_str());
+      const std::vector<Condition> conds = {
+          Changed(kStopKey, seen_stop), Changed(kAbandonKey, seen_abandon),
+          Changed(StallKey(rank_), seen_stall), Changed(kEpochKey, seen_epoch),
+          AtLeast(kGenKey, watching ? w + (graceful_state ? 2 : 1) : INT64_MAX),
+          Changed(kWorldKey, seen_world), Changed(GracefulKey(w + 1), seen_graceful),
+          AtLeast(ArrivalsKey(w + 1), graceful_state && !leave_requested_.load()
+                                          ? std::max(1, world_now - watched_size)
+                                          : INT64_MAX)};
+      const auto until_beat = std::chrono::duration_cast<std::chrono::milliseconds>(next_beat - Clock::now());
+      const auto wait = std::clamp(until_beat, std::chrono::milliseconds(1),
+                                   watching ? beat_ : kIdleWatch);
+      const WatchResult r = WatchKeys(*ws, conds, wait);
+      auto val = [&](size_t i) { return r.values[i] ? *r.values[i] : std::string(); };
+      seen_stop = val(0);
+      seen_abandon = val(1);
+      seen_stall = val(2);
+      seen_epoch = val(3);
+      seen_world = val(5);
+      seen_graceful = val(6);
+      if (!seen_stop.empty()) stop_requested_ = true;
+      const int64_t g = std::atoll(val(4).c_str());
       std::string why;
       std::lock_guard<std::mutex> lock(watch_mu_);
       if (watched_ == nullptr) continue;
-      if (now_epoch != watched_epoch_) {
+      if (seen_epoch != watched_epoch_) {
         // The store was replaced under a running generation: the new one counts afresh from 0,
         // and any generation past it means the membership changed (its authority declared an
         // old member lost: rejoin.h), however late this watcher first saw the new store.
         if (g > 0) why = "the group moved on (new store)";
-        if (!now_epoch.empty()) store_replaced_ = true;
-      } else if (bool arrived = false;
-                 g == watched_generation_ + 1 && Graceful(*ws, g, &arrived)) {
-        // A growth: train on until the newcomers are there, then leave at an agreement.
+        if (!seen_epoch.empty()) store_replaced_ = true;
+      } else if (g == watched_generation_ + 1 && !seen_graceful.empty() &&
+                 std::atoi(seen_world.c_str()) > watched_size_) {
+        // A growth (rule 9c): train on until the newcomers are there, then leave at an
+        // agreement. The authority writes `world` and the mark before it moves `gen`.
+        graceful_seen_ = g;
+        const int newcomers = std::atoi(seen_world.c_str()) - watched_size_;
+        const bool arrived = r.values[7] && std::atoll(r.values[7]->c_str()) >= newcomers;
         if (arrived && !leave_requested_.exchange(true)) {
           leave_asked_ = Clock::now();
           DDP_LOG(INFO) << "membership: rank " << rank_ << ": generation " << g
@@ -355,10 +411,8 @@ void GroupMembership::WatchLoop() {
       } else if (g > watched_generation_) {
         why = "generation " + std::to_string(watched_generation_) + " ended";
       }
-      if (why.empty() && ws->check({kAbandonKey})) why = "the group was abandoned";
-      if (why.empty() && ValueOr(*ws, StallKey(rank_)) == id_.trainer) {
-        why = "this trainer was declared stalled";
-      }
+      if (why.empty() && !seen_abandon.empty()) why = "the group was abandoned";
+      if (why.empty() && seen_stall == id_.trainer) why = "this trainer was declared stalled";
       if (!why.empty()) {
         DDP_LOG(INFO) << "membership: rank " << rank_ << ": " << why << ": aborting the communicator";
         watched_->Abort();
@@ -369,6 +423,25 @@ void GroupMembership::WatchLoop() {
       next_open = Clock::now() + kReconnectInterval;
     }
   }
+}
+
+void GroupMembership::Summarize(c10d::Store& s, int64_t g) {
+  // One read of every rank's arrival ("<committed step> <trainer identity>").
+  std::vector<Condition> conds;
+  for (int r = 0; r < size_; ++r) conds.push_back(Changed(ArrivedKey(g, r), ""));
+  const WatchResult all = WatchKeys(s, conds, std::chrono::milliseconds(0));
+  std::vector<int64_t> steps;
+  for (const auto& v : all.values) {
+    if (!v) {
+      // A rank counted twice and another not at all: no summary; the generation cannot form
+      // and the authority moves it on (rule 7).
+      DDP_LOG(WARNING) << "membership: generation " << g << " counted " << size_
+                       << " arrivals, but not every rank arrived";
+      return;
+    }
+    steps.push_back(std::atoll(v->substr(0, v->find(' ')).c_str()));
+  }
+  s.set(StepsKey(g), Bytes(FormatSteps(SummarizeSteps(steps))));
 }
 
 }  // namespace ddp::worker::group

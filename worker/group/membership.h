@@ -42,6 +42,7 @@
 
 #include "common/status.h"
 #include "worker/comm/communicator.h"
+#include "worker/group/steps.h"
 
 namespace ddp::worker::group {
 
@@ -72,8 +73,8 @@ const char* GroupEndName(GroupEnd e);
 
 struct Formation {
   int64_t generation = 0;
-  int world = 0;  // ranks in this generation (== committed_steps.size())
-  std::vector<int64_t> committed_steps;  // by rank; -1 = no training state
+  int world = 0;      // ranks in this generation
+  StepsSummary steps;  // the members' committed steps, summed up (who heals whom)
   std::unique_ptr<Communicator> comm;
   GroupEnd end = GroupEnd::kNone;  // when not kNone, nothing else is set
   std::string why;
@@ -83,8 +84,11 @@ struct Formation {
 // has its own connection and thread; stop_requested() from any thread.
 class GroupMembership {
  public:
+  // `heartbeat`: how often the watcher beats (trainer/<rank>/hb); a tenth of the liveness
+  // timeout keeps the authority's stall clock well inside it.
   GroupMembership(StoreOpener open, int rank, int size, MemberIdentity id,
-                  std::chrono::milliseconds timeout, CommunicatorMaker make);
+                  std::chrono::milliseconds timeout, CommunicatorMaker make,
+                  std::chrono::milliseconds heartbeat = std::chrono::milliseconds(100));
   ~GroupMembership();
 
   int rank() const { return rank_; }
@@ -127,9 +131,8 @@ class GroupMembership {
   std::chrono::steady_clock::time_point JoinDeadline() const;
   std::string Ended(c10d::Store& s, GroupEnd* end);  // "" when the group goes on
   void WatchLoop();
-  // Whether generation `g`, the watched one's next, grows the group gracefully (rule 9c);
-  // *arrived says whether every newcomer arrived in it. REQUIRES: watch_mu_ held.
-  bool Graceful(c10d::Store& s, int64_t g, bool* arrived);
+  // The last arrival in `g` writes its steps' summary (StepsKey).
+  void Summarize(c10d::Store& s, int64_t g);
 
   StoreOpener open_;
   int rank_;
@@ -137,6 +140,7 @@ class GroupMembership {
   MemberIdentity id_;
   std::chrono::milliseconds timeout_;
   CommunicatorMaker make_;
+  std::chrono::milliseconds beat_;
   c10::intrusive_ptr<c10d::Store> store_;  // the training thread's connection
   std::string epoch_;                      // of the store the last Join used
   int64_t generation_ = -1;
@@ -148,6 +152,7 @@ class GroupMembership {
   int64_t watched_generation_ = -1;
   int watched_size_ = 0;  // the watched generation's ranks
   std::string watched_epoch_;
+  int64_t graceful_seen_ = -1;  // the generation the watcher saw marked graceful (rule 9c)
   std::chrono::steady_clock::time_point leave_asked_{};  // when leave_requested_ rose
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> leave_requested_{false};

@@ -1,7 +1,6 @@
 // The supervisor's view of the group (see pod_client.h).
 #include "worker/group/pod_client.h"
 
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,6 +10,7 @@
 #include "worker/comm/store_client.h"
 #include "worker/comm/work_util.h"
 #include "worker/group/keys.h"
+#include "worker/group/pod_watch.h"
 #include "worker/group/store_read.h"
 #include "worker/group/rejoin.h"
 
@@ -46,10 +46,9 @@ StatusOr<c10::intrusive_ptr<c10d::Store>> OpenBoundedStore(const std::string& ho
     // `timeout`: a route to a lost rendezvous pod on a dead node drops the SYN (a connect that
     // waits out its whole timeout); the next try reaches the replaced one.
     const auto first = std::min(timeout, first_bound);
-    auto tcp = ConnectStore(host, port, first);
-    tcp->setTimeout(timeout);
-    return c10::intrusive_ptr<c10d::Store>(
-        c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(round), tcp));
+    auto store = ConnectStore(host, port, first, RoundPrefix(round));
+    store->setTimeout(timeout);
+    return store;
   } catch (const std::exception& e) {
     return Status::Unavailable("the group's store " + where + " is unreachable: " +
                                BackendErrorText(e));
@@ -79,6 +78,7 @@ Status PodClient::Reconnect(int holding, Clock::time_point deadline) {
     if (!s.ok()) return s.status();
     try {
       if (!epoch_.empty() && ValueOr(**s, kEpochKey) == epoch_) {
+        DDP_RETURN_IF_ERROR(StartWatch(holding));
         store_ = *s;
         failed_ = false;
         return Status::OK();
@@ -186,6 +186,10 @@ Status PodClient::Open(int holding, Clock::time_point deadline) {
         last = p.status();
         continue;
       }
+      if (Status w = StartWatch(holding); !w.ok()) {
+        last = w;
+        continue;
+      }
       store_ = *s;
       presence_ = std::move(*p);
       failed_ = false;
@@ -200,43 +204,61 @@ Status PodClient::Open(int holding, Clock::time_point deadline) {
 
 bool PodClient::lost() const { return failed_ || !presence_ || presence_->lost(); }
 
-PodPoll PodClient::Poll(int holding, const std::vector<int>& ranks) {
+void PodClient::Remember(const PodPoll& p) {
+  if (!p.store_ok) return;
+  if (!p.members.empty()) members_ = p.members;
+  if (p.budget) {
+    budget_seen_ = *p.budget;
+    budget_known_ = true;
+  }
+}
+
+PodPoll PodClient::PollNow(int holding, const std::vector<int>& ranks) {
   PodPoll p;
   if (!store_) {
     p.store_ok = false;
     return p;
   }
   try {
-    c10d::Store& s = *store_;
-    p.verdict = ValueOr(s, VerdictKey(identity_));
-    p.fenced = s.check({FencedKey(identity_)});
-    if (holding >= 0) p.holder = ValueOr(s, NodeKey(holding));
-    if (holding >= 0 && p.holder == identity_) {
-      p.node = holding;
-    } else {
-      for (int n = 0; n < settings_.nodes && p.node < 0; ++n) {
-        if (ValueOr(s, NodeKey(n)) == identity_) p.node = n;
-      }
-    }
-    p.stop = s.check({kStopKey});
-    p.abandon = ValueOr(s, kAbandonKey);
-    p.finished = s.check({kFinishedKey});
-    for (int r : ranks) {
-      if (std::string id = ValueOr(s, StallKey(r)); !id.empty()) p.stalls[r] = id;
-    }
-    if (polls_++ % 10 == 0) {
-      if (std::string m = ValueOr(s, kMembersKey); !m.empty()) members_ = std::move(m);
-      if (auto b = ReadBudget(s); b.ok()) {
-        budget_seen_ = *b;
-        budget_known_ = true;
-      }
-    }
+    p = ReadPod(*store_, PodKeys{identity_, holding, ranks}, std::chrono::milliseconds(0), nullptr);
   } catch (const std::exception& e) {
     DDP_LOG(WARNING) << "supervisor: store: " << BackendErrorText(e);
     failed_ = true;
+    p = PodPoll();
     p.store_ok = false;
+    return p;
   }
+  // A store under the same address with another epoch is a new, empty store: register again.
+  if (!epoch_.empty() && !p.epoch.empty() && p.epoch != epoch_) p.store_ok = false;
+  Remember(p);
   return p;
+}
+
+PodPoll PodClient::Poll(int holding, const std::vector<int>& ranks) {
+  const PodKeys keys{identity_, holding, ranks};
+  watch_.Follow(keys);
+  PodPoll p;
+  if (!watch_.Snapshot(keys, &p)) return PollNow(holding, ranks);  // not read with these keys yet
+  if (!p.store_ok) {
+    failed_ = true;
+    return p;
+  }
+  if (!epoch_.empty() && !p.epoch.empty() && p.epoch != epoch_) p.store_ok = false;
+  Remember(p);
+  return p;
+}
+
+Status PodClient::StartWatch(int holding) {
+  auto s = OpenGroupStore(settings_, settings_.liveness);
+  if (!s.ok()) return s.status();
+  try {
+    const PodKeys keys{identity_, holding, {}};
+    PodPoll first = ReadPod(**s, keys, std::chrono::milliseconds(0), nullptr);
+    watch_.Start(*s, keys, std::move(first));
+  } catch (const std::exception& e) {
+    return Status::Unavailable("the group's store: " + BackendErrorText(e));
+  }
+  return Status::OK();
 }
 
 Status PodClient::SetLeaving() {

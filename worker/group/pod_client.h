@@ -14,23 +14,11 @@
 
 #include "common/status.h"
 #include "worker/group/budget.h"
+#include "worker/group/pod_watch.h"
 #include "worker/group/presence.h"
 #include "worker/group/settings.h"
 
 namespace ddp::worker::group {
-
-// What the supervisor reads every poll.
-struct PodPoll {
-  bool store_ok = true;        // false: the store could not be read (reconnect)
-  std::string verdict;         // kVerdictStop, kVerdictDepart, kVerdictFenced or ""
-  int node = -1;               // the node rank this pod holds, -1 none
-  std::string holder;          // who holds the node rank asked about ("" when nobody does)
-  bool stop = false;
-  std::string abandon;         // the reason when the group was abandoned
-  bool finished = false;       // every rank finished training
-  std::map<int, std::string> stalls;  // rank -> trainer identity declared stalled
-  bool fenced = false;         // fenced/<this pod's identity>: the group declared it lost
-};
 
 // Thread-compatible: the supervisor's loop alone uses it.
 class PodClient {
@@ -57,8 +45,13 @@ class PodClient {
   // The presence connection closed or the store failed: the rendezvous is gone.
   bool lost() const;
 
-  // Never throws; a failed read sets store_ok = false. `ranks`: this pod's trainers' ranks.
+  // What the group says of this pod, as the watching thread (pod_watch.h) last read it: never
+  // blocks on the store while it follows these keys; after a change of `holding` or `ranks`,
+  // one read of them. Never throws; store_ok false when the store failed (register again).
+  // `ranks`: this pod's trainers' ranks.
   PodPoll Poll(int holding, const std::vector<int>& ranks);
+  // The same, read now in one request (a trainer's exit is judged on the freshest word).
+  PodPoll PollNow(int holding, const std::vector<int>& ranks);
 
   Status SetLeaving();
   Status SetTrainer(int rank, const std::string& trainer_identity);
@@ -77,6 +70,10 @@ class PodClient {
   Status Open(int holding, std::chrono::steady_clock::time_point deadline);
   // The fence and verdict checks, and the name taken by compareSet (see Connect).
   Status Register(c10d::Store& store);
+  // A connection of the watching thread's own, following `holding` and no ranks yet.
+  Status StartWatch(int holding);
+  // Keeps what a replacing store needs (the membership, the budget) from a poll.
+  void Remember(const PodPoll& p);
 
   GroupSettings settings_;
   std::string metrics_addr_;
@@ -85,7 +82,7 @@ class PodClient {
   // The store's kMembersKey as last read (every few polls): handed to a store that replaces
   // this one, so that its authority knows whom to wait for (rejoin.h).
   std::string members_;
-  int polls_ = 0;
+  PodWatch watch_;
   bool registered_before_ = false;  // a later conflict over the name means this pod was replaced
   Charge budget_seen_;              // the budget as last read: carried to a store that replaces it
   bool budget_known_ = false;

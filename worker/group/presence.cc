@@ -207,11 +207,13 @@ void PresenceClient::Beat() {
       lost_ = true;
       break;
     }
-    // Sleep the interval, but notice at once when the authority closes the connection.
+    // Sleep the interval, but notice at once when the authority closes the connection: the
+    // poll ends on that event (or, every 100 ms, to see stop_), never on a fixed short tick.
     pollfd p{fd_, POLLIN, 0};
     const auto until = PresenceClock::now() + interval_;
     while (!stop_.load() && PresenceClock::now() < until) {
-      if (poll(&p, 1, 50) > 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - PresenceClock::now());
+      if (poll(&p, 1, static_cast<int>(std::clamp<int64_t>(left.count(), 1, 100))) > 0) {
         char c;
         if (recv(fd_, &c, 1, MSG_DONTWAIT) == 0 || (p.revents & (POLLHUP | POLLERR))) {
           lost_ = true;

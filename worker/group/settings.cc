@@ -34,6 +34,16 @@ std::string HostName() {
 
 }  // namespace
 
+std::chrono::milliseconds TrainerHeartbeat(const std::function<const char*(const char*)>& getenv) {
+  const char* v = getenv(ddp::group::kEnvLivenessTimeout);
+  int64_t seconds = 0;
+  if (v == nullptr || !ParseInt(ddp::group::kEnvLivenessTimeout, v, 1, 3600, &seconds).ok()) {
+    return std::chrono::milliseconds(100);
+  }
+  return std::clamp(std::chrono::milliseconds(seconds * 1000) / 10, std::chrono::milliseconds(100),
+                    std::chrono::milliseconds(1000));
+}
+
 StatusOr<GroupSettings> ReadGroupSettings(const std::function<const char*(const char*)>& getenv) {
   auto get = [&](const char* name) -> const char* {
     const char* v = getenv(name);

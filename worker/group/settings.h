@@ -40,6 +40,10 @@ struct GroupSettings {
 // InvalidArgument naming the variable for a malformed value.
 StatusOr<GroupSettings> ReadGroupSettings(const std::function<const char*(const char*)>& getenv);
 
+// How often a trainer's watcher beats: a tenth of DDP_LIVENESS_TIMEOUT (as a supervisor's
+// presence does), 100 ms to 1 s; 100 ms when unset or malformed.
+std::chrono::milliseconds TrainerHeartbeat(const std::function<const char*(const char*)>& getenv);
+
 }  // namespace ddp::worker::group
 
 #endif  // DDP_WORKER_GROUP_SETTINGS_H_

@@ -4,8 +4,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-
 #include <atomic>
 #include <cstdlib>
 #include <iostream>
@@ -25,6 +23,7 @@
 #include "worker/group/report_page.h"
 #include "worker/group/settings.h"
 #include "worker/launch/rank0_page.h"
+#include "worker/launch/store_page.h"
 
 namespace ddp::worker {
 
@@ -58,8 +57,8 @@ int RendezvousMain() {
     std::cerr << "ddp-worker rendezvous: " << hosted.status().message() << std::endl;
     return kExitRetryable;
   }
-  c10::intrusive_ptr<c10d::Store> store =
-      c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(gs.rendezvous.round), hosted->local);
+  c10::intrusive_ptr<c10d::Store> store = LocalStore(
+      hosted->state, std::chrono::seconds(30), hosted->server, RoundPrefix(gs.rendezvous.round));
   auto presence = PresenceServer::Start(0, PresenceCapacity(gs.max_nodes));
   if (!presence.ok()) {
     std::cerr << "ddp-worker rendezvous: " << presence.status().ToString() << std::endl;
@@ -113,9 +112,11 @@ int RendezvousMain() {
     server = std::make_unique<HttpServer>();
     const std::string job = gs.job;
     const int round = gs.rendezvous.round;
-    server->Handle("/metrics", [&authority, &rank0, job, round] {
+    store::StoreServer* hosted_server = hosted->server.get();
+    server->Handle("/metrics", [&authority, &rank0, hosted_server, job, round] {
       return HttpResponse{200, kPrometheusContentType,
-                          RenderGroupReport(authority.Report(), job, round) + rank0.page()};
+                          RenderGroupReport(authority.Report(), job, round) +
+                              RenderStorePage(*hosted_server, job, round) + rank0.page()};
     });
     server->Handle("/healthz", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
     if (Status s = server->Start("0.0.0.0:" + std::to_string(gs.metrics_port)); !s.ok()) {
@@ -127,7 +128,7 @@ int RendezvousMain() {
   Clock::time_point signalled{}, finished{};
   while (true) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    const GroupReport r = authority.Report();
+    const AuthorityLoop::Flags r = authority.Status();
     const auto now = Clock::now();
     if (g_signal.load() != 0 && signalled == Clock::time_point{}) {
       signalled = now;

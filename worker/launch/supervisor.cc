@@ -151,7 +151,7 @@ void Supervisor::OnExit(Trainer* t, int code) {
   // The group may have ended while this trainer left (its exit raced with our poll): read again,
   // so that no trainer is restarted into a group that stops or cannot form.
   if (!stopping_ && !abandoned_ && !failed_code_) {
-    group::PodPoll p = client_->Poll(node_, {});
+    group::PodPoll p = client_->PollNow(node_, {});
     if (!p.store_ok || client_->lost()) {
       // The store went away with the trainer's exit (a replaced rendezvous pod, or this pod's
       // node back from a freeze): register again first, so that a pod the group declared lost
@@ -167,7 +167,7 @@ void Supervisor::OnExit(Trainer* t, int code) {
         t->code = code;
         return;
       }
-      if (again.ok()) p = client_->Poll(node_, {});
+      if (again.ok()) p = client_->PollNow(node_, {});
     }
     if (p.stop || p.verdict == group::kVerdictStop) stopping_ = true;
     if (!p.abandon.empty()) {

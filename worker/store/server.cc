@@ -75,13 +75,14 @@ class StoreServer::Loop {
 
   bool ok() const { return epoll_ >= 0 && wake_ >= 0; }
 
-  // From any thread: a key came into existence (StoreState::OnCreate).
-  void Created(const std::string& key) {
+  // From any thread: a key was written (StoreState::OnChange). The loop looks at the requests
+  // parked on it after its current batch; another thread wakes it.
+  void Changed(const std::string& key) {
     {
-      std::lock_guard<std::mutex> lock(created_mu_);
-      created_.push_back(key);
+      std::lock_guard<std::mutex> lock(changed_mu_);
+      changed_.push_back(key);
     }
-    Wake();
+    if (std::this_thread::get_id() != loop_thread_.load()) Wake();
   }
 
   void Stop() {
@@ -90,6 +91,7 @@ class StoreServer::Loop {
   }
 
   void Run() {
+    loop_thread_ = std::this_thread::get_id();
     std::vector<epoll_event> events(256);
     while (!stop_.load()) {
       const int n = ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), Timeout());
@@ -109,7 +111,7 @@ class StoreServer::Loop {
           Serve(tag, ev);
         }
       }
-      DrainCreated();
+      DrainChanged();
       Expire();
     }
   }
@@ -122,7 +124,7 @@ class StoreServer::Loop {
     size_t out_off = 0;
     bool greeted = false;
     bool closing = false;   // close once `out` is sent
-    bool waiting = false;   // a kGet or kWait is parked
+    bool waiting = false;   // a kGet, kWait or kWatch is parked
     Request parked;
     Clock::time_point opened, deadline;
     uint32_t events = 0;
@@ -279,7 +281,10 @@ class StoreServer::Loop {
         break;
       case Op::kGet:
       case Op::kWait:
+      case Op::kWatch:
         if (Answer(c, req, &r)) break;
+        if (req.op == Op::kWatch) r.code = Code::kTimeout;  // the values are in r already
+        if (req.wait_ms == 0 && req.op == Op::kWatch) break;
         if (req.wait_ms == 0) {
           r.code = Code::kNotFound;
           break;
@@ -310,9 +315,19 @@ class StoreServer::Loop {
     Send(id, c, r);
   }
 
-  // A kGet or kWait that can be answered now: true and `r` filled.
+  // A kGet, kWait or kWatch that can be answered now: true and `r` filled (a kWatch's values
+  // are filled either way).
   bool Answer(const Conn& c, const Request& req, Reply* r) {
     if (req.op == Op::kWait) return state_.Check(req.keys);
+    if (req.op == Op::kWatch) {
+      std::vector<std::optional<Bytes>> values;
+      const bool held = state_.Evaluate(req.conditions, &values);
+      std::vector<const Bytes*> ptrs;
+      for (const auto& v : values) ptrs.push_back(v ? &*v : nullptr);
+      const std::string enc = EncodeValues(ptrs);
+      r->value.assign(enc.begin(), enc.end());
+      return held;
+    }
     auto v = state_.Get(req.keys[0]);
     if (!v) return false;
     r->value = std::move(*v);
@@ -324,13 +339,20 @@ class StoreServer::Loop {
     c.parked = req;
     c.deadline = Clock::now() + std::chrono::milliseconds(req.wait_ms);
     timers_.insert({c.deadline, id});
-    for (const auto& k : req.keys) waiters_[k].insert(id);
+    for (const auto& k : WatchedKeys(req)) waiters_[k].insert(id);
+  }
+
+  static std::vector<std::string> WatchedKeys(const Request& req) {
+    if (req.op != Op::kWatch) return req.keys;
+    std::vector<std::string> keys;
+    for (const auto& c : req.conditions) keys.push_back(c.key);
+    return keys;
   }
 
   void Unpark(uint64_t id, Conn& c) {
     c.waiting = false;
     timers_.erase({c.deadline, id});
-    for (const auto& k : c.parked.keys) {
+    for (const auto& k : WatchedKeys(c.parked)) {
       auto w = waiters_.find(k);
       if (w == waiters_.end()) continue;
       w->second.erase(id);
@@ -345,11 +367,11 @@ class StoreServer::Loop {
     if (!Frames(id, c)) Close(id);
   }
 
-  void DrainCreated() {
+  void DrainChanged() {
     std::vector<std::string> keys;
     {
-      std::lock_guard<std::mutex> lock(created_mu_);
-      keys.swap(created_);
+      std::lock_guard<std::mutex> lock(changed_mu_);
+      keys.swap(changed_);
     }
     for (const auto& k : keys) {
       auto w = waiters_.find(k);
@@ -381,6 +403,7 @@ class StoreServer::Loop {
         Close(id);
       } else if (c.waiting) {
         Reply r;
+        Answer(c, c.parked, &r);  // a watch answers with the values as they are now
         r.code = Code::kTimeout;
         Release(id, c, r);
       }
@@ -441,8 +464,9 @@ class StoreServer::Loop {
   std::map<std::string, std::set<uint64_t>> waiters_;         // key -> parked connections
   bool accept_paused_ = false;
   Clock::time_point accept_resume_;
-  std::mutex created_mu_;
-  std::vector<std::string> created_;
+  std::atomic<std::thread::id> loop_thread_{};
+  std::mutex changed_mu_;
+  std::vector<std::string> changed_;
 };
 
 StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(std::shared_ptr<StoreState> state,
@@ -478,11 +502,11 @@ StoreServer::StoreServer(std::shared_ptr<StoreState> state, int listen_fd, int p
     : state_(std::move(state)), port_(port), id_(std::move(id)) {
   loop_ = std::make_unique<Loop>(this, listen_fd, limits);
   Loop* loop = loop_.get();
-  state_->OnCreate([loop](const std::string& key) { loop->Created(key); });
+  state_->OnChange([loop](const std::string& key) { loop->Changed(key); });
 }
 
 StoreServer::~StoreServer() {
-  state_->OnCreate(nullptr);  // no in-process write reaches the loop any more
+  state_->OnChange(nullptr);  // no in-process write reaches the loop any more
   loop_->Stop();
   if (thread_.joinable()) thread_.join();
 }

@@ -34,19 +34,18 @@ Status StoreState::Room(int64_t more) {
                              std::to_string(max_bytes_) + " bytes held");
 }
 
-void StoreState::OnCreate(std::function<void(const std::string&)> hook) {
+void StoreState::OnChange(std::function<void(const std::string&)> hook) {
   std::lock_guard<std::mutex> lock(hook_mu_);
-  on_create_ = std::move(hook);
+  on_change_ = std::move(hook);
 }
 
-void StoreState::Created(const std::string& key) {
+void StoreState::Changed(const std::string& key) {
   changed_.notify_all();
   std::lock_guard<std::mutex> lock(hook_mu_);
-  if (on_create_) on_create_(key);
+  if (on_change_) on_change_(key);
 }
 
 Status StoreState::Set(const std::string& key, Bytes value) {
-  bool created = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kv_.find(key);
@@ -57,12 +56,11 @@ Status StoreState::Set(const std::string& key, Bytes value) {
     if (it == kv_.end()) {
       kv_.emplace(key, std::move(value));
       ++stats_.keys;
-      created = true;
     } else {
       it->second = std::move(value);
     }
   }
-  if (created) Created(key);
+  Changed(key);
   return Status::OK();
 }
 
@@ -75,7 +73,7 @@ std::optional<Bytes> StoreState::Get(const std::string& key) {
 
 StatusOr<int64_t> StoreState::Add(const std::string& key, int64_t delta) {
   int64_t now = 0;
-  bool created = false;
+  bool created_now = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kv_.find(key);
@@ -90,21 +88,20 @@ StatusOr<int64_t> StoreState::Add(const std::string& key, int64_t delta) {
     const int64_t before = it == kv_.end() ? 0 : Size(key, it->second);
     if (Status s = Room(Size(key, value) - before); !s.ok()) return s;
     stats_.bytes += Size(key, value) - before;
+    created_now = it == kv_.end();
     if (it == kv_.end()) {
       kv_.emplace(key, std::move(value));
       ++stats_.keys;
-      created = true;
     } else {
       it->second = std::move(value);
     }
   }
-  if (created) Created(key);
+  if (delta != 0 || created_now) Changed(key);
   return now;
 }
 
 StatusOr<Bytes> StoreState::CompareSet(const std::string& key, const Bytes& expected,
                                        Bytes desired) {
-  bool created = false;
   Bytes now;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -118,12 +115,11 @@ StatusOr<Bytes> StoreState::CompareSet(const std::string& key, const Bytes& expe
     if (it == kv_.end()) {
       kv_.emplace(key, std::move(desired));
       ++stats_.keys;
-      created = true;
     } else {
       it->second = std::move(desired);
     }
   }
-  if (created) Created(key);
+  Changed(key);
   return now;
 }
 
@@ -136,12 +132,15 @@ bool StoreState::Check(const std::vector<std::string>& keys) {
 }
 
 bool StoreState::Delete(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = kv_.find(key);
-  if (it == kv_.end()) return false;
-  stats_.bytes -= Size(key, it->second);
-  --stats_.keys;
-  kv_.erase(it);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kv_.find(key);
+    if (it == kv_.end()) return false;
+    stats_.bytes -= Size(key, it->second);
+    --stats_.keys;
+    kv_.erase(it);
+  }
+  Changed(key);
   return true;
 }
 
@@ -162,9 +161,37 @@ bool StoreState::Wait(const std::vector<std::string>& keys,
   return changed_.wait_until(lock, deadline, all);
 }
 
-void StoreState::Count(Op op) {
+bool StoreState::EvaluateLocked(const std::vector<Condition>& conditions,
+                                std::vector<std::optional<Bytes>>* values) {
+  values->clear();
+  bool any = false;
+  for (const Condition& c : conditions) {
+    auto it = kv_.find(c.key);
+    const Bytes* v = it == kv_.end() ? nullptr : &it->second;
+    any = any || Holds(c, v);
+    values->push_back(v == nullptr ? std::nullopt : std::optional<Bytes>(*v));
+  }
+  return any;
+}
+
+bool StoreState::Evaluate(const std::vector<Condition>& conditions,
+                          std::vector<std::optional<Bytes>>* values) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return EvaluateLocked(conditions, values);
+}
+
+bool StoreState::Watch(const std::vector<Condition>& conditions,
+                       std::chrono::steady_clock::time_point deadline,
+                       std::vector<std::optional<Bytes>>* values) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return changed_.wait_until(lock, deadline, [&] { return EvaluateLocked(conditions, values); });
+}
+
+void StoreState::Count(Op op, bool in_process) {
   const auto i = static_cast<size_t>(op);
-  if (i < requests_.size()) requests_[i].fetch_add(1, std::memory_order_relaxed);
+  if (i < requests_.size()) {
+    (in_process ? in_process_ : requests_)[i].fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 StoreStats StoreState::Stats() {
@@ -173,7 +200,10 @@ StoreStats StoreState::Stats() {
     std::lock_guard<std::mutex> lock(mu_);
     s = stats_;
   }
-  for (size_t i = 0; i < requests_.size(); ++i) s.requests[i] = requests_[i].load();
+  for (size_t i = 0; i < requests_.size(); ++i) {
+    s.requests[i] = requests_[i].load();
+    s.in_process[i] = in_process_[i].load();
+  }
   return s;
 }
 

@@ -24,7 +24,8 @@ namespace ddp::store {
 
 // What the store did so far (for the rendezvous pod's metrics and the scale bench).
 struct StoreStats {
-  std::array<int64_t, kOpCount> requests{};  // by Op value (index 0 unused)
+  std::array<int64_t, kOpCount> requests{};    // over the network, by Op value (index 0 unused)
+  std::array<int64_t, kOpCount> in_process{};  // by the hosting process itself (no socket)
   int64_t keys = 0;
   int64_t bytes = 0;        // keys and values held
   int64_t refused = 0;      // writes refused because the store was full
@@ -52,28 +53,38 @@ class StoreState {
   // Blocks until every key exists (true) or `deadline` passed (false).
   bool Wait(const std::vector<std::string>& keys, std::chrono::steady_clock::time_point deadline);
 
-  // Called with every key that comes into existence, after the change, without the store's
-  // mutex held (the server wakes its network waiters from it); nullptr stops the calls. The
-  // hook must be quick and must not call back into this object.
-  void OnCreate(std::function<void(const std::string&)> hook);
+  // Whether any of `conditions` holds now; the values of their keys (nullopt: absent) in order.
+  bool Evaluate(const std::vector<Condition>& conditions, std::vector<std::optional<Bytes>>* values);
+  // Blocks until one of `conditions` holds (true) or `deadline` passed (false); fills `values`
+  // either way, as Evaluate.
+  bool Watch(const std::vector<Condition>& conditions,
+             std::chrono::steady_clock::time_point deadline,
+             std::vector<std::optional<Bytes>>* values);
 
-  // Counts a request (the server counts what it serves, the in-process store what it does).
-  void Count(Op op);
+  // Called with every key written, created or deleted, after the change, without the store's
+  // mutex held (the server looks at its parked requests on that key again); nullptr stops the
+  // calls. The hook must be quick and must not call back into this object.
+  void OnChange(std::function<void(const std::string&)> hook);
+
+  // Counts a request: the server what it serves, the in-process store (in_process) what it does.
+  void Count(Op op, bool in_process = false);
   StoreStats Stats();
 
  private:
   // REQUIRES: mu_ held. Unavailable when `more` bytes would pass the bound.
   Status Room(int64_t more);
-  void Created(const std::string& key);
+  void Changed(const std::string& key);  // REQUIRES: mu_ not held
+  bool EvaluateLocked(const std::vector<Condition>& conditions,
+                      std::vector<std::optional<Bytes>>* values);
 
   const int64_t max_bytes_;
   std::mutex mu_;
   std::condition_variable changed_;
   std::map<std::string, Bytes> kv_;
   StoreStats stats_;  // all but `requests`
-  std::array<std::atomic<int64_t>, kOpCount> requests_{};
-  std::mutex hook_mu_;  // guards on_create_ (set and called from different threads)
-  std::function<void(const std::string&)> on_create_;
+  std::array<std::atomic<int64_t>, kOpCount> requests_{}, in_process_{};
+  std::mutex hook_mu_;  // guards on_change_ (set and called from different threads)
+  std::function<void(const std::string&)> on_change_;
 };
 
 }  // namespace ddp::store

@@ -1,6 +1,7 @@
 // The store's frames (see wire.h).
 #include "worker/store/wire.h"
 
+#include <cstdlib>
 #include <cstring>
 
 namespace ddp::store {
@@ -30,6 +31,13 @@ class Reader {
     uint32_t v = 0;
     for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(p_[i]) << (8 * i);
     Skip(4);
+    return v;
+  }
+
+  uint8_t Byte() {
+    if (!Need(1, "byte")) return 0;
+    const uint8_t v = p_[0];
+    Skip(1);
     return v;
   }
 
@@ -117,13 +125,53 @@ const char* OpName(Op op) {
     case Op::kCompareSet: return "compareSet";
     case Op::kDelete: return "delete";
     case Op::kNumKeys: return "numKeys";
+    case Op::kWatch: return "watch";
   }
   return "unknown";
 }
 
 bool Request::operator==(const Request& o) const {
   return op == o.op && keys == o.keys && value == o.value && expected == o.expected &&
-         number == o.number && wait_ms == o.wait_ms;
+         number == o.number && wait_ms == o.wait_ms && conditions == o.conditions;
+}
+
+bool Holds(const Condition& c, const Bytes* value) {
+  if (c.kind == Condition::kChanged) {
+    return value == nullptr ? !c.operand.empty() : *value != c.operand;
+  }
+  if (value == nullptr || value->empty() || value->size() > 20) return false;
+  const std::string have(value->begin(), value->end()), want(c.operand.begin(), c.operand.end());
+  char* end = nullptr;
+  const long long h = std::strtoll(have.c_str(), &end, 10);
+  if (end != have.c_str() + have.size()) return false;
+  const long long w = std::strtoll(want.c_str(), &end, 10);
+  if (want.empty() || end != want.c_str() + want.size()) return false;
+  return h >= w;
+}
+
+std::string EncodeValues(const std::vector<const Bytes*>& values) {
+  std::string out;
+  for (const Bytes* v : values) {
+    out.push_back(v != nullptr ? 1 : 0);
+    if (v != nullptr) PutBytes(&out, v->data(), v->size());
+  }
+  return out;
+}
+
+Status DecodeValues(const Bytes& encoded, size_t count, std::vector<std::optional<Bytes>>* out) {
+  out->clear();
+  Reader in(encoded.data(), encoded.size());
+  for (size_t i = 0; i < count; ++i) {
+    if (in.left() < 1) return Status::InvalidArgument("watch values cut short");
+    const uint8_t present = in.Byte();
+    if (present > 1) return Status::InvalidArgument("watch values: a bad presence byte");
+    if (present == 0) {
+      out->push_back(std::nullopt);
+    } else {
+      out->push_back(in.Field("watched value", kMaxValueBytes));
+    }
+  }
+  return in.Done();
 }
 
 std::string EncodeRequest(const Request& r) {
@@ -169,6 +217,15 @@ std::string EncodeRequest(const Request& r) {
       key(0);
       break;
     case Op::kNumKeys:
+      break;
+    case Op::kWatch:
+      PutU32(&b, r.wait_ms);
+      PutU32(&b, static_cast<uint32_t>(r.conditions.size()));
+      for (const Condition& c : r.conditions) {
+        PutBytes(&b, c.key.data(), c.key.size());
+        b.push_back(static_cast<char>(c.kind));
+        PutBytes(&b, c.operand.data(), c.operand.size());
+      }
       break;
   }
   return Frame(std::move(b));
@@ -228,6 +285,26 @@ Status DecodeRequest(const uint8_t* body, size_t n, Request* out) {
     case Op::kDelete:
     case Op::kNumKeys:
       break;
+    case Op::kWatch: {
+      out->wait_ms = in.U32("wait");
+      const uint32_t count = in.U32("condition count");
+      if (count > kMaxKeysPerRequest) {
+        return Status::InvalidArgument(std::to_string(count) + " conditions in one watch (at most " +
+                                       std::to_string(kMaxKeysPerRequest) + ")");
+      }
+      for (uint32_t i = 0; i < count && in.ok(); ++i) {
+        Condition c;
+        c.key = in.Key();
+        const uint8_t kind = in.Byte();
+        if (in.ok() && kind > Condition::kAtLeast) {
+          return Status::InvalidArgument("unknown condition kind " + std::to_string(kind));
+        }
+        c.kind = static_cast<Condition::Kind>(kind);
+        c.operand = in.Field("operand", kMaxValueBytes);
+        out->conditions.push_back(std::move(c));
+      }
+      break;
+    }
   }
   if (out->wait_ms > kMaxWaitMs) {
     return Status::InvalidArgument("a wait of " + std::to_string(out->wait_ms) + " ms");

@@ -18,6 +18,13 @@
 //   kCompareSet                 key, expected, desired      the value after (c10d's semantics)
 //   kDelete                     key                         u32 1 when it existed, else 0
 //   kNumKeys                    -                           i64
+//   kWatch                      wait ms, conditions...      values of the conditions' keys, once
+//                                                           one holds; kTimeout (with the values)
+//                                                           after `wait ms`
+// A condition is a key, a kind (kChanged: its value differs from the operand, absence reading as
+// the empty value; kAtLeast: it holds a counter >= the operand's integer) and an operand. A watch
+// replaces polling: the server parks it and looks at it again only when one of its keys is
+// written, so a group of thousands of members costs the store nothing while nothing changes.
 // Any request may get kError with a message (a malformed frame, a full store, a counter that
 // holds no number): after a malformed frame the server closes the connection.
 //
@@ -28,6 +35,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,7 +49,7 @@ inline constexpr uint32_t kVersion = 1;
 // Bounds a server and a client both enforce (anything may connect to the port).
 inline constexpr size_t kMaxKeyBytes = 4096;
 inline constexpr size_t kMaxValueBytes = 64u << 20;  // the store holds names, counters, ids
-inline constexpr size_t kMaxKeysPerRequest = 65536;
+inline constexpr size_t kMaxKeysPerRequest = 65536;  // also conditions per watch
 // A compareSet carries two values; everything else is small.
 inline constexpr size_t kMaxFrameBytes = 2 * kMaxValueBytes + 64 * 1024;
 inline constexpr uint32_t kMaxWaitMs = 24u * 3600 * 1000;
@@ -56,13 +64,33 @@ enum class Op : uint8_t {
   kCompareSet = 7,
   kDelete = 8,
   kNumKeys = 9,
+  kWatch = 10,
 };
-inline constexpr int kOpCount = 10;  // Op values are 1 .. kOpCount - 1
+inline constexpr int kOpCount = 11;  // Op values are 1 .. kOpCount - 1
 const char* OpName(Op op);
 
 enum class Code : uint8_t { kOk = 0, kNotFound = 1, kTimeout = 2, kError = 3 };
 
 using Bytes = std::vector<uint8_t>;
+
+struct Condition {
+  enum Kind : uint8_t { kChanged = 0, kAtLeast = 1 };
+  std::string key;
+  Kind kind = kChanged;
+  Bytes operand;  // kChanged: the value known; kAtLeast: a decimal integer
+
+  bool operator==(const Condition& o) const {
+    return key == o.key && kind == o.kind && operand == o.operand;
+  }
+};
+
+// Whether `c` holds for `value` (nullopt: the key is absent). Pure; shared by the server, the
+// in-process store and the clients' polling fallback.
+bool Holds(const Condition& c, const Bytes* value);
+
+// A watch's reply value: for each condition in order, whether its key exists and its value.
+std::string EncodeValues(const std::vector<const Bytes*>& values);
+Status DecodeValues(const Bytes& encoded, size_t count, std::vector<std::optional<Bytes>>* out);
 
 struct Request {
   Op op = Op::kHello;
@@ -70,7 +98,8 @@ struct Request {
   Bytes value;                    // kSet's value, kCompareSet's desired; kHello's magic
   Bytes expected;                 // kCompareSet
   int64_t number = 0;             // kAdd's delta; kHello's version
-  uint32_t wait_ms = 0;           // kGet, kWait
+  uint32_t wait_ms = 0;           // kGet, kWait, kWatch
+  std::vector<Condition> conditions;  // kWatch
 
   bool operator==(const Request& o) const;
 };

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "worker/group/steps.h"
 #include "worker/train/foreach_adamw.h"
 
 namespace ddp::worker {
@@ -155,16 +156,8 @@ Status BroadcastInChunks(Communicator* comm, std::vector<at::Tensor>& ts, int ro
 }  // namespace
 
 HealPlan PlanHeal(const std::vector<int64_t>& committed_steps) {
-  HealPlan p;
-  for (size_t r = 0; r < committed_steps.size(); ++r) {
-    if (committed_steps[r] > p.step) {
-      p.step = committed_steps[r];
-      p.source = static_cast<int>(r);
-    }
-  }
-  if (p.step < 0) return HealPlan{};
-  for (int64_t s : committed_steps) p.behind += s < p.step ? 1 : 0;
-  return p;
+  const group::StepsSummary s = group::SummarizeSteps(committed_steps);
+  return HealPlan{s.step, s.source, s.behind};
 }
 
 Status TransferState(Communicator* comm, const HealPlan& plan, int64_t my_step,

@@ -210,7 +210,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
         }
       }
       if (m) m->generation.Set(static_cast<double>(f->generation));
-      const HealPlan plan = PlanHeal(f->committed_steps);
+      const HealPlan plan{f->steps.step, f->steps.source, f->steps.behind};
       if (plan.behind > 0) MaybeInjectHealFault(ctx.fault, rank);
       HealOptions heal;
       heal.reset = [&] { return ResetToSeed(cfg, dataset.vocab_size(), ctx.device, &mo); };
