@@ -75,11 +75,11 @@ void ReadStalls(const std::vector<ParsedFamily>& families, WorkerScrape* s) {
   std::map<int, StallRecord> by_rank;
   std::map<int, bool> has_end;
   for (const ParsedFamily& f : families) {
-    if (f.name == kWorkerLastStallStep) {
+    if (f.name == kWorkerLastStallStep || f.name == kGroupPeerLastStallStep) {
       s->stall_series = true;
       for (const Sample& x : f.samples) by_rank[RankOf(x.labels)].step = x.value;
     }
-    if (f.name != kWorkerLastStall) continue;
+    if (f.name != kWorkerLastStall && f.name != kGroupPeerLastStall) continue;
     for (const Sample& x : f.samples) {
       StallRecord& r = by_rank[RankOf(x.labels)];
       const std::string edge = Label(x.labels, kStallEdgeLabel);

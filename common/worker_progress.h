@@ -31,6 +31,10 @@ inline constexpr char kWorkerRecoverySeconds[] = "ddp_worker_recovery_seconds";
 inline constexpr char kWorkerLastStall[] = "ddp_worker_last_stall_timestamp_seconds";
 inline constexpr char kWorkerLastStallStep[] = "ddp_worker_last_stall_step";
 inline constexpr char kStallEdgeLabel[] = "edge";
+// The same records of the pod holding node rank 1, as the rendezvous pod relays them
+// (worker/launch/rendezvous_pod.cc): a survivor's when rank 0's pod was the one lost.
+inline constexpr char kGroupPeerLastStall[] = "ddp_group_peer_last_stall_timestamp_seconds";
+inline constexpr char kGroupPeerLastStallStep[] = "ddp_group_peer_last_stall_step";
 
 // Rank 0's page only: every rank's busy seconds (label kPeerRankLabel) over the steps counted by
 // kWorkerRankBusySteps, handed to rank 0 in the step agreement. Absent from older workers.

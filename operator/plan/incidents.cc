@@ -75,6 +75,16 @@ void OpenTrainerExits(Pass* p) {
   const int64_t healed = std::min<int64_t>(after - before, api::kMaxIncidents);
   if (healed <= 0) return;
   const metrics::GroupScrape* g = CurrentGroup(*p);
+  // The count is read after the fact: when the page that shows it also carries the trainers'
+  // record of the stall it caused, their time of seeing it is when it happened (and the record
+  // is this incident's, however late the page was read).
+  TimePoint when = p->now;
+  if (const ObservedProgress* prog = CurrentProgress(*p)) {
+    const auto& rec = prog->snapshot.last_stall;
+    if (rec && rec->end > p->st.goodput.resumed_at + 1e-3) {
+      when = std::min(when, FromUnix(rec->detected.value_or(rec->start.value_or(rec->end))));
+    }
+  }
   for (int64_t k = 0; k < healed; ++k) {
     // The rank whose trainer was restarted more often than incidents say: most restarts first.
     int best_rank = -1, best_new = 0, best_covered = 0;
@@ -98,6 +108,7 @@ void OpenTrainerExits(Pass* p) {
     i.rank = best_rank;
     i.pod = best_pod;
     i.incarnation = best_rank >= 0 ? best_covered + 1 : 0;
+    i.time = when;
     for (const ObservedPod& pod : p->seen->pods) {
       if (pod.name == best_pod && pod.round == p->round && !pod.deleting) i.node = pod.node_name;
     }

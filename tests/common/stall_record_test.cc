@@ -42,6 +42,20 @@ TEST(StallRecord, ANewcomersRecordDefersToASurvivorsOfTheSameStall) {
   EXPECT_FALSE(t->last_stall->start);
 }
 
+// The rendezvous pod relays node rank 1's records (ddp_group_peer_last_stall_*): when rank 0's
+// own trainer was the one restarted, the survivor's record is the page's.
+TEST(StallRecord, APeersRelayedRecordStandsInForANewRankZero) {
+  std::string peer = Stall("1", 3000.0, 3000.2, 3001.5, 500);
+  for (size_t at; (at = peer.find("ddp_worker_last_stall")) != std::string::npos;) {
+    peer.replace(at, std::string("ddp_worker_last_stall").size(), "ddp_group_peer_last_stall");
+  }
+  auto s = ReadWorkerPage(Stall("0", -1, -1, 3001.52, 500) + peer);
+  ASSERT_TRUE(s.ok() && s->last_stall) << s.status().ToString();
+  EXPECT_EQ(s->last_stall->rank, 1);
+  EXPECT_EQ(s->last_stall->start, 3000.0);
+  EXPECT_EQ(s->last_stall->end, 3001.5);
+}
+
 TEST(StallRecord, HostileValuesRefuseThePageAndDisorderIsIgnored) {
   EXPECT_FALSE(ReadWorkerPage(Stall("", 5, 6, -7, 1)).ok());
   EXPECT_FALSE(ReadWorkerPage("ddp_worker_last_stall_timestamp_seconds{edge=\"end\"} NaN\n").ok());

@@ -147,6 +147,21 @@ TEST(Incidents, TrainerExitHealedInsideItsPodIsNamedByItsIncarnation) {
   EXPECT_TRUE(PlanReconcile(r.job, r.world, At(41)).empty());
 }
 
+// The group's count is read seconds after the heal (a slow page): the record on the same page is
+// still this incident's, and the incident happened when the trainers saw it, not when it was read.
+TEST(Incidents, ATrainerExitReadLateKeepsItsOwnStallAndTime) {
+  InPlaceRun r;
+  r.world.group->report.recoveries = 1;
+  r.world.group->report.trainers[1] = {"mingpt-worker-1", 1};
+  const double start = Unix(At(40)) + 0.5, seen = start + 0.25, end = Unix(At(41)) + 0.5;
+  r.world.progress = Page(0, 160, At(42), Record(start, seen, end, 150));
+  Settle(&r.job, &r.world, At(47));
+  ASSERT_EQ(r.job.status.incidents.size(), 1u);
+  EXPECT_EQ(r.job.status.incidents[0].time, At(40));
+  ASSERT_TRUE(r.job.status.incidents[0].stall_seconds);
+  EXPECT_NEAR(*r.job.status.incidents[0].stall_seconds, end - start, 1e-9);
+}
+
 TEST(Incidents, DeletedPodIsPodLostAndASpareTakingItsRankSaysSo) {
   InPlaceRun r(/*spares=*/1);
   // Someone deletes worker-1 (on node-b) at At(50) with a 30 s grace period.
@@ -282,6 +297,64 @@ TEST(Incidents, AThousandIncidentsKeepTheObjectUnder64KiB) {
   }
   const std::string wire = api::ToJson(r.job).dump();
   EXPECT_LT(wire.size(), 64u * 1024) << wire.size();
+}
+
+// Which pod's end opens which incident, with which outcome (incidents.h IncidentKind and step 2),
+// one pass from a running job: the rules, row by row.
+struct KindRow {
+  std::string name;
+  DDPJob job;
+  Observed seen;
+  std::string kind, pod, outcome;
+  int rank;
+};
+
+ObservedPod OnLostNode(ObservedPod p) {
+  p.node_lost = true;
+  p.deleting = true;
+  return p;
+}
+
+TEST(IncidentTable, EachEndOpensItsKind) {
+  const DDPJob restart = InPhase(Job(2), "Running", 0, 2);
+  const DDPJob exit_code = Policy(restart, api::RestartPolicy::kExitCode, 3);
+  const DDPJob inplace = InPhase(InPlace(Job(2)), "Running", 0, 2);
+  auto running = [](int n) { return World(Pods(n, 0, "Running")); };
+  const std::vector<KindRow> rows = {
+      {"killed_trainer_restart", restart, With(running(2), Exited(1, 0, 137)), "TrainerExit",
+       "mingpt-worker-1", "NewRound", 1},
+      {"permanent_exit_fails", exit_code, With(running(2), Exited(1, 0, 3)), "TrainerExit",
+       "mingpt-worker-1", "Failed", 1},
+      {"evicted_is_a_drain", restart, With(running(2), Evicted(0, 0)), "Drain", "mingpt-worker-0",
+       "NewRound", 0},
+      {"deleted_is_pod_lost", restart, With(running(2), Deleting(Pod(1, 0, "Running"))), "PodLost",
+       "mingpt-worker-1", "NewRound", 1},
+      {"node_lost", restart, With(running(2), OnLostNode(Pod(1, 0, "Running"))), "NodeLost",
+       "mingpt-worker-1", "NewRound", 1},
+      {"departed_in_place_is_a_drain_being_healed", inplace,
+       With(GroupWorld(2, 0, 0, "Running"), Ends(Pod(1, 0, "Running"), group::EndReason::kDeparted, "SIGTERM")),
+       "Drain", "mingpt-worker-1", "", 1},
+      {"crash_in_place_is_a_trainer_exit_being_healed", inplace,
+       With(GroupWorld(2, 0, 0, "Running"), Exited(1, 0, 75)), "TrainerExit", "mingpt-worker-1", "", 1},
+  };
+  for (const KindRow& r : rows) {
+    SCOPED_TRACE(r.name);
+    const Plan plan = PlanReconcile(r.job, r.seen, At(100));
+    ASSERT_TRUE(plan.status) << plan.ToString();
+    ASSERT_EQ(plan.status->incidents.size(), 1u) << plan.ToString();
+    const Incident& i = plan.status->incidents[0];
+    EXPECT_EQ(i.kind, r.kind);
+    EXPECT_EQ(i.pod, r.pod);
+    EXPECT_EQ(i.rank, r.rank);
+    EXPECT_EQ(i.outcome, r.outcome);
+    EXPECT_EQ(i.round, 0);
+    EXPECT_EQ(plan.status->incidents_total, 1);
+    // Planned again on what the plan wrote: no second incident for the same pod.
+    DDPJob again = r.job;
+    again.status = *plan.status;
+    const Plan next = PlanReconcile(again, r.seen, At(101));
+    if (next.status) EXPECT_EQ(next.status->incidents_total, 1) << next.ToString();
+  }
 }
 
 TEST(IncidentWire, RoundTripsAndDropsMalformedRows) {

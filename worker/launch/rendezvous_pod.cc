@@ -51,6 +51,32 @@ std::string Rank0Page(const GroupReport& r) {
   return page.ok() ? *page : "";
 }
 
+// The stall records of the pod holding node rank 1 (ddp_worker_last_stall_*), renamed
+// ddp_group_peer_last_stall_*: a survivor's own figure when the pod of rank 0 is the one that
+// was lost or restarted (docs/metrics.md "Incidents and goodput"). "" when there is none.
+std::string PeerStalls(const GroupReport& r) {
+  auto member = r.members.find(1);
+  if (member == r.members.end()) return "";
+  auto where = r.metrics_of.find(member->second);
+  if (where == r.metrics_of.end() || where->second.empty()) return "";
+  const size_t colon = where->second.rfind(':');
+  if (colon == std::string::npos) return "";
+  auto page = HttpGet(where->second.substr(0, colon), std::atoi(where->second.c_str() + colon + 1),
+                      "/metrics", 1000, 4 << 20);
+  if (!page.ok()) return "";
+  static const std::string kFrom = "ddp_worker_last_stall", kTo = "ddp_group_peer_last_stall";
+  std::string out;
+  for (size_t at = 0; at < page->size();) {
+    size_t nl = page->find('\n', at);
+    if (nl == std::string::npos) nl = page->size();
+    if (page->compare(at, kFrom.size(), kFrom) == 0) {
+      out += kTo + page->substr(at + kFrom.size(), nl - at - kFrom.size()) + "\n";
+    }
+    at = nl + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 int RendezvousMain() {
@@ -131,7 +157,7 @@ int RendezvousMain() {
     server->Handle("/metrics", [&authority, job, round] {
       const GroupReport r = authority.Report();
       return HttpResponse{200, kPrometheusContentType,
-                          RenderGroupReport(r, job, round) + Rank0Page(r)};
+                          RenderGroupReport(r, job, round) + Rank0Page(r) + PeerStalls(r)};
     }, HttpServer::Dispatch::kMayBlock);  // it reads rank 0's page: /healthz must not wait
     server->Handle("/healthz", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
     if (Status s = server->Start("0.0.0.0:" + std::to_string(gs.metrics_port)); !s.ok()) {
