@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <random>
 
 #include "common/group_contract.h"
@@ -76,6 +78,40 @@ std::string PeerStalls(const GroupReport& r) {
   }
   return out;
 }
+
+// PeerStalls, fetched off the request path once a second: a frozen peer makes that fetch wait
+// its whole timeout, and the page the operator reads must not (silent_rendezvous.h reads a slow
+// page as a silent store). The page carries the last text fetched, at most about 2 s old.
+class PeerStallRelay {
+ public:
+  explicit PeerStallRelay(const AuthorityLoop* authority)
+      : thread_([this, authority] {
+          while (!stop_.load()) {
+            std::string text = PeerStalls(authority->Report());
+            {
+              std::lock_guard<std::mutex> lock(mu_);
+              text_ = std::move(text);
+            }
+            for (int k = 0; k < 10 && !stop_.load(); ++k) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
+          }
+        }) {}
+  ~PeerStallRelay() {
+    stop_ = true;
+    thread_.join();
+  }
+  std::string Text() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return text_;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  mutable std::mutex mu_;
+  std::string text_;
+  std::thread thread_;  // last: started once the rest exists
+};
 
 }  // namespace
 
@@ -149,15 +185,17 @@ int RendezvousMain() {
                 << ", presence on port " << (*presence)->port() << ", liveness "
                 << as.liveness_seconds << "s, budget " << gs.max_recoveries;
   // 3. /metrics: the group's series, then rank 0's page.
+  std::unique_ptr<PeerStallRelay> peers;
   std::unique_ptr<HttpServer> server;
   if (gs.metrics_port >= 0) {
+    peers = std::make_unique<PeerStallRelay>(&authority);
     server = std::make_unique<HttpServer>();
     const std::string job = gs.job;
     const int round = gs.rendezvous.round;
-    server->Handle("/metrics", [&authority, job, round] {
+    server->Handle("/metrics", [&authority, &peers, job, round] {
       const GroupReport r = authority.Report();
       return HttpResponse{200, kPrometheusContentType,
-                          RenderGroupReport(r, job, round) + Rank0Page(r) + PeerStalls(r)};
+                          RenderGroupReport(r, job, round) + Rank0Page(r) + peers->Text()};
     }, HttpServer::Dispatch::kMayBlock);  // it reads rank 0's page: /healthz must not wait
     server->Handle("/healthz", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
     if (Status s = server->Start("0.0.0.0:" + std::to_string(gs.metrics_port)); !s.ok()) {
