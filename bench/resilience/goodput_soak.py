@@ -7,14 +7,16 @@ A local InPlace job (the minGPT of resilience_bench.py, CPU/Gloo, 2 pods, one th
 EVERY seconds (default: kill-trainer 1 every 60 s for 600 s). At the soak's end the chaos command
 prints the job's goodput as ddp_job_goodput_ratio computes it (operator/plan/goodput.h: from
 status.startTime, status.goodput and status.incidents). This script measures its own from rank 0's
-log alone: from status.startTime to the soak's end, the time covered by gaps between consecutive
-committed steps no longer than GAP x the median gap counts as training advancing; everything else
-(the start before the first step, every longer gap) stood still. Printed: both, their difference,
-the incidents' table and the stalls found in the log.
+log and the injection times the chaos command printed, never from the status or the workers'
+stall records: from status.startTime to the soak's end, training stood still until rank 0's
+first logged step and, at each injection, for the longer of the two gaps between rank 0's
+consecutive steps that follow the injection's last step (the step in flight may still commit
+after a kill lands); everything else advanced (a step slowed by a busy machine is still a step).
+Printed: both, their difference, each injection's stall from the log beside the status's.
 
 Usage (from the repo root, after `make build`):
   bench/resilience/goodput_soak.py [--every 60] [--for 600] [--failure "kill-trainer 1"]
-                                   [--gap 3] [--keep]
+                                   [--keep]
 Models local pods (processes start in milliseconds), not a cluster's pod start.
 """
 import argparse
@@ -24,7 +26,6 @@ import os
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -73,16 +74,34 @@ def step_times(log, year):
     return out
 
 
-def own_goodput(times, start, end, gap_factor):
-    """(goodput, stalls): advancing = gaps between consecutive steps up to gap_factor x median."""
-    times = [(t, s) for t, s in times if t <= end]
-    gaps = [b[0] - a[0] for a, b in zip(times, times[1:])]
-    if not gaps:
+INJECTED = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) \(\+(\d+) ms\): (?!thawed|uncordoned)")
+
+
+def injections(chaos_out):
+    out = []
+    for line in chaos_out.splitlines():
+        m = INJECTED.match(line)
+        if m:
+            t = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+            out.append(t.timestamp() + int(m.group(2)) / 1000.0)
+    return out
+
+
+def own_goodput(times, start, end, injected):
+    """(goodput, stalls): stood still before the first step and, per injection, the longer of
+    the two gaps after the last step logged before it."""
+    times = [t for t, _ in times if t <= end]
+    if len(times) < 3:
         return 0.0, []
-    limit = gap_factor * statistics.median(gaps)
-    advancing = sum(g for g in gaps if g <= limit)
-    stalls = [(times[k][0], g) for k, g in enumerate(gaps) if g > limit]
-    return advancing / (end - start), stalls
+    still = times[0] - start
+    stalls = []
+    for t in injected:
+        k = max(i for i in range(len(times)) if times[i] <= t) if times[0] <= t else 0
+        gaps = [times[j + 1] - times[j] for j in (k, k + 1) if j + 1 < len(times)]
+        if gaps:
+            stalls.append((t, max(gaps)))
+            still += max(gaps)
+    return (end - start - still) / (end - start), stalls
 
 
 def main():
@@ -90,7 +109,6 @@ def main():
     p.add_argument("--every", type=float, default=60)
     p.add_argument("--for", dest="duration", type=float, default=600)
     p.add_argument("--failure", default="kill-trainer 1")
-    p.add_argument("--gap", type=float, default=3.0)
     p.add_argument("--keep", action="store_true")
     a = p.parse_args()
     for binary in (OPERATOR, WORKER):
@@ -125,11 +143,13 @@ def main():
             status = json.load(f)["status"]
         start = datetime.datetime.strptime(status["startTime"], "%Y-%m-%dT%H:%M:%SZ").replace(
             tzinfo=datetime.timezone.utc).timestamp()
-        own, stalls = own_goodput(step_times(log, datetime.datetime.utcnow().year), start, end, a.gap)
+        own, stalls = own_goodput(step_times(log, datetime.datetime.utcnow().year), start, end,
+                                  injections(chaos.stdout))
         print(f"soak: {a.failure} every {a.every:.0f} s for {a.duration:.0f} s; job started "
               f"{status['startTime']}, soak ended {end - start:.1f} s later")
-        print(f"stalls in rank 0's log (gaps > {a.gap} x the median): " +
-              ", ".join(f"{g:.2f} s" for _, g in stalls))
+        print("stall per injection from rank 0's log: " + ", ".join(f"{g:.2f} s" for _, g in stalls))
+        print("stall per incident in the status:      " + ", ".join(
+            f"{i['stallSeconds']:.2f} s" for i in status.get("incidents", []) if "stallSeconds" in i))
         print(f"goodput: operator (ddp_job_goodput_ratio's formula) "
               f"{reported.group(1) if reported else 'n/a'}, rank 0's log {own:.4f}, difference "
               f"{abs(float(reported.group(1)) - own):.4f}" if reported else f"goodput: log {own:.4f}")
