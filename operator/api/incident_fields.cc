@@ -146,6 +146,17 @@ void ParseIncidents(const json& status, DDPJobStatus* out) {
     if (r != g->end() && r->is_number() && std::isfinite(r->get<double>()) && r->get<double>() > 0) {
       out->goodput.resumed_at = r->get<double>();
     }
+    auto u = g->find("unclaimed");
+    if (u != g->end() && u->is_object()) {
+      std::optional<double> end, stall, detection;
+      auto e = u->find("end");
+      if (e != u->end() && e->is_number() && std::isfinite(e->get<double>()) && e->get<double>() > 0 &&
+          Seconds(*u, "stallSeconds", &stall) && stall && Seconds(*u, "detectionSeconds", &detection)) {
+        out->goodput.unclaimed_end = e->get<double>();
+        out->goodput.unclaimed_stall = *stall;
+        out->goodput.unclaimed_detection = detection;
+      }
+    }
   }
 }
 
@@ -159,6 +170,12 @@ void IncidentsToJson(const DDPJobStatus& s, json* out) {
   if (!(s.goodput == Goodput{})) {
     json g = {{"stalledSeconds", Millis(s.goodput.stalled_seconds)}};
     if (s.goodput.resumed_at > 0) g["resumedAt"] = Millis(s.goodput.resumed_at);
+    if (s.goodput.unclaimed_end > 0) {
+      nlohmann::json u = {{"end", Millis(s.goodput.unclaimed_end)},
+                          {"stallSeconds", Millis(s.goodput.unclaimed_stall)}};
+      if (s.goodput.unclaimed_detection) u["detectionSeconds"] = Millis(*s.goodput.unclaimed_detection);
+      g["unclaimed"] = u;
+    }
     (*out)["goodput"] = g;
   }
 }

@@ -250,8 +250,15 @@ inline constexpr size_t kMaxIncidentMessage = 256;
 struct Goodput {
   double stalled_seconds = 0;
   double resumed_at = 0;  // 0: training has not started yet
+  // The last stall the trainers recorded that no incident claimed yet (a trainer exit healed in
+  // a pod whose count the group reports a few ticks after the heal): the incident opened for it
+  // next takes it. unclaimed_end 0: none.
+  double unclaimed_end = 0, unclaimed_stall = 0;
+  std::optional<double> unclaimed_detection;
   bool operator==(const Goodput& o) const {
-    return stalled_seconds == o.stalled_seconds && resumed_at == o.resumed_at;
+    return stalled_seconds == o.stalled_seconds && resumed_at == o.resumed_at &&
+           unclaimed_end == o.unclaimed_end && unclaimed_stall == o.unclaimed_stall &&
+           unclaimed_detection == o.unclaimed_detection;
   }
 };
 

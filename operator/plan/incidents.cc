@@ -23,6 +23,8 @@ TimePoint FromUnix(double s) {
 
 // A record whose end is within this of an incident's (whole-second) time may be its stall.
 constexpr double kTimeSlack = 1.0;
+// A record no incident claimed is kept this long for a trainer exit whose count comes later.
+constexpr double kUnclaimedWindow = 30.0;
 
 bool Open(const Incident& i) { return !i.Closed(); }
 
@@ -108,10 +110,24 @@ void OpenTrainerExits(Pass* p) {
     i.rank = best_rank;
     i.pod = best_pod;
     i.incarnation = best_rank >= 0 ? best_covered + 1 : 0;
-    i.time = when;
     for (const ObservedPod& pod : p->seen->pods) {
       if (pod.name == best_pod && pod.round == p->round && !pod.deleting) i.node = pod.node_name;
     }
+    // A heal whose record came in before the group's count did: that stall is this one's.
+    api::Goodput& gp = p->st.goodput;
+    if (gp.unclaimed_end > 0 && gp.unclaimed_end > Unix(p->now) - kUnclaimedWindow) {
+      i.stall_seconds = gp.unclaimed_stall;
+      i.detection_seconds = gp.unclaimed_detection;
+      i.source = api::kSourceWorkers;
+      i.steps_lost = 0;
+      i.outcome = api::kOutcomeHealedInPlace;
+      const double seen = gp.unclaimed_end - gp.unclaimed_stall + gp.unclaimed_detection.value_or(0);
+      when = std::min(when, FromUnix(seen));
+      gp.unclaimed_end = 0;
+      gp.unclaimed_stall = 0;
+      gp.unclaimed_detection.reset();
+    }
+    i.time = when;
     i.message = best_rank >= 0 ? "rank " + std::to_string(best_rank) +
                                      "'s trainer exited; its pod's supervisor restarted it "
                                      "(incarnation " + std::to_string(i.incarnation) + ")"
@@ -175,6 +191,16 @@ void ApplyRecord(Pass* p, const metrics::StallRecord& rec) {
     gp.stalled_seconds += std::max(0.0, rec.end - Unix(*p->st.start_time));  // the start, too
   } else if (!first) {
     gp.stalled_seconds += stall;
+  }
+  if (!first && matched.empty() && rec.start) {
+    gp.unclaimed_end = rec.end;
+    gp.unclaimed_stall = stall;
+    gp.unclaimed_detection.reset();
+    if (rec.detected) gp.unclaimed_detection = std::max(0.0, *rec.detected - *rec.start);
+  } else if (!matched.empty()) {
+    gp.unclaimed_end = 0;
+    gp.unclaimed_stall = 0;
+    gp.unclaimed_detection.reset();
   }
   gp.resumed_at = rec.end;
 }

@@ -162,6 +162,28 @@ TEST(Incidents, ATrainerExitReadLateKeepsItsOwnStallAndTime) {
   EXPECT_NEAR(*r.job.status.incidents[0].stall_seconds, end - start, 1e-9);
 }
 
+// The group reads its budget's count a few ticks after the heal: the trainers' record comes one
+// page before the count. The record is kept unclaimed and the trainer exit opened next takes it.
+TEST(Incidents, ARecordBeforeTheCountIsTheTrainerExitsStall) {
+  InPlaceRun r;
+  const double start = Unix(At(50)) + 0.1, seen = start + 0.3, end = Unix(At(51)) + 0.4;
+  r.world.progress = Page(0, 200, At(52), Record(start, seen, end, 190));
+  Settle(&r.job, &r.world, At(52));
+  EXPECT_TRUE(r.job.status.incidents.empty());
+  EXPECT_EQ(r.job.status.goodput.unclaimed_end, end);
+  r.world.group->report.recoveries = 1;
+  r.world.group->report.trainers[1] = {"mingpt-worker-1", 1};
+  Settle(&r.job, &r.world, At(55));
+  ASSERT_EQ(r.job.status.incidents.size(), 1u);
+  const Incident& i = r.job.status.incidents[0];
+  ASSERT_TRUE(i.Closed());
+  EXPECT_NEAR(*i.stall_seconds, end - start, 1e-9);
+  EXPECT_NEAR(*i.detection_seconds, seen - start, 1e-9);
+  EXPECT_EQ(i.time, At(50));
+  EXPECT_EQ(r.job.status.goodput.unclaimed_end, 0);
+  EXPECT_NEAR(r.job.status.goodput.stalled_seconds, 10.5 + (end - start), 1e-9) << "counted once";
+}
+
 TEST(Incidents, DeletedPodIsPodLostAndASpareTakingItsRankSaysSo) {
   InPlaceRun r(/*spares=*/1);
   // Someone deletes worker-1 (on node-b) at At(50) with a 30 s grace period.
