@@ -112,6 +112,11 @@ inline constexpr char kGroupFenced[] = "ddp_group_fenced";
 inline constexpr char kGroupEnded[] = "ddp_group_ended";
 // 1 once the group gave up re-forming this round (the pods then exit kGroupAbandoned).
 inline constexpr char kGroupAbandoned[] = "ddp_group_abandoned";
+// Per rank whose trainer registered (labels kRankLabel, kPodLabel): the incarnation of its
+// trainer, 0 for the first; +1 each time its pod's supervisor restarts it in place. The operator
+// names the rank of a trainer exit healed inside a pod by it (status.incidents).
+inline constexpr char kGroupTrainerIncarnation[] = "ddp_group_trainer_incarnation";
+inline constexpr char kRankLabel[] = "rank";
 inline constexpr char kPodLabel[] = "pod";
 inline constexpr char kUidLabel[] = "uid";
 inline constexpr char kNodeRankLabel[] = "node_rank";

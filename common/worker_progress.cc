@@ -48,6 +48,12 @@ GroupScrape ReadGroupScrape(const std::vector<ParsedFamily>& families) {
   g.abandoned = FindSample(families, kGroupAbandoned).value_or(0) > 0;
   for (const ParsedFamily& f : families) {
     for (const Sample& x : f.samples) {
+      if (f.name == kGroupTrainerIncarnation && x.value >= 0 && x.value <= kMaxPageCount &&
+          x.value == std::floor(x.value)) {
+        const int rank = RankOf(x.labels, kRankLabel);
+        if (rank >= 0) g.trainers[rank] = {Label(x.labels, kPodLabel), static_cast<int>(x.value)};
+        continue;
+      }
       if (x.value <= 0) continue;
       if (f.name == kGroupMember) {
         g.members[Label(x.labels, kPodLabel)] = RankOf(x.labels, kNodeRankLabel);
@@ -64,13 +70,50 @@ GroupScrape ReadGroupScrape(const std::vector<ParsedFamily>& families) {
   return g;
 }
 
+// Every rank's stall record on the page; the newest into s->last_stall (worker_progress.h).
+void ReadStalls(const std::vector<ParsedFamily>& families, WorkerScrape* s) {
+  std::map<int, StallRecord> by_rank;
+  std::map<int, bool> has_end;
+  for (const ParsedFamily& f : families) {
+    if (f.name == kWorkerLastStallStep || f.name == kGroupPeerLastStallStep) {
+      s->stall_series = true;
+      for (const Sample& x : f.samples) by_rank[RankOf(x.labels)].step = x.value;
+    }
+    if (f.name != kWorkerLastStall && f.name != kGroupPeerLastStall) continue;
+    for (const Sample& x : f.samples) {
+      StallRecord& r = by_rank[RankOf(x.labels)];
+      const std::string edge = Label(x.labels, kStallEdgeLabel);
+      if (edge == "start") r.start = x.value;
+      if (edge == "detected") r.detected = x.value;
+      if (edge == "end") {
+        r.end = x.value;
+        has_end[RankOf(x.labels)] = true;
+      }
+    }
+  }
+  const StallRecord* best = nullptr;
+  for (auto& [rank, r] : by_rank) {
+    r.rank = rank;
+    if (!has_end.count(rank)) continue;
+    if (best == nullptr || r.end > best->end) best = &r;
+  }
+  if (best == nullptr) return;
+  const StallRecord* full = best->start ? best : nullptr;
+  for (const auto& [rank, r] : by_rank) {
+    if (!has_end.count(rank) || !r.start || best->end - r.end > kSameStall) continue;
+    if (full == nullptr || r.end > full->end) full = &r;
+  }
+  s->last_stall = full != nullptr ? *full : *best;
+}
+
 }  // namespace
 
 bool GroupScrape::operator==(const GroupScrape& o) const {
   return present == o.present && generation == o.generation && recoveries == o.recoveries &&
          budget_left == o.budget_left && world_size == o.world_size && resizes == o.resizes &&
          members == o.members && spares == o.spares &&
-         fenced == o.fenced && ended == o.ended && abandoned == o.abandoned;
+         fenced == o.fenced && ended == o.ended && abandoned == o.abandoned &&
+         trainers == o.trainers;
 }
 
 WorkerScrape ReadWorkerScrape(const std::vector<ParsedFamily>& families) {
@@ -97,6 +140,7 @@ WorkerScrape ReadWorkerScrape(const std::vector<ParsedFamily>& families) {
       if (x.name == step_count) s.step_time_by_rank[RankOf(x.labels)].count = x.value;
     }
   }
+  ReadStalls(families, &s);
   s.group = ReadGroupScrape(families);
   // Rank 0's per-rank busy series: under launch a page may merge several processes' series;
   // only rank 0's (or an unlabelled page's) carry values.
@@ -142,6 +186,24 @@ Status CheckWorkerScrape(WorkerScrape* s) {
   }
   if (s->recovery_seconds_count && !whole(*s->recovery_seconds_count, 0, kMaxPageSteps)) {
     return bad(rec + "_count", *s->recovery_seconds_count, "a whole number >= 0");
+  }
+  if (s->last_stall) {
+    StallRecord& r = *s->last_stall;
+    for (const auto& [what, v] : {std::pair<const char*, std::optional<double>>{"end", r.end},
+                                  {"start", r.start}, {"detected", r.detected}}) {
+      if (v && !whole(std::floor(*v), 0, kMaxPageSteps)) {
+        return bad(std::string(kWorkerLastStall) + "{edge=\"" + what + "\"}", *v,
+                   "finite unix seconds >= 0");
+      }
+    }
+    if (!whole(r.step, 0, kMaxPageSteps)) {
+      return bad(kWorkerLastStallStep, r.step, "a whole number >= 0, <= 2^53");
+    }
+    // One process's clock: a record out of order is no measurement. Dropped, not refused.
+    if ((r.start && (*r.start > r.end || (r.detected && *r.detected < *r.start))) ||
+        (r.detected && *r.detected > r.end)) {
+      s->last_stall.reset();
+    }
   }
   const GroupScrape& g = s->group;
   if (g.present) {
@@ -211,6 +273,9 @@ bool ProgressTracker::Add(const WorkerScrape& page, WallTime now) {
   s.total_steps = page.total_steps;
   s.loss = page.loss;
   s.tokens_per_second = page.tokens_per_second;
+  s.scraped_at = now;
+  s.stall_series = page.stall_series;
+  if (page.last_stall) s.last_stall = page.last_stall;
   s.scraped_at = now;
   if (!advanced) return false;
   s.step = *page.steps;

@@ -26,6 +26,15 @@ inline constexpr char kWorkerExposedAllreduceSeconds[] = "ddp_worker_exposed_all
 // the group's next committed step (histogram). Absent from workers without in-place recovery.
 inline constexpr char kWorkerGeneration[] = "ddp_worker_generation";
 inline constexpr char kWorkerRecoverySeconds[] = "ddp_worker_recovery_seconds";
+// A trainer's own record of the last time training stood still for it (worker/train/
+// stall_clock.h): unix times by label kStallEdgeLabel, and the step training resumed from.
+inline constexpr char kWorkerLastStall[] = "ddp_worker_last_stall_timestamp_seconds";
+inline constexpr char kWorkerLastStallStep[] = "ddp_worker_last_stall_step";
+inline constexpr char kStallEdgeLabel[] = "edge";
+// The same records of the pod holding node rank 1, as the rendezvous pod relays them
+// (worker/launch/rendezvous_pod.cc): a survivor's when rank 0's pod was the one lost.
+inline constexpr char kGroupPeerLastStall[] = "ddp_group_peer_last_stall_timestamp_seconds";
+inline constexpr char kGroupPeerLastStallStep[] = "ddp_group_peer_last_stall_step";
 
 // Rank 0's page only: every rank's busy seconds (label kPeerRankLabel) over the steps counted by
 // kWorkerRankBusySteps, handed to rank 0 in the step agreement. Absent from older workers.
@@ -40,6 +49,19 @@ struct RankStepTime {
   double sum_seconds = 0;
   double count = 0;
   double exposed_allreduce_seconds = 0;
+};
+
+// One trainer's last stall (kWorkerLastStall), unix seconds. start and detected are absent for
+// a process whose first commit it is (it saw no start: a new round, a healed newcomer).
+struct StallRecord {
+  int rank = -1;  // the page's rank label; -1 without one
+  std::optional<double> start, detected;
+  double end = 0;
+  double step = 0;  // the committed step training resumed from
+  bool operator==(const StallRecord& o) const {
+    return rank == o.rank && start == o.start && detected == o.detected && end == o.end &&
+           step == o.step;
+  }
 };
 
 // What the rendezvous pod of an InPlace job says about its group (common/group_contract.h).
@@ -62,6 +84,8 @@ struct GroupScrape {
   };
   std::vector<Ended> ended;
   bool abandoned = false;
+  // rank -> (pod, incarnation) of the trainer registered on it (kGroupTrainerIncarnation).
+  std::map<int, std::pair<std::string, int>> trainers;
   bool operator==(const GroupScrape& o) const;
 };
 
@@ -75,6 +99,11 @@ struct WorkerScrape {
   std::optional<double> recovery_seconds_sum;
   std::optional<double> recovery_seconds_count;
   GroupScrape group;  // a rendezvous pod's page
+  // The page's newest stall record (of any rank it carries): the one with the latest end; when
+  // that one saw no start, another rank's record of the same stall (end within kSameStall)
+  // that did. Absent when no rank has one.
+  std::optional<StallRecord> last_stall;
+  bool stall_series = false;  // the page has kWorkerLastStallStep (a worker that records stalls)
   // By the `rank` label; a page without one (a worker run alone) is rank -1.
   std::map<int, RankStepTime> step_time_by_rank;
   // Every rank's busy time from rank 0's per-rank series, by peer_rank: sum_seconds is the busy
@@ -111,6 +140,9 @@ WorkerScrape ParseWorkerScrape(const std::string& text);
 
 using WallTime = std::chrono::system_clock::time_point;
 
+// Two ranks' records of one stall end within this (they commit the same step together).
+inline constexpr double kSameStall = 1.0;
+
 // Rank 0's progress as of the last page that had a step.
 struct ProgressSnapshot {
   double step = 0;
@@ -120,6 +152,8 @@ struct ProgressSnapshot {
   std::optional<double> steps_per_second;  // over the last advances; absent until two are seen
   WallTime last_advance{};  // when a page first showed `step` (the first page counts)
   WallTime scraped_at{};    // the last page with a step
+  std::optional<StallRecord> last_stall;  // that page's (WorkerScrape::last_stall)
+  bool stall_series = false;
   // The seconds to totalSteps at steps_per_second; absent without both.
   std::optional<double> EtaSeconds() const;
 };

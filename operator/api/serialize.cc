@@ -3,6 +3,7 @@
 #include "operator/api/serialize.h"
 
 #include "operator/api/json_fields.h"
+#include "operator/api/incident_fields.h"
 #include "operator/api/progress_fields.h"
 #include "operator/api/scheduling_fields.h"
 #include "operator/api/time_format.h"
@@ -243,6 +244,7 @@ StatusOr<DDPJobStatus> ParseStatusJson(const json& s) {
                               out.suspect_nodes.end() - static_cast<std::ptrdiff_t>(kMaxSuspectNodes));
     }
   }
+  internal::ParseIncidents(s, &out);
   return out;
 }
 
@@ -411,6 +413,7 @@ json StatusToJson(const DDPJobStatus& s) {
     }
     out["suspectNodes"] = list;
   }
+  internal::IncidentsToJson(s, &out);
   out["selector"] = s.selector;
   if (s.start_time) out["startTime"] = FormatTime(*s.start_time);
   if (s.completion_time) out["completionTime"] = FormatTime(*s.completion_time);
@@ -431,7 +434,8 @@ json ToJson(const DDPJob& job) {
   if (out.contains("status") || job.status != DDPJobStatus{}) {
     json st = Overlay(out, "status");
     for (const char* optional_key : {"lastFailure", "countedPods", "rendezvousUID", "progress", "startTime",
-                                     "completionTime", "phase", "suspectNodes"}) {
+                                     "completionTime", "phase", "suspectNodes",
+                                     "incidents", "incidentsTotal", "goodput"}) {
       st.erase(optional_key);  // absent in the struct -> absent on the wire
     }
     const json fresh = StatusToJson(job.status);

@@ -46,6 +46,14 @@ bool LastFailure::operator==(const LastFailure& o) const {
          recovery_seconds == o.recovery_seconds;
 }
 
+bool Incident::operator==(const Incident& o) const {
+  return kind == o.kind && pod == o.pod && pod_uid == o.pod_uid && node == o.node &&
+         rank == o.rank && round == o.round && incarnation == o.incarnation && time == o.time &&
+         step == o.step && detection_seconds == o.detection_seconds &&
+         stall_seconds == o.stall_seconds && steps_lost == o.steps_lost &&
+         outcome == o.outcome && source == o.source && message == o.message;
+}
+
 const char* RecoveryName(Recovery r) {
   switch (r) {
     case Recovery::kRestart: return "Restart";
@@ -100,7 +108,8 @@ bool DDPJobStatus::operator==(const DDPJobStatus& o) const {
          last_failure == o.last_failure && counted_pods == o.counted_pods &&
          rendezvous_uid == o.rendezvous_uid &&
          progress == o.progress && suspect_nodes == o.suspect_nodes &&
-         selector == o.selector && start_time == o.start_time &&
+         incidents == o.incidents && incidents_total == o.incidents_total &&
+         goodput == o.goodput && selector == o.selector && start_time == o.start_time &&
          completion_time == o.completion_time;
 }
 

@@ -197,6 +197,71 @@ struct Progress {
   bool operator!=(const Progress& o) const { return !(*this == o); }
 };
 
+// One failure, loss or resize and what it cost (status.incidents; operator/plan/incidents.h
+// decides them, docs/metrics.md "Incidents and goodput" defines every figure).
+// Kinds (Incident::kind).
+inline constexpr char kIncidentTrainerExit[] = "TrainerExit";  // a trainer process exited
+inline constexpr char kIncidentPodLost[] = "PodLost";          // a pod deleted, killed or gone
+inline constexpr char kIncidentNodeLost[] = "NodeLost";        // its node NotReady/unreachable
+inline constexpr char kIncidentDrain[] = "Drain";              // evicted or drained (SIGTERM)
+inline constexpr char kIncidentHang[] = "Hang";  // silent (declared lost) or no step progress
+inline constexpr char kIncidentResize[] = "Resize";            // the group's size changed
+// Outcomes (Incident::outcome; "" while the job is still recovering).
+inline constexpr char kOutcomeHealedInPlace[] = "HealedInPlace";
+inline constexpr char kOutcomeSpareTookRank[] = "SpareTookRank";
+inline constexpr char kOutcomeShrank[] = "Shrank";
+inline constexpr char kOutcomeGrew[] = "Grew";
+inline constexpr char kOutcomeNewRound[] = "NewRound";
+inline constexpr char kOutcomeFailed[] = "Failed";
+// Who measured stallSeconds (Incident::source).
+inline constexpr char kSourceWorkers[] = "workers";    // both ends are the trainers' own times
+inline constexpr char kSourceOperator[] = "operator";  // an end is the operator's estimate
+
+struct Incident {
+  std::string kind;     // kIncident*
+  std::string pod;      // the pod it hit; "" for a resize
+  std::string pod_uid;  // that pod object's (an incident per pod object)
+  std::string node;     // the pod's node; "" when unknown (local mode, unscheduled)
+  int rank = -1;        // the node rank the pod held; -1: none (rendezvous pod, resize)
+  int round = 0;        // the round it happened in
+  int incarnation = 0;  // a trainer restarted in place: its new incarnation (else 0)
+  TimePoint time{};     // when it happened, as best known (whole seconds on the wire)
+  int64_t step = 0;     // the job's step then (status.progress.step)
+  std::optional<double> detection_seconds;  // from the failure to the group noticing it
+  std::optional<double> stall_seconds;      // from the last step before to the first after
+  std::optional<int64_t> steps_lost;        // committed steps trained again
+  std::string outcome;  // kOutcome*; "" until decided
+  std::string source;   // kSource*, once stall_seconds is set
+  std::string message;  // what happened, at most kMaxIncidentMessage bytes
+  // Closed: nothing of it changes any more (outcome and stall known, or the job ended).
+  bool Closed() const { return !outcome.empty() && stall_seconds.has_value(); }
+  bool operator==(const Incident& o) const;
+  bool operator!=(const Incident& o) const { return !(*this == o); }
+};
+// status.incidents keeps the newest this many (the oldest go first); totals stay in
+// status.incidentsTotal and the goodput's stalledSeconds.
+inline constexpr size_t kMaxIncidents = 20;
+inline constexpr size_t kMaxIncidentMessage = 256;
+
+// What the goodput needs beyond the incidents kept (status.goodput): every second training
+// stood still since status.startTime (the start, every incident, not only the last 20), and
+// the trainers' own time of the last resumption already counted (unix seconds), so a stall
+// they report is counted once.
+struct Goodput {
+  double stalled_seconds = 0;
+  double resumed_at = 0;  // 0: training has not started yet
+  // The last stall the trainers recorded that no incident claimed yet (a trainer exit healed in
+  // a pod whose count the group reports a few ticks after the heal): the incident opened for it
+  // next takes it. unclaimed_end 0: none.
+  double unclaimed_end = 0, unclaimed_stall = 0;
+  std::optional<double> unclaimed_detection;
+  bool operator==(const Goodput& o) const {
+    return stalled_seconds == o.stalled_seconds && resumed_at == o.resumed_at &&
+           unclaimed_end == o.unclaimed_end && unclaimed_stall == o.unclaimed_stall &&
+           unclaimed_detection == o.unclaimed_detection;
+  }
+};
+
 // Enough for every pod of a round ending twice over within one grace period.
 inline constexpr size_t kMaxCountedPods = 64;
 
@@ -223,6 +288,9 @@ struct DDPJobStatus {
   std::string rendezvous_uid;
   std::optional<Progress> progress;
   std::vector<SuspectNode> suspect_nodes;  // oldest first
+  std::vector<Incident> incidents;         // oldest first, at most kMaxIncidents
+  int64_t incidents_total = 0;             // every incident of the job, dropped ones included
+  Goodput goodput;
   std::string selector;
   std::optional<TimePoint> start_time;
   std::optional<TimePoint> completion_time;

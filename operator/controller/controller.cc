@@ -224,6 +224,7 @@ void Controller::UpdateGauges() {
     for (const auto& [key, s] : stragglers_) flagged += s->flagged.load();
   }
   metrics_->stragglers.Get().Set(static_cast<double>(flagged));
+  UpdateJobGauges();
 }
 
 void Controller::Worker() {

@@ -98,6 +98,11 @@ class Controller {
                       const std::vector<plan::Patch>& patches);
   void EmitEvents(const api::DDPJob& job, const std::vector<plan::Event>& events);
   void CountRestarts(const api::DDPJob& job, const api::DDPJobStatus& next);
+  // ddp_job_incidents_total and ddp_job_recovery_seconds from a status just written
+  // (controller_incidents.cc): incidents opened, and incidents closed, since `job`'s status.
+  void CountIncidents(const api::DDPJob& job, const api::DDPJobStatus& next);
+  // ddp_job_goodput_ratio of every cached job, and no series of a job no longer cached.
+  void UpdateJobGauges();
   // Points the scraper at the job's rank 0 pod while the job runs (else stops reading it) and
   // puts the latest snapshot into `seen` (controller_progress.cc).
   void ObserveProgress(const api::DDPJob& job, plan::Observed* seen);

@@ -183,6 +183,7 @@ Status Controller::Apply(const std::string& key, const api::DDPJob& job,
                  : written.status().WithContext(key + ": update status");
     }
     CountRestarts(job, *p.status);
+    CountIncidents(job, *p.status);
     // The cache now holds what we wrote, so the next pass does not plan from the old status
     // while the watch event is in flight; unless the watch already delivered a later version
     // (an edit or a status write right after ours: a higher resourceVersion, whatever the

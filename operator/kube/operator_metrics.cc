@@ -55,6 +55,19 @@ OperatorMetrics::OperatorMetrics()
       straggler_events_total(registry.AddCounter(
           "ddp_operator_straggler_events_total",
           "Straggler Events recorded (one per rank each time it becomes a straggler).")),
+      job_recovery_seconds(registry.AddHistogram(
+          "ddp_job_recovery_seconds",
+          "Seconds training stood still in one incident of a job (status.incidents), once its "
+          "outcome and stall are known.",
+          {0.25, 0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300, 600},
+          {"ddp_namespace", "ddp_job", "kind", "outcome"})),
+      job_incidents_total(registry.AddCounter(
+          "ddp_job_incidents_total", "Incidents of a job (status.incidents) by kind.",
+          {"ddp_namespace", "ddp_job", "kind"})),
+      job_goodput_ratio(registry.AddGauge(
+          "ddp_job_goodput_ratio",
+          "Share of the time since the job started (status.startTime) that training advanced.",
+          {"ddp_namespace", "ddp_job"})),
       process(&registry) {
   for (CounterFamily* f : {&reconcile_total, &reconcile_errors_total, &reconcile_panics_total,
                            &pods_created_total,

@@ -47,6 +47,13 @@ struct OperatorMetrics {
   metrics::CounterFamily& progress_scrapes_total;  // {result="ok|error|refused"}
   metrics::GaugeFamily& stragglers;                // ranks flagged now, over all running jobs
   metrics::CounterFamily& straggler_events_total;  // Straggler Events recorded
+  // Per job (labels namespace, ddp_job), from status.incidents (docs/metrics.md "Incidents and
+  // goodput"): seconds training stood still per incident once it is closed {kind, outcome}, the
+  // incidents opened {kind}, and the goodput (set at each scrape of /metrics). A job's series go
+  // with the job.
+  metrics::HistogramFamily& job_recovery_seconds;
+  metrics::CounterFamily& job_incidents_total;
+  metrics::GaugeFamily& job_goodput_ratio;
   // process_cpu_seconds_total, process_resident_memory_bytes, ...: call process.Update() before
   // rendering.
   metrics::ProcessMetrics process;

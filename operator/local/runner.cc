@@ -15,6 +15,7 @@
 #include "operator/local/executor.h"
 #include "operator/local/manifest.h"
 #include "operator/local/pod_process.h"
+#include "operator/local/pods_file.h"
 #include "operator/local/process.h"
 #include "operator/local/signals.h"
 #include "operator/local/status_line.h"
@@ -128,6 +129,7 @@ class LocalRun {
   std::string checkpoint_dir_;
   std::string run_dir_;
   std::unique_ptr<LocalExecutor> executor_;
+  std::unique_ptr<PodsFile> pods_file_;  // pods.json, for `ddp-operator chaos --run-dir`
   SteadyClock::time_point started_ = SteadyClock::now();
   std::optional<SteadyClock::time_point> requeue_at_;
   SteadyClock::time_point next_scrape_{};
@@ -198,6 +200,7 @@ int LocalRun::Init() {
                  path.status().message().c_str());
     return kExitUsage;
   }
+  pods_file_ = std::make_unique<PodsFile>(run_dir_);
   executor_ = std::make_unique<LocalExecutor>(
       ExecutorOptions{run_dir_, options_.command_dirs, options_.grace_seconds,
                       options_.pod_start_delay});
@@ -466,6 +469,7 @@ int LocalRun::Run() {
       if (std::optional<std::string> text = watcher_.Poll()) ApplyEdit(*text);
     }
     Reconcile();
+    pods_file_->Update(executor_->pods());
     if (finished_) {
       return Finish(job_.status.phase == api::kPhaseSucceeded ? kExitSucceeded : kExitFailed);
     }

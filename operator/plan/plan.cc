@@ -29,6 +29,7 @@
 #include "operator/plan/conditions.h"
 #include "operator/plan/lost_nodes.h"
 #include "operator/plan/gang_pass.h"
+#include "operator/plan/incidents.h"
 #include "operator/plan/names.h"
 #include "operator/plan/network_policy.h"
 #include "operator/plan/pass.h"
@@ -339,6 +340,12 @@ std::optional<Plan> DecideForRound(Pass* p) {
     f.message = *hung;
     f.time = p->now;
     p->st.last_failure = f;
+    api::Incident hang;
+    hang.kind = api::kIncidentHang;
+    hang.pod = f.pod;
+    hang.rank = 0;
+    hang.message = *hung;
+    internal::OpenIncident(p, hang);
     if (policy.restart_policy == api::RestartPolicy::kNever) {
       return EndJob(p, false, internal::kReasonHung, *hung + ": restartPolicy Never");
     }
@@ -480,6 +487,7 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
   internal::TrackSuspectNodes(&p, options);
   internal::CreateMissing(&p, backing_off || (p.gang_wait && p.gang_wait->hold_pods));
   internal::ForceDeleteLostPods(&p, options);
+  internal::TrackIncidents(&p);
   internal::Summarize(&p);
   internal::PlanGroupSize(&p);
   internal::UpdateProgress(&p);

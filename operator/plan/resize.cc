@@ -7,6 +7,7 @@
 #include "common/group_contract.h"
 #include "operator/plan/conditions.h"
 #include "operator/plan/gang.h"
+#include "operator/plan/incidents.h"
 #include "operator/plan/inplace.h"
 #include "operator/plan/names.h"
 
@@ -63,6 +64,11 @@ void ResizeInPlace(Pass* p, int to, const std::string& why) {
   const std::string msg = "round " + std::to_string(p->round) + ": resize " +
                           std::to_string(p->size) + " -> " + std::to_string(to) +
                           " pods in place (" + why + "); no pod restarts";
+  api::Incident i;
+  i.kind = api::kIncidentResize;
+  i.outcome = to < p->size ? api::kOutcomeShrank : api::kOutcomeGrew;
+  i.message = msg;
+  OpenIncident(p, i);
   p->size = to;
   AddEvent(p, "Normal", kReasonResizedInPlace, msg);
 }

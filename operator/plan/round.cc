@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "operator/plan/conditions.h"
+#include "operator/plan/incidents.h"
 #include "operator/plan/progress.h"
 
 namespace ddp::plan::internal {
@@ -24,6 +25,8 @@ Plan EndJob(Pass* p, bool succeeded, const std::string& reason, const std::strin
   AddEvent(p, succeeded ? "Normal" : "Warning", reason, message);
   CleanUpFinished(p);
   UpdateProgress(p);  // the last progress read rides along with the final status
+  TrackIncidents(p);  // the last stall record too
+  if (!succeeded) DecideOpenIncidents(p, api::kOutcomeFailed);
   if (succeeded) RecordFinish(p);  // then the step every rank reached, no ETA
   return FinishPass(p);
 }
@@ -39,6 +42,8 @@ void RecordFailure(Pass* p, const ObservedPod& pod, PodOutcome outcome, int rank
   f.time = p->now;
   f.pod_uid = pod.uid;
   p->st.last_failure = f;
+  OpenPodIncident(p, pod, outcome, f.rank,
+                  "rank " + std::to_string(f.rank) + " " + DescribeOutcome(pod, outcome));
   auto& counted = p->st.counted_pods;
   if (pod.uid.empty() || std::find(counted.begin(), counted.end(), pod.uid) != counted.end()) return;
   counted.push_back(pod.uid);
@@ -55,6 +60,16 @@ bool CountedThisRound(const Pass& p, const ObservedPod& pod) {
 void StartNewRound(Pass* p, int size, const char* phase, const std::string& reason,
                    const std::string& why, bool warning) {
   const std::string msg = RoundChange(p->round, p->round + 1, why);
+  if (reason == "Resumed") {
+    p->st.goodput = api::Goodput{};  // the goodput counts from the resume, as startTime does
+  } else if (reason == "Resized" || reason == "PendingTimeout") {
+    api::Incident i;
+    i.kind = api::kIncidentResize;
+    i.outcome = size < p->size ? api::kOutcomeShrank : api::kOutcomeNewRound;
+    i.message = msg;
+    OpenIncident(p, i);
+  }
+  DecideOpenIncidents(p, api::kOutcomeNewRound);
   p->round += 1;
   p->size = size;
   p->st.phase = phase;

@@ -10,6 +10,10 @@
 #               worker-1, then worker-0, each replaced alone in round 0 and healed; progress and
 #               ETA in `kubectl get`; events; a metrics scrape of a worker and of the operator;
 #               Succeeded at the last step with the reference checksum on every rank
+#   monitoring  a real Prometheus (Debian's) scrapes the cluster during a job with a scripted heal:
+#               every panel query of the dashboard returns data, the heal is in
+#               ddp_job_recovery_seconds and in status.incidents with the trainers' own stall
+#               (tests/cluster/monitoring.sh)
 #   all-inplace every worker pod deleted at once mid-run, recovery InPlace: Succeeded at the last
 #               step with the reference checksum (issue 31's false success)
 #   all-restart the same under recovery Restart
@@ -37,10 +41,11 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/cluster/scenarios.sh"
 . "$ROOT/tests/cluster/node_loss.sh"
 . "$ROOT/tests/cluster/node_return.sh"
+. "$ROOT/tests/cluster/monitoring.sh"
 
 STEPS=${E2E_STEPS:-1200}
 JOB_TIMEOUT=${E2E_TIMEOUT:-600}
-ONLY=${E2E_ONLY:-schema reference inplace spare resize all-inplace all-restart node-worker-freeze node-store-worker-freeze node-store-worker-kill node-store-freeze node-drain node-return-freeze node-return-partition}
+ONLY=${E2E_ONLY:-schema reference inplace monitoring spare resize all-inplace all-restart node-worker-freeze node-store-worker-freeze node-store-worker-kill node-store-freeze node-drain node-return-freeze node-return-partition}
 NS=ddp-e2e-$(date +%s)
 
 command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH"
@@ -77,6 +82,7 @@ for scenario in $ONLY; do
       check "reference: every rank ended at step $STEPS with one checksum ($REF)" [ -n "$REF" ]
       ;;
     inplace) scenario_inplace ;;
+    monitoring) scenario_monitoring ;;
     all-inplace) scenario_all_pods InPlace ;;
     all-restart) scenario_all_pods Restart ;;
     spare) scenario_spare ;;

@@ -159,6 +159,25 @@ api::DDPJob FullyPopulatedJob() {
   st.suspect_nodes = {api::SuspectNode{"node-3", t}};
   st.counted_pods = {"full-worker-0/uid-0", "full-worker-1/uid-1"};
   st.rendezvous_uid = "uid-r";
+  api::Incident inc;
+  inc.kind = api::kIncidentTrainerExit;
+  inc.pod = "full-worker-1";
+  inc.pod_uid = "uid-1";
+  inc.node = "node-3";
+  inc.rank = 1;
+  inc.round = 2;
+  inc.incarnation = 1;
+  inc.time = t;
+  inc.step = 110;
+  inc.detection_seconds = 0.25;
+  inc.stall_seconds = 1.5;
+  inc.steps_lost = 0;
+  inc.outcome = api::kOutcomeHealedInPlace;
+  inc.source = api::kSourceWorkers;
+  inc.message = "rank 1's trainer exited";
+  st.incidents = {inc};
+  st.incidents_total = 3;
+  st.goodput = api::Goodput{12.5, 1.7e9, 1.7e9, 0.75, 0.125};
   st.selector = "ddp.dev/job-name=full";
   st.start_time = t;
   st.completion_time = t;
@@ -319,8 +338,16 @@ const json* Resolve(const std::string& json_path) {
   std::stringstream ss(json_path.substr(1));
   std::string seg;
   while (std::getline(ss, seg, '.')) {
+    // "incidents[-1:]": an element of the list.
+    const size_t bracket = seg.find('[');
+    const bool element = bracket != std::string::npos;
+    if (element) seg = seg.substr(0, bracket);
     if (!node->contains("properties") || !(*node)["properties"].contains(seg)) return nullptr;
     node = &(*node)["properties"][seg];
+    if (element) {
+      if (!node->contains("items")) return nullptr;
+      node = &(*node)["items"];
+    }
   }
   return node;
 }
@@ -355,7 +382,7 @@ TEST(CrdApiSync, ScaleSubresourceAndColumnsPointAtSchemaFields) {
   }
   // DESIGN.md's columns, and Recoveries and Spares (priority 1: `kubectl get -o wide`).
   EXPECT_EQ(names, (std::set<std::string>{"Phase", "Replicas", "World Size", "Round", "Restarts",
-                                          "Recoveries", "Spares", "Step", "ETA", "Age"}));
+                                          "Recoveries", "Spares", "Step", "ETA", "Stall", "Age"}));
   for (const auto& col : version["additionalPrinterColumns"]) {
     if (col["name"] != "Spares") continue;
     EXPECT_EQ(col["jsonPath"], ".status.readySpares");

@@ -21,6 +21,7 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"kube", {"api"}},  // time formatting only; the client takes plain values
     {"controller", {"api", "plan", "kube"}},
     {"local", {"api", "plan"}},
+    {"chaos", {"api", "plan"}},  // `ddp-operator chaos`: reads statuses, acts through kubectl
 };
 
 TEST(Layering, OperatorIncludesFollowTheLayers) {

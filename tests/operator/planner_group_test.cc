@@ -248,9 +248,10 @@ std::vector<Row> Rows() {
        Round1(fresh, {EvictedAs(rdzv)}),
        {.deletes = {kRdzv}, .disruptions = 0, .recoveries = 0, .events = {"RendezvousReplaced"},
         .message = "replacing rendezvous pod mingpt-rendezvous (disrupted: Evicted)"}},
+      // Not deleted again, not counted; its loss is an incident (status.incidents) only.
       {"rendezvous_pod_deleted_by_someone_else_is_not_deleted_again", Running2(),
        Round1(fresh, {Deleting(rdzv)}),
-       {.deletes = {}, .phase = "Running", .disruptions = 0, .recoveries = 0, .no_status = true}},
+       {.deletes = {}, .phase = "Running", .disruptions = 0, .recoveries = 0}},
       {"rendezvous_pod_gone_is_recreated_in_the_same_round", Running2(),
        Without(Round1(fresh), "mingpt-rendezvous"),
        {.creates = {"Pod mingpt-rendezvous r1"}, .phase = "Running", .round = 1,

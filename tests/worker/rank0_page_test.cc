@@ -36,7 +36,7 @@ TEST(Rank0PageTest, AFrozenRank0NeverDelaysThePageAndItsOldCopyExpires) {
   }, HttpServer::Dispatch::kMayBlock);
   ASSERT_TRUE(rank0.Start("127.0.0.1:0").ok());
   const std::string where = "127.0.0.1:" + std::to_string(rank0.port());
-  Rank0PageCache cache([&] { return where; }, milliseconds(50), milliseconds(200), milliseconds(600));
+  MemberPageCache cache([&] { return where; }, milliseconds(50), milliseconds(200), milliseconds(600));
   ASSERT_TRUE(PollFor(milliseconds(5000), [&] { return !cache.page().empty(); }));
   EXPECT_EQ(cache.page(), "ddp_worker_steps_total 7\n");
   frozen = true;
@@ -62,7 +62,7 @@ TEST(Rank0PageTest, AFrozenRank0NeverDelaysThePageAndItsOldCopyExpires) {
 }
 
 TEST(Rank0PageTest, NoRank0MeansNoPage) {
-  Rank0PageCache cache([] { return std::string(); }, milliseconds(20));
+  MemberPageCache cache([] { return std::string(); }, milliseconds(20));
   std::this_thread::sleep_for(milliseconds(100));  // a few rounds of the fetch loop
   EXPECT_EQ(cache.page(), "");
 }

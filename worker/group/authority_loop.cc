@@ -1,6 +1,8 @@
 // The group authority's store adapter (see authority_loop.h).
 #include "worker/group/authority_loop.h"
 
+#include <cstdlib>
+
 #include "common/logging.h"
 #include "worker/comm/work_util.h"
 #include "worker/group/budget.h"
@@ -366,6 +368,12 @@ void AuthorityLoop::Tick() {
       continue;
     }
     r.fenced.push_back({id.substr(0, slash), slash == std::string::npos ? "" : id.substr(slash + 1)});
+  }
+  for (int rank = 0; rank < world_; ++rank) {
+    const std::string& id = trainers_[static_cast<size_t>(rank)].identity;
+    const size_t last = id.rfind('/');
+    if (id.empty() || last == std::string::npos) continue;
+    r.trainers[rank] = {PodOfIdentity(id), std::atoi(id.c_str() + last + 1)};
   }
   r.abandoned = abandoned_;
   r.finished = finished_;

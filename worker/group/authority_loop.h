@@ -40,6 +40,8 @@ struct GroupReport {
     int node_rank = -1;  // held when its process ended; -1: none
   };
   std::vector<Ended> ended;  // pods whose process ended while registered
+  // rank -> (pod name, incarnation) of the trainer registered on it (keys.h TrainerIdentity).
+  std::map<int, std::pair<std::string, int>> trainers;
   bool abandoned = false;
   bool finished = false;
   bool stopping = false;

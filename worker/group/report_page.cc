@@ -64,6 +64,13 @@ std::string RenderGroupReport(const GroupReport& r, const std::string& job, int 
       << kUidLabel << "=\"" << Quote(e.uid) << "\"," << kNodeRankLabel << "=\"" << e.node_rank
       << "\"} 1\n";
   }
+  o << "# HELP " << kGroupTrainerIncarnation
+    << " Per rank, the incarnation of its trainer (+1 at each restart in place).\n# TYPE "
+    << kGroupTrainerIncarnation << " gauge\n";
+  for (const auto& [rank, t] : r.trainers) {
+    o << kGroupTrainerIncarnation << "{" << common << "," << kRankLabel << "=\"" << rank << "\","
+      << kPodLabel << "=\"" << Quote(t.first) << "\"} " << t.second << "\n";
+  }
   return o.str();
 }
 

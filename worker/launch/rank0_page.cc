@@ -9,25 +9,25 @@ namespace ddp::worker {
 
 using Clock = std::chrono::steady_clock;
 
-Rank0PageCache::Rank0PageCache(Where where, std::chrono::milliseconds every,
+MemberPageCache::MemberPageCache(Where where, std::chrono::milliseconds every,
                                std::chrono::milliseconds timeout,
                                std::chrono::milliseconds fresh_for)
     : where_(std::move(where)), every_(every), timeout_(timeout), fresh_for_(fresh_for) {
   thread_ = std::thread([this] { Run(); });
 }
 
-Rank0PageCache::~Rank0PageCache() {
+MemberPageCache::~MemberPageCache() {
   stop_ = true;
   if (thread_.joinable()) thread_.join();
 }
 
-std::string Rank0PageCache::page() const {
+std::string MemberPageCache::page() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (fetched_ == Clock::time_point{} || Clock::now() - fetched_ > fresh_for_) return "";
   return page_;
 }
 
-void Rank0PageCache::Run() {
+void MemberPageCache::Run() {
   while (!stop_.load()) {
     const auto next = Clock::now() + every_;
     const std::string where = where_();

@@ -35,6 +35,32 @@ using Clock = std::chrono::steady_clock;
 std::atomic<int> g_signal{0};
 extern "C" void OnRendezvousSignal(int sig) { g_signal.store(sig); }
 
+// The stall records (ddp_worker_last_stall_*) on the page of the pod holding node rank 1,
+// renamed ddp_group_peer_last_stall_*: a survivor's own figure when the pod of rank 0 is the
+// one that was lost or restarted (docs/metrics.md "Incidents and goodput"). "" when none.
+std::string PeerStalls(const std::string& page) {
+  static const std::string kFrom = "ddp_worker_last_stall", kTo = "ddp_group_peer_last_stall";
+  std::string out;
+  for (size_t at = 0; at < page.size();) {
+    size_t nl = page.find('\n', at);
+    if (nl == std::string::npos) nl = page.size();
+    if (page.compare(at, kFrom.size(), kFrom) == 0) {
+      out += kTo + page.substr(at + kFrom.size(), nl - at - kFrom.size()) + "\n";
+    }
+    at = nl + 1;
+  }
+  return out;
+}
+
+// Where the pod holding node rank `node` serves its /metrics ("" when none holds it).
+std::string MetricsOf(const AuthorityLoop& authority, int node) {
+  const GroupReport r = authority.Report();
+  auto member = r.members.find(node);
+  if (member == r.members.end()) return "";
+  auto where = r.metrics_of.find(member->second);
+  return where == r.metrics_of.end() ? "" : where->second;
+}
+
 }  // namespace
 
 int RendezvousMain() {
@@ -98,25 +124,21 @@ int RendezvousMain() {
                 << gs.nproc_per_node << ", store on port " << gs.rendezvous.master_port
                 << ", presence on port " << (*presence)->port() << ", liveness "
                 << as.liveness_seconds << "s, budget " << gs.max_recoveries;
-  // 3. /metrics: the group's series, then rank 0's page (fetched in the background: this page
-  // never waits on rank 0's pod).
-  Rank0PageCache rank0([&authority]() -> std::string {
-    const GroupReport r = authority.Report();
-    auto member = r.members.find(0);
-    if (member == r.members.end()) return "";
-    auto where = r.metrics_of.find(member->second);
-    return where == r.metrics_of.end() ? "" : where->second;
-  });
+  // 3. /metrics: the group's series, the store's, rank 0's page and node rank 1's stall records
+  // (both pages fetched in the background: this page never waits on another pod).
+  MemberPageCache rank0([&authority] { return MetricsOf(authority, 0); });
+  MemberPageCache rank1([&authority] { return MetricsOf(authority, 1); });
   std::unique_ptr<HttpServer> server;
   if (gs.metrics_port >= 0) {
     server = std::make_unique<HttpServer>();
     const std::string job = gs.job;
     const int round = gs.rendezvous.round;
     store::StoreServer* hosted_server = hosted->server.get();
-    server->Handle("/metrics", [&authority, &rank0, hosted_server, job, round] {
+    server->Handle("/metrics", [&authority, &rank0, &rank1, hosted_server, job, round] {
       return HttpResponse{200, kPrometheusContentType,
                           RenderGroupReport(authority.Report(), job, round) +
-                              RenderStorePage(*hosted_server, job, round) + rank0.page()};
+                              RenderStorePage(*hosted_server, job, round) + rank0.page() +
+                              PeerStalls(rank1.page())};
     });
     server->Handle("/healthz", [] { return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
     if (Status s = server->Start("0.0.0.0:" + std::to_string(gs.metrics_port)); !s.ok()) {

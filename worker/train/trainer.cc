@@ -24,6 +24,7 @@
 #include "worker/train/sample_log.h"
 #include "worker/train/evaluate.h"
 #include "worker/train/schedule.h"
+#include "worker/train/stall_clock.h"
 #include "worker/train/train_state.h"
 #include "worker/train/trainer_setup.h"
 
@@ -329,6 +330,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   PhaseTotals totals, window;
   result.step = committed.step;
   std::optional<Clock::time_point> failed_at;  // a recovery in progress, until the next commit
+  StallClock stall(m, rank);  // the trainer's own figure of the last time training stood still
   // The step agreement: the committed step it runs at next (the first step agrees, to measure
   // the step time) and this rank's busy time since the last one.
   int64_t next_agreement = committed.step + 1;
@@ -466,6 +468,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       m->allreduce_seconds.Inc(stats.allreduce_seconds);
       m->exposed_allreduce_seconds.Inc(t.exposed_allreduce);
     }
+    stall.Committed(committed.step);
     if (failed_at) {
       const double seconds = Since(*failed_at);
       if (m) (resizing ? m->resize_seconds : m->recovery_seconds).Observe(seconds);
@@ -525,6 +528,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     }
     const std::string cause = s.ok() ? "a growth" : s.ToString();
     if (!failed_at) failed_at = Clock::now();
+    stall.Interrupted();
     reducer.reset();  // abandoned above (a failure): its buckets live on until their collectives stop
     resizing = false;
     Status f = form();

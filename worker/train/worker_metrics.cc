@@ -42,6 +42,8 @@ WorkerMetrics::WorkerMetrics(const WorkerIdentity& id)
       recovery_seconds(registry_.AddHistogram("ddp_worker_recovery_seconds", "Seconds from a failure seen by this rank to the group's next committed step (in-place recovery).", RecoveryBuckets()).Get()),
       resizes(registry_.AddCounter("ddp_worker_resizes_total", "Resizes of the group this trainer process went through in place (spec.elastic under recovery InPlace).").Get()),
       resize_seconds(registry_.AddHistogram("ddp_worker_resize_seconds", "Seconds from the generation before a resize ending to the first step committed at the new size.", RecoveryBuckets()).Get()),
+      last_stall(registry_.AddGauge("ddp_worker_last_stall_timestamp_seconds", "The last time training stood still for this process: the unix time of the last step committed before it (edge=start), of the interruption being seen (edge=detected) and of the next commit (edge=end). A process's first commit sets end alone.", {"edge"})),
+      last_stall_step(registry_.AddGauge("ddp_worker_last_stall_step", "The committed step training resumed from at the end of the last stall (ddp_worker_last_stall_timestamp_seconds).").Get()),
       gpu_memory_bytes(registry_.AddGauge("ddp_worker_gpu_memory_bytes", "GPU memory in use on this rank's device (total - free, from the CUDA runtime).")),
       val_loss(registry_.AddGauge("ddp_worker_val_loss", "Loss on the held-out shards at the last eval, averaged over ranks.")),
       rank_busy_seconds(registry_.AddCounter("ddp_worker_rank_busy_seconds_total", "Rank 0 only: each rank's busy seconds (data, forward, backward; not the all-reduce wait) over the steps counted by ddp_worker_rank_busy_steps_total.", {"peer_rank"})),

@@ -61,6 +61,12 @@ class WorkerMetrics {
   // seconds from its old generation ending to the first step committed at the new size.
   metrics::Counter& resizes;
   metrics::Histogram& resize_seconds;
+  // The last time training stood still for this process (stall_clock.h):
+  // ddp_worker_last_stall_timestamp_seconds{edge="start|detected|end"} (unix seconds; no series
+  // before the first commit, start and detected only after an interruption it survived) and
+  // ddp_worker_last_stall_step, the committed step training resumed from.
+  metrics::GaugeFamily& last_stall;
+  metrics::Gauge& last_stall_step;
   // ddp_worker_gpu_memory_bytes: a family with no series until a GPU reading exists, so a
   // CPU worker exports no misleading 0.
   metrics::GaugeFamily& gpu_memory_bytes;

@@ -1,0 +1,310 @@
+// status.incidents (see incidents.h for the steps).
+#include "operator/plan/incidents.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/group_contract.h"
+#include "operator/api/time_format.h"
+#include "operator/plan/inplace.h"
+#include "operator/plan/names.h"
+#include "operator/plan/progress.h"
+
+namespace ddp::plan::internal {
+namespace {
+
+using api::Incident;
+
+double Unix(TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
+TimePoint FromUnix(double s) {
+  return TimePoint(std::chrono::duration_cast<TimePoint::duration>(std::chrono::duration<double>(s)));
+}
+
+// A record whose end is within this of an incident's (whole-second) time may be its stall.
+constexpr double kTimeSlack = 1.0;
+// A record no incident claimed is kept this long for a trainer exit whose count comes later.
+constexpr double kUnclaimedWindow = 30.0;
+
+bool Open(const Incident& i) { return !i.Closed(); }
+
+bool KnownUid(const Pass& p, const std::string& uid) {
+  if (uid.empty()) return false;
+  for (const Incident& i : p.st.incidents) {
+    if (i.pod_uid == uid) return true;
+  }
+  return false;
+}
+
+// The pod's own time of its end, where the pod says: its container's finishedAt, or when its
+// delete was asked (the deletion timestamp less its grace). Else the pass's.
+TimePoint EndTime(const Pass& p, const ObservedPod& pod) {
+  if (pod.finished_at && *pod.finished_at <= p.now) return *pod.finished_at;
+  if (pod.deleting && pod.deletion_timestamp && pod.deletion_grace_seconds) {
+    const TimePoint asked = *pod.deletion_timestamp - std::chrono::seconds(*pod.deletion_grace_seconds);
+    if (asked <= p.now) return asked;
+  }
+  return p.now;
+}
+
+// SpareTookRank when a spare pod (not the incident's) now holds its rank; else HealedInPlace.
+const char* InPlaceOutcome(const Pass& p, const Incident& i) {
+  const metrics::GroupScrape* g = CurrentGroup(p);
+  if (g == nullptr || i.rank < 0) return api::kOutcomeHealedInPlace;
+  for (const auto& [pod, rank] : g->members) {
+    if (rank != i.rank || pod == i.pod) continue;
+    for (const ObservedPod* s : CurrentSpares(p)) {
+      if (s != nullptr && s->name == pod) return api::kOutcomeSpareTookRank;
+    }
+    if (pod.find("-spare-") != std::string::npos) return api::kOutcomeSpareTookRank;
+  }
+  return api::kOutcomeHealedInPlace;
+}
+
+bool IsRendezvousIncident(const Pass& p, const Incident& i) {
+  return i.rank < 0 && i.kind != api::kIncidentResize && i.pod == RendezvousPodName(p.job);
+}
+
+// Trainer exits the group healed inside their pods since the last pass (the increase of
+// status.progress.recoveries), each named by the rank whose trainer incarnation rose.
+void OpenTrainerExits(Pass* p) {
+  if (!InPlace(*p)) return;
+  const api::DDPJobStatus& was = p->job.status;
+  int64_t before = was.progress ? was.progress->recoveries : 0;
+  const int64_t after = p->st.progress ? p->st.progress->recoveries : 0;
+  if (was.rendezvous_uid != p->st.rendezvous_uid && !was.rendezvous_uid.empty()) before = 0;
+  if (was.round != p->round) before = 0;
+  const int64_t healed = std::min<int64_t>(after - before, api::kMaxIncidents);
+  if (healed <= 0) return;
+  const metrics::GroupScrape* g = CurrentGroup(*p);
+  // The count is read after the fact: when the page that shows it also carries the trainers'
+  // record of the stall it caused, their time of seeing it is when it happened (and the record
+  // is this incident's, however late the page was read).
+  TimePoint when = p->now;
+  if (const ObservedProgress* prog = CurrentProgress(*p)) {
+    const auto& rec = prog->snapshot.last_stall;
+    if (rec && rec->end > p->st.goodput.resumed_at + 1e-3) {
+      when = std::min(when, FromUnix(rec->detected.value_or(rec->start.value_or(rec->end))));
+    }
+  }
+  for (int64_t k = 0; k < healed; ++k) {
+    // The rank whose trainer was restarted more often than incidents say: most restarts first.
+    int best_rank = -1, best_new = 0, best_covered = 0;
+    std::string best_pod;
+    if (g != nullptr) {
+      for (const auto& [rank, t] : g->trainers) {
+        int covered = 0;
+        for (const Incident& i : p->st.incidents) {
+          if (i.kind == api::kIncidentTrainerExit && i.round == p->round && i.rank == rank) {
+            covered = std::max(covered, i.incarnation);
+          }
+        }
+        if (t.second - covered > best_new) {
+          best_rank = rank, best_new = t.second - covered, best_covered = covered;
+          best_pod = t.first;
+        }
+      }
+    }
+    Incident i;
+    i.kind = api::kIncidentTrainerExit;
+    i.rank = best_rank;
+    i.pod = best_pod;
+    i.incarnation = best_rank >= 0 ? best_covered + 1 : 0;
+    for (const ObservedPod& pod : p->seen->pods) {
+      if (pod.name == best_pod && pod.round == p->round && !pod.deleting) i.node = pod.node_name;
+    }
+    // A heal whose record came in before the group's count did: that stall is this one's.
+    api::Goodput& gp = p->st.goodput;
+    if (gp.unclaimed_end > 0 && gp.unclaimed_end > Unix(p->now) - kUnclaimedWindow) {
+      i.stall_seconds = gp.unclaimed_stall;
+      i.detection_seconds = gp.unclaimed_detection;
+      i.source = api::kSourceWorkers;
+      i.steps_lost = 0;
+      i.outcome = api::kOutcomeHealedInPlace;
+      const double seen = gp.unclaimed_end - gp.unclaimed_stall + gp.unclaimed_detection.value_or(0);
+      when = std::min(when, FromUnix(seen));
+      gp.unclaimed_end = 0;
+      gp.unclaimed_stall = 0;
+      gp.unclaimed_detection.reset();
+    }
+    i.time = when;
+    i.message = best_rank >= 0 ? "rank " + std::to_string(best_rank) +
+                                     "'s trainer exited; its pod's supervisor restarted it "
+                                     "(incarnation " + std::to_string(i.incarnation) + ")"
+                               : "a trainer exited and was restarted inside its pod";
+    OpenIncident(p, i);
+  }
+}
+
+// A lost rendezvous pod of the round: once per pod object.
+void OpenRendezvousLoss(Pass* p) {
+  if (!InPlace(*p)) return;
+  for (const ObservedPod& pod : p->seen->pods) {
+    if (pod.role != group::kRoleRendezvous || pod.round != p->round || KnownUid(*p, pod.uid)) {
+      continue;
+    }
+    bool deleted_now = false;
+    for (const Delete& d : p->plan.deletes) deleted_now = deleted_now || (d.kind == "Pod" && d.uid == pod.uid);
+    const bool ended = pod.deleting || pod.phase == "Failed" || pod.fenced || pod.node_lost ||
+                       pod.lost_with_store || deleted_now;
+    if (!ended || pod.uid.empty()) continue;
+    Incident i;
+    i.kind = pod.node_lost || pod.lost_with_store ? api::kIncidentNodeLost : api::kIncidentPodLost;
+    i.pod = pod.name;
+    i.pod_uid = pod.uid;
+    i.node = pod.node_name;
+    i.time = EndTime(*p, pod);
+    i.message = "rendezvous pod " + pod.name + " lost (" +
+                DescribeOutcome(pod, pod.exit_code ? PodOutcome::kFailure : PodOutcome::kDisruption) +
+                "); the group re-registers with a new one";
+    OpenIncident(p, i);
+  }
+}
+
+// The stall a record gives incidents it closes, and the goodput. Returns the seconds counted.
+void ApplyRecord(Pass* p, const metrics::StallRecord& rec) {
+  api::Goodput& gp = p->st.goodput;
+  std::vector<Incident*> matched;
+  for (Incident& i : p->st.incidents) {
+    if (Open(i) && !i.stall_seconds && Unix(i.time) <= rec.end + kTimeSlack) matched.push_back(&i);
+  }
+  const bool first = gp.resumed_at <= 0;
+  double stall = 0;
+  if (rec.start) {
+    stall = rec.end - *rec.start;
+  } else if (!matched.empty()) {
+    double earliest = rec.end;
+    for (const Incident* i : matched) earliest = std::min(earliest, Unix(i->time));
+    stall = rec.end - earliest;
+  }
+  stall = std::max(0.0, stall);
+  for (Incident* i : matched) {
+    i->stall_seconds = stall;
+    i->source = rec.start ? api::kSourceWorkers : api::kSourceOperator;
+    if (rec.start && rec.detected) i->detection_seconds = std::max(0.0, *rec.detected - *rec.start);
+    if (rec.detected && FromUnix(*rec.detected) < i->time) i->time = api::TruncateToSeconds(FromUnix(*rec.detected));
+    const int64_t resumed = static_cast<int64_t>(rec.step);
+    i->steps_lost = i->outcome == api::kOutcomeNewRound ? std::max<int64_t>(0, i->step - resumed) : 0;
+    if (i->outcome.empty()) i->outcome = InPlaceOutcome(*p, *i);
+  }
+  if (first && p->st.start_time) {
+    gp.stalled_seconds += std::max(0.0, rec.end - Unix(*p->st.start_time));  // the start, too
+  } else if (!first) {
+    gp.stalled_seconds += stall;
+  }
+  if (!first && matched.empty() && rec.start) {
+    gp.unclaimed_end = rec.end;
+    gp.unclaimed_stall = stall;
+    gp.unclaimed_detection.reset();
+    if (rec.detected) gp.unclaimed_detection = std::max(0.0, *rec.detected - *rec.start);
+  } else if (!matched.empty()) {
+    gp.unclaimed_end = 0;
+    gp.unclaimed_stall = 0;
+    gp.unclaimed_detection.reset();
+  }
+  gp.resumed_at = rec.end;
+}
+
+// Pages without records: the first advance of the step after an incident ends its stall.
+void ApplyAdvance(Pass* p, const metrics::ProgressSnapshot& s) {
+  if (s.step <= 0 || s.last_advance == TimePoint{}) return;
+  const double advanced = Unix(s.last_advance);
+  api::Goodput& gp = p->st.goodput;
+  if (advanced <= gp.resumed_at) return;
+  metrics::StallRecord rec;
+  rec.end = advanced;
+  rec.step = s.step;
+  bool any = gp.resumed_at <= 0;
+  for (const Incident& i : p->st.incidents) any = any || (Open(i) && !i.stall_seconds && Unix(i.time) < advanced);
+  if (any) ApplyRecord(p, rec);
+}
+
+}  // namespace
+
+const char* IncidentKind(const ObservedPod& pod, PodOutcome outcome) {
+  if (pod.node_lost || pod.lost_with_store) return api::kIncidentNodeLost;
+  const auto end = group::ParseEnd(pod.message);
+  if (end == group::EndReason::kDeparted || end == group::EndReason::kStopped ||
+      pod.reason == "Evicted" || pod.reason == "Preempted") {
+    return api::kIncidentDrain;
+  }
+  if (pod.fenced) return api::kIncidentHang;
+  if (outcome == PodOutcome::kFailure && pod.exit_code) return api::kIncidentTrainerExit;
+  if (pod.disruption_condition) return api::kIncidentDrain;
+  return api::kIncidentPodLost;
+}
+
+void OpenPodIncident(Pass* p, const ObservedPod& pod, PodOutcome outcome, int rank,
+                     const std::string& message) {
+  if (KnownUid(*p, pod.uid)) return;
+  Incident i;
+  i.kind = IncidentKind(pod, outcome);
+  i.pod = pod.name;
+  i.pod_uid = pod.uid;
+  i.node = pod.node_name;
+  i.rank = rank;
+  i.time = EndTime(*p, pod);
+  i.message = message;
+  OpenIncident(p, i);
+}
+
+void OpenIncident(Pass* p, Incident i) {
+  if (i.round == 0) i.round = p->round;
+  if (i.time == TimePoint{}) i.time = p->now;
+  i.time = api::TruncateToSeconds(i.time);
+  if (i.step == 0) {
+    if (const ObservedProgress* prog = CurrentProgress(*p)) {
+      i.step = static_cast<int64_t>(std::llround(prog->snapshot.step));
+    } else if (p->st.progress) {
+      i.step = p->st.progress->step;
+    }
+  }
+  if (i.message.size() > api::kMaxIncidentMessage) i.message.resize(api::kMaxIncidentMessage);
+  auto& list = p->st.incidents;
+  list.push_back(std::move(i));
+  if (list.size() > api::kMaxIncidents) {
+    list.erase(list.begin(), list.end() - static_cast<std::ptrdiff_t>(api::kMaxIncidents));
+  }
+  p->st.incidents_total += 1;
+}
+
+void DecideOpenIncidents(Pass* p, const char* outcome) {
+  const bool failed = std::string(outcome) == api::kOutcomeFailed;
+  for (Incident& i : p->st.incidents) {
+    if (i.round != p->round || !Open(i)) continue;
+    if (i.outcome.empty() || failed) {
+      if (i.outcome.empty()) i.outcome = outcome;
+      if (failed && !i.stall_seconds) {
+        i.stall_seconds = std::max(0.0, Unix(p->now) - Unix(i.time));
+        i.source = api::kSourceOperator;
+      }
+    }
+  }
+}
+
+void TrackIncidents(Pass* p) {
+  OpenTrainerExits(p);
+  OpenRendezvousLoss(p);
+  if (const ObservedProgress* prog = CurrentProgress(*p)) {
+    const metrics::ProgressSnapshot& s = prog->snapshot;
+    if (s.last_stall && s.last_stall->end > p->st.goodput.resumed_at + 1e-3) {
+      ApplyRecord(p, *s.last_stall);
+    } else if (!s.stall_series) {
+      ApplyAdvance(p, s);
+    }
+  }
+  // A lost rendezvous pod that training went on through: healed once another one reports.
+  const auto& g = p->seen->group;
+  for (Incident& i : p->st.incidents) {
+    if (!Open(i) || !IsRendezvousIncident(*p, i) || i.round != p->round) continue;
+    if (!g || g->round != p->round || g->pod_uid.empty() || g->pod_uid == i.pod_uid) continue;
+    if (!i.stall_seconds) {
+      i.stall_seconds = 0;
+      i.source = api::kSourceOperator;
+      i.steps_lost = 0;
+    }
+    if (i.outcome.empty()) i.outcome = api::kOutcomeHealedInPlace;
+  }
+}
+
+}  // namespace ddp::plan::internal

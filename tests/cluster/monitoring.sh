@@ -1,0 +1,89 @@
+# The monitoring scenario of tests/cluster/run.sh (sourced): a real Prometheus (Debian's
+# `prometheus`, scripts/install-deps.sh) scrapes the cluster while a job heals a scripted trainer
+# kill in place; then every panel query of the chart's dashboard must return data over the run,
+# the heal must show in ddp_job_recovery_seconds, and status.incidents must name the killed rank,
+# its pod and node, with a stall within 10% of the one the surviving trainer logged.
+# Debian's prometheus is built without Kubernetes service discovery: a loop here writes its
+# file_sd targets from the API every 2 s, with the targets and labels examples/prometheus/
+# prometheus.yaml's kubernetes_sd relabelling gives (tests/cluster/prom_util.py targets).
+# Uses ROOT, NS, STEPS and the helpers of lib.sh.
+
+PROM_PID="" PROM_SD_PID="" PROM_DIR="" PROM=""
+prom_start() {
+  command -v prometheus >/dev/null 2>&1 || { say "no prometheus binary (scripts/install-deps.sh installs Debian's)"; return 1; }
+  PROM_DIR=$(mktemp -d)
+  local port=${E2E_PROM_PORT:-19090}
+  cat > "$PROM_DIR/prometheus.yml" <<YAML
+global: {scrape_interval: 2s, evaluation_interval: 2s}
+scrape_configs:
+  - job_name: ddp
+    file_sd_configs: [{files: ["$PROM_DIR/targets.json"], refresh_interval: 2s}]
+YAML
+  ( while :; do
+      kubectl get pods -A -l app.kubernetes.io/name=ddp-operator -o json > "$PROM_DIR/op.json" 2>/dev/null
+      kubectl get pods -A -l ddp.dev/job-name -o json > "$PROM_DIR/pods.json" 2>/dev/null
+      python3 "$ROOT/tests/cluster/prom_util.py" targets "$PROM_DIR/op.json" "$PROM_DIR/pods.json" "$PROM_DIR/targets.json" 2>/dev/null
+      sleep 2
+    done ) &
+  PROM_SD_PID=$!
+  prometheus --config.file="$PROM_DIR/prometheus.yml" --storage.tsdb.path="$PROM_DIR/data" \
+    --web.listen-address="127.0.0.1:$port" > "$PROM_DIR/prometheus.log" 2>&1 &
+  PROM_PID=$!
+  PROM="http://127.0.0.1:$port"
+  local t
+  for t in $(seq 60); do
+    curl -sf "$PROM/-/ready" >/dev/null 2>&1 && return 0
+    sleep 1
+  done
+  say "prometheus did not become ready: $(tail -n 5 "$PROM_DIR/prometheus.log")"
+  return 1
+}
+prom_stop() {
+  [ -z "$PROM_SD_PID" ] || { kill "$PROM_SD_PID" 2>/dev/null; wait "$PROM_SD_PID" 2>/dev/null; }
+  [ -z "$PROM_PID" ] || { kill "$PROM_PID" 2>/dev/null; wait "$PROM_PID" 2>/dev/null; }
+  [ -z "$PROM_DIR" ] || rm -rf "$PROM_DIR"
+  PROM_PID="" PROM_SD_PID="" PROM_DIR=""
+}
+
+MON_HEALED="" MON_NODE=""
+monitoring_hook() {
+  [ -n "$MON_NODE" ] || MON_NODE=$(kubectl -n "$NS" get pod "$1-worker-1" -o jsonpath='{.spec.nodeName}' 2>/dev/null)
+  # The first time status.incidents has a closed incident, remember when.
+  [ -n "$MON_HEALED" ] || [ -z "$(jget "$1" '{.status.incidents[0].stallSeconds}')" ] || MON_HEALED=$(date +%s)
+}
+
+scenario_monitoring() {
+  local name=monitored start end inc pod node rank stall logged count goodput
+  prom_start || { check "monitoring: a Prometheus runs" false; prom_stop; return; }
+  check "monitoring: a Prometheus runs" true
+  start=$(date +%s)
+  MON_HEALED="" MON_NODE=""
+  run_job "$name" InPlace $((STEPS / 3)) monitoring_hook
+  end=$(date +%s)
+  sleep 6  # the operator's and the workers' last values reach two more scrapes
+  check "monitoring: Succeeded" [ "$(phase "$name")" = Succeeded ]
+  # The incident as the status has it, against the pod and the trainer's own log.
+  inc=$(kubectl -n "$NS" get ddpj "$name" -o jsonpath='{.status.incidents[0].kind} {.status.incidents[0].pod} {.status.incidents[0].node} {.status.incidents[0].rank} {.status.incidents[0].stallSeconds} {.status.incidents[0].outcome}')
+  say "incident: $inc"
+  read -r kind pod node rank stall outcome <<<"$inc"
+  check "monitoring: the scripted kill is a TrainerExit of rank 1 in $name-worker-1, HealedInPlace ($inc)" \
+    [ "$kind $pod $rank $outcome" = "TrainerExit $name-worker-1 1 HealedInPlace" ]
+  # The pods are gone once the job finished (cleanPodPolicy): the node worker-1 ran on, as seen.
+  check "monitoring: the incident names worker-1's node ($node; worker-1 ran on ${MON_NODE:-?})" \
+    bash -c '[ -n "$1" ] && [ "$1" = "$2" ]' _ "$node" "$MON_NODE"
+  logged=$(kubectl -n "$NS" logs "$name-worker-0" 2>/dev/null | grep -Eo 'rank 0: training stood still [0-9.]+s' | head -n 1 | grep -Eo '[0-9.]+s$' | tr -d s)
+  check "monitoring: the stall ($stall s) within 10% of the one rank 0 logged (${logged:-none} s)" \
+    python3 -c "import sys; a, b = float('$stall'), float('${logged:-nan}'); sys.exit(0 if abs(a - b) <= 0.1 * b else 1)"
+  timing "monitoring: heal stall $stall s (status), ${logged:-?} s (rank 0's log)"
+  count=$(python3 "$ROOT/tests/cluster/prom_util.py" value "$PROM" \
+            "sum(ddp_job_recovery_seconds_count{ddp_job=\"$name\",kind=\"TrainerExit\",outcome=\"HealedInPlace\"})")
+  check "monitoring: the heal in ddp_job_recovery_seconds (count ${count:-none})" \
+    bash -c '[ -n "$1" ] && [ "$1" != 0 ]' _ "$count"
+  goodput=$(python3 "$ROOT/tests/cluster/prom_util.py" value "$PROM" "max(ddp_job_goodput_ratio{ddp_job=\"$name\"})")
+  check "monitoring: ddp_job_goodput_ratio read (${goodput:-none})" [ -n "$goodput" ]
+  # GPU memory: no series without a GPU (docs/metrics.md), which this cluster has not.
+  check "monitoring: every dashboard panel returns data over the run" \
+    python3 "$ROOT/tests/cluster/prom_util.py" panels "$ROOT/charts/ddp-operator/dashboards/ddp.json" \
+      "$PROM" "$NS" "$name" "$start" "$((end + 6))" "GPU memory"
+  prom_stop
+}

@@ -1,0 +1,433 @@
+// status.incidents (operator/plan/incidents.h): which failure opens which incident, with which
+// pod, node and rank; its outcome; its stall from the trainers' own record (or the operator's
+// estimate where none exists); the goodput's stalled seconds; the bound on the status; and the
+// wire form (malformed rows dropped). Each pass plans and applies, as the controller does.
+// Expected figures are derived from the rows' own times: a record's end minus its start, etc.
+#include <gtest/gtest.h>
+
+#include "operator/api/incident_fields.h"
+#include "operator/api/serialize.h"
+#include "operator/plan/plan.h"
+#include "tests/operator/planner_fixture.h"
+
+namespace ddp::plan::testing {
+namespace {
+
+using api::DDPJob;
+using api::Incident;
+
+double Unix(TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
+// Plans and applies until nothing is written; deleted pods vanish between passes.
+void Settle(DDPJob* job, Observed* world, TimePoint now) {
+  for (int pass = 0; pass < 20; ++pass) {
+    const Plan plan = PlanReconcile(*job, *world, now);
+    if (plan.creates.empty() && plan.deletes.empty() && !plan.status) return;
+    Apply(plan, job, world, now);
+    ReapDeleting(world);
+  }
+  ADD_FAILURE() << "planner did not settle in 20 passes: "
+                << PlanReconcile(*job, *world, now).ToString();
+}
+
+// One pass, applied, as the controller makes it (a pod being deleted goes before the next).
+void Pass(DDPJob* job, Observed* world, TimePoint now) {
+  Apply(PlanReconcile(*job, *world, now), job, world, now);
+  ReapDeleting(world);
+}
+
+void StartAll(Observed* w) {
+  for (auto& p : w->pods) {
+    if (p.deleting || p.phase == "Failed") continue;
+    p.phase = "Running";
+    p.ready = true;
+    p.node_name = p.name == "mingpt-worker-1" ? "node-b" : "node-a";
+  }
+}
+
+// Rank 0's page as the scraper keeps it: `step`, seen advancing at `advanced`, and its record.
+ObservedProgress Page(int round, double step, TimePoint advanced,
+                      std::optional<metrics::StallRecord> stall = std::nullopt) {
+  ObservedProgress p;
+  p.round = round;
+  p.snapshot.step = step;
+  p.snapshot.last_advance = advanced;
+  p.snapshot.scraped_at = advanced;
+  p.snapshot.last_stall = stall;
+  p.snapshot.stall_series = true;
+  return p;
+}
+
+metrics::StallRecord Record(std::optional<double> start, std::optional<double> detected,
+                            double end, double step) {
+  metrics::StallRecord r;
+  r.start = start;
+  r.detected = detected;
+  r.end = end;
+  r.step = step;
+  return r;
+}
+
+// An InPlace job of `n` pods trained to step 100 in round 0: started at At(0), whose first step
+// was committed at At(10) + 0.5 s (the start record), running since.
+struct InPlaceRun {
+  std::string Uid(const std::string& name) const {
+    for (const auto& p : world.pods) {
+      if (p.name == name && !p.deleting) return p.uid;
+    }
+    return "";
+  }
+  DDPJob job = InPhase(InPlace(Job(2)), "Pending", 0, 2);
+  Observed world;
+  explicit InPlaceRun(int spares = 0) {
+    job = InPlace(Job(2), spares);
+    job.status = {};
+    world = World({}, false);
+    Settle(&job, &world, At(0));
+    StartAll(&world);
+    std::map<std::string, int> members = {{"mingpt-worker-0", 0}, {"mingpt-worker-1", 1}};
+    std::vector<std::string> idle;
+    for (int k = 0; k < spares; ++k) idle.push_back("mingpt-spare-" + std::to_string(k));
+    world.group = Report(0, members, idle);
+    world.group->pod_uid = Uid("mingpt-rendezvous");
+    world.group->report.trainers = {{0, {"mingpt-worker-0", 0}}, {1, {"mingpt-worker-1", 0}}};
+    world.progress = Page(0, 100, At(20), Record(std::nullopt, std::nullopt, Unix(At(10)) + 0.5, 0));
+    Settle(&job, &world, At(20));
+  }
+};
+
+TEST(Incidents, TheStartIsStalledTimeButNoIncident) {
+  InPlaceRun r;
+  EXPECT_EQ(r.job.status.phase, "Running");
+  EXPECT_TRUE(r.job.status.incidents.empty());
+  EXPECT_EQ(r.job.status.incidents_total, 0);
+  // From startTime (At(0)) to the first commit.
+  EXPECT_DOUBLE_EQ(r.job.status.goodput.stalled_seconds, 10.5);
+  EXPECT_DOUBLE_EQ(r.job.status.goodput.resumed_at, Unix(At(10)) + 0.5);
+}
+
+TEST(Incidents, TrainerExitHealedInsideItsPodIsNamedByItsIncarnation) {
+  InPlaceRun r;
+  // Rank 1's trainer died and its supervisor restarted it: the group charged one recovery and
+  // rank 1's trainer is incarnation 1. The survivors' record: last commit at 30.2, the failure
+  // seen at 30.25, the next commit at 31.0.
+  r.world.group->report.recoveries = 1;
+  r.world.group->report.trainers[1] = {"mingpt-worker-1", 1};
+  const double start = Unix(At(30)) + 0.2, seen = start + 0.05, end = Unix(At(31));
+  r.world.progress = Page(0, 160, At(31), Record(start, seen, end, 150));
+  Settle(&r.job, &r.world, At(31));
+  ASSERT_EQ(r.job.status.incidents.size(), 1u);
+  const Incident& i = r.job.status.incidents[0];
+  EXPECT_EQ(i.kind, api::kIncidentTrainerExit);
+  EXPECT_EQ(i.pod, "mingpt-worker-1");
+  EXPECT_EQ(i.node, "node-b");
+  EXPECT_EQ(i.rank, 1);
+  EXPECT_EQ(i.incarnation, 1);
+  EXPECT_EQ(i.outcome, api::kOutcomeHealedInPlace);
+  EXPECT_EQ(i.source, api::kSourceWorkers);
+  ASSERT_TRUE(i.stall_seconds && i.detection_seconds);
+  EXPECT_NEAR(*i.stall_seconds, end - start, 1e-9);
+  EXPECT_NEAR(*i.detection_seconds, seen - start, 1e-9);
+  EXPECT_EQ(i.steps_lost, 0);
+  EXPECT_EQ(i.time, At(30));  // when the group saw it, whole seconds
+  EXPECT_EQ(r.job.status.recoveries, 1);
+  EXPECT_NEAR(r.job.status.goodput.stalled_seconds, 10.5 + (end - start), 1e-9);
+
+  // Twice more on rank 0 between two reads: two incidents, incarnations 1 and 2.
+  r.world.group->report.recoveries = 3;
+  r.world.group->report.trainers[0] = {"mingpt-worker-0", 2};
+  Settle(&r.job, &r.world, At(40));
+  ASSERT_EQ(r.job.status.incidents.size(), 3u);
+  EXPECT_EQ(r.job.status.incidents[1].rank, 0);
+  EXPECT_EQ(r.job.status.incidents[1].incarnation, 1);
+  EXPECT_EQ(r.job.status.incidents[2].incarnation, 2);
+  EXPECT_EQ(r.job.status.incidents_total, 3);
+  EXPECT_TRUE(r.job.status.incidents[2].outcome.empty()) << "no record yet: still recovering";
+  // A second identical pass writes nothing (the record and the counts are consumed).
+  EXPECT_TRUE(PlanReconcile(r.job, r.world, At(41)).empty());
+}
+
+// The group's count is read seconds after the heal (a slow page): the record on the same page is
+// still this incident's, and the incident happened when the trainers saw it, not when it was read.
+TEST(Incidents, ATrainerExitReadLateKeepsItsOwnStallAndTime) {
+  InPlaceRun r;
+  r.world.group->report.recoveries = 1;
+  r.world.group->report.trainers[1] = {"mingpt-worker-1", 1};
+  const double start = Unix(At(40)) + 0.5, seen = start + 0.25, end = Unix(At(41)) + 0.5;
+  r.world.progress = Page(0, 160, At(42), Record(start, seen, end, 150));
+  Settle(&r.job, &r.world, At(47));
+  ASSERT_EQ(r.job.status.incidents.size(), 1u);
+  EXPECT_EQ(r.job.status.incidents[0].time, At(40));
+  ASSERT_TRUE(r.job.status.incidents[0].stall_seconds);
+  EXPECT_NEAR(*r.job.status.incidents[0].stall_seconds, end - start, 1e-9);
+}
+
+// The group reads its budget's count a few ticks after the heal: the trainers' record comes one
+// page before the count. The record is kept unclaimed and the trainer exit opened next takes it.
+TEST(Incidents, ARecordBeforeTheCountIsTheTrainerExitsStall) {
+  InPlaceRun r;
+  const double start = Unix(At(50)) + 0.1, seen = start + 0.3, end = Unix(At(51)) + 0.4;
+  r.world.progress = Page(0, 200, At(52), Record(start, seen, end, 190));
+  Settle(&r.job, &r.world, At(52));
+  EXPECT_TRUE(r.job.status.incidents.empty());
+  EXPECT_EQ(r.job.status.goodput.unclaimed_end, end);
+  r.world.group->report.recoveries = 1;
+  r.world.group->report.trainers[1] = {"mingpt-worker-1", 1};
+  Settle(&r.job, &r.world, At(55));
+  ASSERT_EQ(r.job.status.incidents.size(), 1u);
+  const Incident& i = r.job.status.incidents[0];
+  ASSERT_TRUE(i.Closed());
+  EXPECT_NEAR(*i.stall_seconds, end - start, 1e-9);
+  EXPECT_NEAR(*i.detection_seconds, seen - start, 1e-9);
+  EXPECT_EQ(i.time, At(50));
+  EXPECT_EQ(r.job.status.goodput.unclaimed_end, 0);
+  EXPECT_NEAR(r.job.status.goodput.stalled_seconds, 10.5 + (end - start), 1e-9) << "counted once";
+}
+
+TEST(Incidents, DeletedPodIsPodLostAndASpareTakingItsRankSaysSo) {
+  InPlaceRun r(/*spares=*/1);
+  // Someone deletes worker-1 (on node-b) at At(50) with a 30 s grace period.
+  for (auto& p : r.world.pods) {
+    if (p.name != "mingpt-worker-1") continue;
+    p.deleting = true;
+    p.deletion_grace_seconds = 30;
+    p.deletion_timestamp = At(80);
+  }
+  Pass(&r.job, &r.world, At(51));
+  ASSERT_EQ(r.job.status.incidents.size(), 1u);
+  EXPECT_EQ(r.job.status.incidents[0].kind, api::kIncidentPodLost);
+  EXPECT_EQ(r.job.status.incidents[0].rank, 1);
+  EXPECT_EQ(r.job.status.incidents[0].node, "node-b");
+  EXPECT_EQ(r.job.status.incidents[0].time, At(50)) << "the delete's request, not the pass";
+  EXPECT_EQ(r.job.status.disruptions, 1);
+  // The spare took rank 1 and the group committed again.
+  r.world.group->report.members = {{"mingpt-worker-0", 0}, {"mingpt-spare-0", 1}};
+  r.world.group->report.spares = {};
+  const double start = Unix(At(49)) + 0.9, end = Unix(At(52)) + 0.4;
+  r.world.progress = Page(0, 300, At(53), Record(start, start + 0.1, end, 290));
+  Pass(&r.job, &r.world, At(53));
+  const Incident& i = r.job.status.incidents[0];
+  EXPECT_EQ(i.outcome, api::kOutcomeSpareTookRank);
+  ASSERT_TRUE(i.stall_seconds);
+  EXPECT_NEAR(*i.stall_seconds, end - start, 1e-9);
+}
+
+TEST(Incidents, FencedSilentPodIsAHang) {
+  InPlaceRun r;
+  r.world.group->report.fenced = {{"mingpt-worker-1", r.Uid("mingpt-worker-1")}};
+  Pass(&r.job, &r.world, At(60));
+  ASSERT_FALSE(r.job.status.incidents.empty());
+  EXPECT_EQ(r.job.status.incidents[0].kind, api::kIncidentHang);
+  EXPECT_EQ(r.job.status.incidents[0].pod, "mingpt-worker-1");
+  EXPECT_EQ(r.job.status.incidents[0].rank, 1);
+}
+
+TEST(Incidents, LostRendezvousPodHealsWhenAnotherReportsWithoutAStall) {
+  InPlaceRun r;
+  for (auto& p : r.world.pods) {
+    if (p.name == "mingpt-rendezvous") {
+      p.phase = "Failed";
+      p.exit_code = 137;
+    }
+  }
+  Settle(&r.job, &r.world, At(70));
+  ASSERT_EQ(r.job.status.incidents.size(), 1u);
+  EXPECT_EQ(r.job.status.incidents[0].kind, api::kIncidentPodLost);
+  EXPECT_EQ(r.job.status.incidents[0].pod, "mingpt-rendezvous");
+  EXPECT_EQ(r.job.status.incidents[0].rank, -1);
+  EXPECT_TRUE(r.job.status.incidents[0].outcome.empty());
+  StartAll(&r.world);
+  r.world.group->pod_uid = "another-rendezvous";
+  Settle(&r.job, &r.world, At(72));
+  EXPECT_EQ(r.job.status.incidents[0].outcome, api::kOutcomeHealedInPlace);
+  EXPECT_EQ(r.job.status.incidents[0].stall_seconds, 0.0);
+}
+
+TEST(Incidents, RestartIsANewRoundAndItsStallEndsAtTheNewRanksFirstCommit) {
+  DDPJob job = InPhase(Job(2), "Running", 0, 2);
+  Observed world = World(Pods(2, 0, "Running"));
+  world.progress = Page(0, 100, At(20), Record(std::nullopt, std::nullopt, Unix(At(5)), 0));
+  Settle(&job, &world, At(20));
+  world = With(world, ExitedAt(1, 0, 137, At(29)));
+  Settle(&job, &world, At(30));
+  ASSERT_EQ(job.status.incidents.size(), 1u);
+  EXPECT_EQ(job.status.incidents[0].kind, api::kIncidentTrainerExit);
+  EXPECT_EQ(job.status.incidents[0].outcome, api::kOutcomeNewRound);
+  EXPECT_EQ(job.status.incidents[0].time, At(29)) << "the container's finishedAt";
+  EXPECT_EQ(job.status.incidents[0].step, 100);
+  EXPECT_EQ(job.status.round, 1);
+  // Round 1 runs; its rank 0 resumed from the checkpoint of step 80 and committed at 41.5.
+  for (auto& p : world.pods) p.deleting = p.round == 0 || p.deleting;
+  ReapDeleting(&world);
+  Settle(&job, &world, At(40));
+  StartAll(&world);
+  world.progress = Page(1, 85, At(42), Record(std::nullopt, std::nullopt, Unix(At(41)) + 0.5, 80));
+  Settle(&job, &world, At(42));
+  const Incident& i = job.status.incidents[0];
+  ASSERT_TRUE(i.stall_seconds);
+  EXPECT_NEAR(*i.stall_seconds, Unix(At(41)) + 0.5 - Unix(At(29)), 1e-9);
+  EXPECT_EQ(i.source, api::kSourceOperator) << "the start is the pod's finishedAt";
+  EXPECT_EQ(i.steps_lost, 20);
+}
+
+TEST(Incidents, FailedJobEndsItsOpenIncidents) {
+  DDPJob job = Policy(InPhase(Job(2), "Running", 0, 2), api::RestartPolicy::kNever, 3);
+  Observed world = World(Pods(2, 0, "Running"));
+  world = With(world, Exited(1, 0, 3));
+  Settle(&job, &world, At(30));
+  EXPECT_EQ(job.status.phase, "Failed");
+  ASSERT_EQ(job.status.incidents.size(), 1u);
+  EXPECT_EQ(job.status.incidents[0].outcome, api::kOutcomeFailed);
+  EXPECT_TRUE(job.status.incidents[0].Closed());
+}
+
+TEST(Incidents, ResizeInPlaceSaysWhichWay) {
+  DDPJob job = Elastic(InPlace(Job(3)), 1, 4, 60);
+  job.status = {};
+  Observed world = World({}, false);
+  Settle(&job, &world, At(0));
+  StartAll(&world);
+  Settle(&job, &world, At(5));
+  job = Scaled(job, 2);
+  Settle(&job, &world, At(10));
+  ASSERT_FALSE(job.status.incidents.empty());
+  EXPECT_EQ(job.status.incidents.back().kind, api::kIncidentResize);
+  EXPECT_EQ(job.status.incidents.back().outcome, api::kOutcomeShrank);
+  EXPECT_EQ(job.status.incidents.back().rank, -1);
+}
+
+// The bound: a thousand heals in one job keep the newest 20, count all, and the whole object
+// (worst case: the longest names and messages) stays under 64 KiB.
+TEST(Incidents, AThousandIncidentsKeepTheObjectUnder64KiB) {
+  InPlaceRun r;
+  r.job.spec.failure_policy.max_restarts = 5000;  // heals are charged: leave room for them
+  for (int k = 1; k <= 1000; ++k) {
+    r.world.group->report.recoveries = k;
+    r.world.group->report.trainers[k % 2] = {"mingpt-worker-" + std::to_string(k % 2), (k + 1) / 2};
+    const double end = Unix(At(100 + 2 * k));
+    r.world.progress = Page(0, 1000 + k, At(100 + 2 * k), Record(end - 1.25, end - 1.0, end, 999 + k));
+    Settle(&r.job, &r.world, At(100 + 2 * k));
+  }
+  EXPECT_EQ(r.job.status.incidents.size(), api::kMaxIncidents);
+  EXPECT_EQ(r.job.status.incidents_total, 1000);
+  EXPECT_NEAR(r.job.status.goodput.stalled_seconds, 10.5 + 1000 * 1.25, 1e-6);
+  for (Incident& i : r.job.status.incidents) {
+    i.pod = std::string(253, 'p');
+    i.node = std::string(253, 'n');
+    i.pod_uid = std::string(36, 'u');
+    i.message = std::string(api::kMaxIncidentMessage, 'm');
+  }
+  const std::string wire = api::ToJson(r.job).dump();
+  EXPECT_LT(wire.size(), 64u * 1024) << wire.size();
+}
+
+// Which pod's end opens which incident, with which outcome (incidents.h IncidentKind and step 2),
+// one pass from a running job: the rules, row by row.
+struct KindRow {
+  std::string name;
+  DDPJob job;
+  Observed seen;
+  std::string kind, pod, outcome;
+  int rank;
+};
+
+ObservedPod OnLostNode(ObservedPod p) {
+  p.node_lost = true;
+  p.deleting = true;
+  return p;
+}
+
+TEST(IncidentTable, EachEndOpensItsKind) {
+  const DDPJob restart = InPhase(Job(2), "Running", 0, 2);
+  const DDPJob exit_code = Policy(restart, api::RestartPolicy::kExitCode, 3);
+  const DDPJob inplace = InPhase(InPlace(Job(2)), "Running", 0, 2);
+  auto running = [](int n) { return World(Pods(n, 0, "Running")); };
+  const std::vector<KindRow> rows = {
+      {"killed_trainer_restart", restart, With(running(2), Exited(1, 0, 137)), "TrainerExit",
+       "mingpt-worker-1", "NewRound", 1},
+      {"permanent_exit_fails", exit_code, With(running(2), Exited(1, 0, 3)), "TrainerExit",
+       "mingpt-worker-1", "Failed", 1},
+      {"evicted_is_a_drain", restart, With(running(2), Evicted(0, 0)), "Drain", "mingpt-worker-0",
+       "NewRound", 0},
+      {"deleted_is_pod_lost", restart, With(running(2), Deleting(Pod(1, 0, "Running"))), "PodLost",
+       "mingpt-worker-1", "NewRound", 1},
+      {"node_lost", restart, With(running(2), OnLostNode(Pod(1, 0, "Running"))), "NodeLost",
+       "mingpt-worker-1", "NewRound", 1},
+      {"departed_in_place_is_a_drain_being_healed", inplace,
+       With(GroupWorld(2, 0, 0, "Running"), Ends(Pod(1, 0, "Running"), group::EndReason::kDeparted, "SIGTERM")),
+       "Drain", "mingpt-worker-1", "", 1},
+      {"crash_in_place_is_a_trainer_exit_being_healed", inplace,
+       With(GroupWorld(2, 0, 0, "Running"), Exited(1, 0, 75)), "TrainerExit", "mingpt-worker-1", "", 1},
+  };
+  for (const KindRow& r : rows) {
+    SCOPED_TRACE(r.name);
+    const Plan plan = PlanReconcile(r.job, r.seen, At(100));
+    ASSERT_TRUE(plan.status) << plan.ToString();
+    ASSERT_EQ(plan.status->incidents.size(), 1u) << plan.ToString();
+    const Incident& i = plan.status->incidents[0];
+    EXPECT_EQ(i.kind, r.kind);
+    EXPECT_EQ(i.pod, r.pod);
+    EXPECT_EQ(i.rank, r.rank);
+    EXPECT_EQ(i.outcome, r.outcome);
+    EXPECT_EQ(i.round, 0);
+    EXPECT_EQ(plan.status->incidents_total, 1);
+    // Planned again on what the plan wrote: no second incident for the same pod.
+    DDPJob again = r.job;
+    again.status = *plan.status;
+    const Plan next = PlanReconcile(again, r.seen, At(101));
+    if (next.status) EXPECT_EQ(next.status->incidents_total, 1) << next.ToString();
+  }
+}
+
+TEST(IncidentWire, RoundTripsAndDropsMalformedRows) {
+  Incident i;
+  i.kind = api::kIncidentNodeLost;
+  i.pod = "mingpt-worker-1";
+  i.pod_uid = "u1";
+  i.node = "kit-1";
+  i.rank = 1;
+  i.round = 2;
+  i.time = At(7);
+  i.step = 700;
+  i.detection_seconds = 10.1234;
+  i.stall_seconds = 12.5;
+  i.steps_lost = 0;
+  i.outcome = api::kOutcomeSpareTookRank;
+  i.source = api::kSourceWorkers;
+  i.message = "rank 1 disrupted";
+  Incident back;
+  ASSERT_TRUE(api::internal::ParseIncident(api::internal::IncidentToJson(i), &back));
+  i.detection_seconds = 10.123;  // written to the millisecond
+  EXPECT_EQ(back, i);
+
+  const nlohmann::json good = api::internal::IncidentToJson(i);
+  auto with = [&](const char* key, nlohmann::json v) {
+    nlohmann::json r = good;
+    r[key] = std::move(v);
+    return r;
+  };
+  for (const nlohmann::json& bad :
+       {nlohmann::json("not a row"), with("kind", "Meteor"), with("kind", 3),
+        with("outcome", "Shrugged"), with("time", "yesterday"), with("rank", -2),
+        with("rank", 1.5), with("stallSeconds", -1), with("stallSeconds", "1"),
+        with("detectionSeconds", 1e12), with("message", std::string(257, 'x')),
+        with("pod", std::string(254, 'x')), with("source", "rumour"), with("stepsLost", -3)}) {
+    Incident out;
+    EXPECT_FALSE(api::internal::ParseIncident(bad, &out)) << bad.dump();
+  }
+  nlohmann::json status = {{"incidents", nlohmann::json::array({good, with("kind", "?"), good})},
+                           {"incidentsTotal", 1},
+                           {"goodput", {{"stalledSeconds", 3.5}, {"resumedAt", 1e9}}}};
+  api::DDPJobStatus st;
+  api::internal::ParseIncidents(status, &st);
+  EXPECT_EQ(st.incidents.size(), 2u);
+  EXPECT_EQ(st.incidents_total, 2) << "never fewer than the rows kept";
+  EXPECT_EQ(st.goodput.stalled_seconds, 3.5);
+  nlohmann::json many = {{"incidents", nlohmann::json::array()}};
+  for (int k = 0; k < 50; ++k) many["incidents"].push_back(good);
+  api::internal::ParseIncidents(many, &st);
+  EXPECT_EQ(st.incidents.size(), api::kMaxIncidents);
+}
+
+}  // namespace
+}  // namespace ddp::plan::testing
