@@ -26,7 +26,8 @@ using Clock = std::chrono::system_clock;
 
 const char kUsage[] =
     "usage: ddp-operator chaos --run-dir DIR FAILURE [ARGS]        (a `ddp-operator local` run)\n"
-    "       ddp-operator chaos [--kubeconfig FILE] -n NAMESPACE JOB FAILURE [ARGS]   (a cluster)\n"
+    "       ddp-operator chaos [--kubeconfig FILE] -n|--namespace NAMESPACE JOB FAILURE [ARGS]\n"
+    "                                                               (a cluster)\n"
     "         [--every SECONDS --for SECONDS] [--timeout SECONDS] [--svg FILE]\n"
     "Injects one failure into the running job, waits until the job recovered and prints the\n"
     "incident from its status (pod, node, rank, detection, stall, steps lost, outcome).\n"

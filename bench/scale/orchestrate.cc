@@ -134,8 +134,34 @@ void Lose(Run& r, const std::string& what, Child* victim, int first, int count, 
 }  // namespace
 
 int RunBench(int argc, char** argv) {
+  static const char kUsage[] =
+      "usage: scale_bench [--worker PATH] [--pods N] [--per-pod P] [--liveness SECONDS]\n"
+      "                   [--procs K] [--dir DIR] [--csv FILE]\n"
+      "Runs the real rendezvous pod and N simulated pods of P trainers each (README.md); prints\n"
+      "the formation, the store's load and what a kill, a freeze and 1% lost cost; appends CSV.\n";
+  static const std::set<std::string> kFlags = {"--worker", "--pods",  "--per-pod", "--liveness",
+                                               "--procs",  "--dir",   "--csv"};
+  static const std::set<std::string> kNumbers = {"--pods", "--per-pod", "--liveness", "--procs"};
   std::map<std::string, std::string> f;
-  for (int i = 1; i + 1 < argc; i += 2) f[argv[i]] = argv[i + 1];
+  for (int i = 1; i < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "-h" || flag == "--help") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (!kFlags.count(flag) || i + 1 >= argc) {
+      std::cerr << "scale_bench: " << (kFlags.count(flag) ? "missing value for " : "unknown flag ")
+                << flag << "\n" << kUsage;
+      return 2;
+    }
+    const std::string value = argv[i + 1];
+    if (kNumbers.count(flag) && (value.empty() || value.find_first_not_of("0123456789") != std::string::npos ||
+                                 value.size() > 6 || std::stoi(value) < 1)) {
+      std::cerr << "scale_bench: " << flag << " takes a whole number >= 1, not \"" << value << "\"\n";
+      return 2;
+    }
+    f[flag] = value;
+  }
   auto get = [&](const std::string& k, const std::string& d) { return f.count(k) ? f[k] : d; };
   Run r;
   r.nodes = std::atoi(get("--pods", "64").c_str());

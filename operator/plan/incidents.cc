@@ -25,6 +25,10 @@ TimePoint FromUnix(double s) {
 constexpr double kTimeSlack = 1.0;
 // A record no incident claimed is kept this long for a trainer exit whose count comes later.
 constexpr double kUnclaimedWindow = 30.0;
+// In place, a record with no start is a newcomer's first commit: a survivor's full record of the
+// same stall may reach the page later (pages are copied at their own pace), so an open incident
+// waits this long past its end for one before the operator measures the stall itself.
+constexpr double kFullRecordWait = 10.0;
 
 bool Open(const Incident& i) { return !i.Closed(); }
 
@@ -205,6 +209,17 @@ void ApplyRecord(Pass* p, const metrics::StallRecord& rec) {
   gp.resumed_at = rec.end;
 }
 
+// Whether to leave `rec` (no start: a newcomer's first commit) for a survivor's full record of the
+// same stall, still to come (kFullRecordWait).
+bool AwaitFullRecord(const Pass& p, const metrics::StallRecord& rec) {
+  if (rec.start || !InPlace(p) || p.st.goodput.resumed_at <= 0) return false;
+  if (Unix(p.now) - rec.end >= kFullRecordWait) return false;
+  for (const Incident& i : p.st.incidents) {
+    if (Open(i) && !i.stall_seconds && Unix(i.time) <= rec.end + kTimeSlack) return true;
+  }
+  return false;
+}
+
 // Pages without records: the first advance of the step after an incident ends its stall.
 void ApplyAdvance(Pass* p, const metrics::ProgressSnapshot& s) {
   if (s.step <= 0 || s.last_advance == TimePoint{}) return;
@@ -288,7 +303,7 @@ void TrackIncidents(Pass* p) {
   if (const ObservedProgress* prog = CurrentProgress(*p)) {
     const metrics::ProgressSnapshot& s = prog->snapshot;
     if (s.last_stall && s.last_stall->end > p->st.goodput.resumed_at + 1e-3) {
-      ApplyRecord(p, *s.last_stall);
+      if (!AwaitFullRecord(*p, *s.last_stall)) ApplyRecord(p, *s.last_stall);
     } else if (!s.stall_series) {
       ApplyAdvance(p, s);
     }

@@ -46,18 +46,20 @@ TEST(Layering, OperatorIncludesFollowTheLayers) {
   EXPECT_GT(files, 50) << "read too few files to be the operator";
 }
 
-// The worker's layers: contract (env names, exit codes) below everything; the group protocol
+// The worker's layers: contract (env names, exit codes) and the store's server and wire (store/,
+// which knows sockets, not LibTorch) below everything; the group protocol
 // (group/) knows communicators, not processes: the launcher, supervisor and rendezvous pod's
 // process (launch/) and the trainer (train/) stand on it, never the other way round.
 const std::map<std::string, std::set<std::string>> kWorkerAllowed = {
     {"contract", {}},
-    {"comm", {"contract"}},
-    {"group", {"comm", "contract"}},
+    {"store", {}},
+    {"comm", {"contract", "store"}},
+    {"group", {"comm", "contract", "store"}},
     {"ddp", {"comm", "contract"}},
     {"data", {"contract"}},
     {"model", {"contract"}},
     {"train", {"comm", "contract", "data", "ddp", "group", "model"}},
-    {"launch", {"comm", "contract", "group", "train"}},
+    {"launch", {"comm", "contract", "group", "store", "train"}},
 };
 
 TEST(Layering, WorkerIncludesFollowTheLayers) {

@@ -59,10 +59,12 @@ TEST_F(LocalReturnTest, APodThawedAfterItsReplacementTookItsRankEndsAndChargesNo
   EXPECT_EQ(Int(st, "round"), 0) << st.dump();
   EXPECT_EQ(Int(st, "restarts"), 0) << st.dump();
   EXPECT_EQ(Int(st, "recoveries"), 0) << st.dump();  // nothing charged for the returning process
-  // The old process learned it was replaced, and ended.
+  // The old process learned it was replaced (its name taken, or the group's verdict on it), and
+  // ended.
   const std::string old_log = job.PodLog("worker-1");
   EXPECT_TRUE(old_log.find("was replaced") != std::string::npos ||
-              old_log.find("declared pod back-worker-1") != std::string::npos)
+              old_log.find("declared pod back-worker-1") != std::string::npos ||
+              old_log.find("given the verdict fenced by the group") != std::string::npos)
       << old_log;
   EXPECT_TRUE(WaitFor([&] { return kill(-pod1.back(), 0) != 0; }, seconds(30)))
       << "the old process is still running";

@@ -222,6 +222,42 @@ TEST(Incidents, FencedSilentPodIsAHang) {
   EXPECT_EQ(r.job.status.incidents[0].rank, 1);
 }
 
+TEST(Incidents, ANewcomersFirstCommitWaitsForTheSurvivorsRecordOfTheSameStall) {
+  InPlaceRun r;
+  r.world.group->report.fenced = {{"mingpt-worker-1", r.Uid("mingpt-worker-1")}};
+  Pass(&r.job, &r.world, At(60));
+  ASSERT_EQ(r.job.status.incidents.size(), 1u);
+  // The replacement's page is read first: its first commit at 66.3, no start.
+  const double end = Unix(At(66)) + 0.3;
+  r.world.progress = Page(0, 400, At(67), Record(std::nullopt, std::nullopt, end, 390));
+  Pass(&r.job, &r.world, At(67));
+  EXPECT_FALSE(r.job.status.incidents[0].stall_seconds) << "a survivor's record is still to come";
+  // Rank 0's record of the same stall: its last commit at 58.1, the loss seen at 63.2.
+  const double start = Unix(At(58)) + 0.1, seen = Unix(At(63)) + 0.2;
+  r.world.progress = Page(0, 410, At(68), Record(start, seen, end - 0.2, 390));
+  Pass(&r.job, &r.world, At(68));
+  const Incident& i = r.job.status.incidents[0];
+  ASSERT_TRUE(i.stall_seconds && i.detection_seconds);
+  EXPECT_EQ(i.source, api::kSourceWorkers);
+  EXPECT_NEAR(*i.stall_seconds, end - 0.2 - start, 1e-9);
+  EXPECT_NEAR(*i.detection_seconds, seen - start, 1e-9);
+}
+
+TEST(Incidents, WithNoSurvivorsRecordTheOperatorMeasuresTheStallAfterAWait) {
+  InPlaceRun r;
+  r.world.group->report.fenced = {{"mingpt-worker-1", r.Uid("mingpt-worker-1")}};
+  Pass(&r.job, &r.world, At(60));
+  const double end = Unix(At(66)) + 0.3;
+  r.world.progress = Page(0, 400, At(67), Record(std::nullopt, std::nullopt, end, 390));
+  Pass(&r.job, &r.world, At(70));
+  EXPECT_FALSE(r.job.status.incidents[0].stall_seconds);
+  Pass(&r.job, &r.world, At(77));  // 10 s past the record's end
+  const Incident& i = r.job.status.incidents[0];
+  ASSERT_TRUE(i.stall_seconds);
+  EXPECT_EQ(i.source, api::kSourceOperator);
+  EXPECT_NEAR(*i.stall_seconds, end - Unix(At(60)), 1e-9) << "from the incident's time";
+}
+
 TEST(Incidents, LostRendezvousPodHealsWhenAnotherReportsWithoutAStall) {
   InPlaceRun r;
   for (auto& p : r.world.pods) {

@@ -241,9 +241,10 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
       continue;
     }
     s.set(ArrivedKey(g, rank_), Bytes(std::to_string(committed_step) + " " + id_.trainer));
-    // The last to arrive sums the committed steps up for everyone (one read of every rank's
-    // arrival), so the others read one key, not the whole group's.
-    if (s.add(ArrivalsKey(g), 1) == size_) Summarize(s, g);
+    // Counted once per rank (a join retried on a new connection arrives again), and the last to
+    // arrive sums the committed steps up for everyone (one read of every rank's arrival), so the
+    // others read one key, not the whole group's.
+    if (s.add(CountedKey(g, rank_), 1) == 1 && s.add(ArrivalsKey(g), 1) == size_) Summarize(s, g);
     // 4. Wait for everyone (the summary), or for the generation to move on, or for the group to
     // end: one parked watch at a time, never a poll of every rank's key.
     GroupEnd end = GroupEnd::kNone;

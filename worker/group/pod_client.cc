@@ -78,7 +78,7 @@ Status PodClient::Reconnect(int holding, Clock::time_point deadline) {
     if (!s.ok()) return s.status();
     try {
       if (!epoch_.empty() && ValueOr(**s, kEpochKey) == epoch_) {
-        DDP_RETURN_IF_ERROR(StartWatch(holding));
+        DDP_RETURN_IF_ERROR(StartWatch(holding, deadline));
         store_ = *s;
         failed_ = false;
         return Status::OK();
@@ -186,7 +186,7 @@ Status PodClient::Open(int holding, Clock::time_point deadline) {
         last = p.status();
         continue;
       }
-      if (Status w = StartWatch(holding); !w.ok()) {
+      if (Status w = StartWatch(holding, deadline); !w.ok()) {
         last = w;
         continue;
       }
@@ -248,8 +248,8 @@ PodPoll PodClient::Poll(int holding, const std::vector<int>& ranks) {
   return p;
 }
 
-Status PodClient::StartWatch(int holding) {
-  auto s = OpenGroupStore(settings_, settings_.liveness);
+Status PodClient::StartWatch(int holding, Clock::time_point deadline) {
+  auto s = OpenGroupStore(settings_, settings_.liveness, deadline);
   if (!s.ok()) return s.status();
   try {
     const PodKeys keys{identity_, holding, {}};

@@ -70,8 +70,9 @@ class PodClient {
   Status Open(int holding, std::chrono::steady_clock::time_point deadline);
   // The fence and verdict checks, and the name taken by compareSet (see Connect).
   Status Register(c10d::Store& store);
-  // A connection of the watching thread's own, following `holding` and no ranks yet.
-  Status StartWatch(int holding);
+  // A connection of the watching thread's own (opened within `deadline`, at least 100 ms),
+  // following `holding` and no ranks yet.
+  Status StartWatch(int holding, std::chrono::steady_clock::time_point deadline);
   // Keeps what a replacing store needs (the membership, the budget) from a poll.
   void Remember(const PodPoll& p);
 
