@@ -33,17 +33,21 @@ def series(rows, p, metric, part=0):
 def main():
     rows = read(sys.argv[1])
     ps = sorted({p for p, _ in rows})
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
     panels = [
         ("first formation", [("formed_s", 0, "s")]),
-        ("store load in steady state", [("store_requests_per_pod_s", 0, "requests/s per pod"),
-                                        ("rendezvous_cpu_cores", 0, "rendezvous pod cores")]),
+        ("store requests a second per pod, steady", [("store_requests_per_pod_s", 0, "requests/s")]),
+        ("the rendezvous pod's CPU, steady (cores)", [("rendezvous_cpu_cores", 0, "cores")]),
         ("a pod killed / frozen: decided", [("kill_one decided_s", 0, "killed"),
                                             ("freeze_one decided_s", 0, "frozen"),
                                             ("kill_1pct decided_s", 0, "1% killed")]),
         ("every survivor knew (p99, from the loss)", [("kill_one known_s p50/p99/max", 1, "killed"),
                                                       ("freeze_one known_s p50/p99/max", 1, "frozen"),
                                                       ("kill_1pct known_s p50/p99/max", 1, "1% killed")]),
+        ("every survivor knew (p99, after the decision)",
+         [("kill_one known_after_decision_s p99/max", 0, "killed"),
+          ("freeze_one known_after_decision_s p99/max", 0, "frozen"),
+          ("kill_1pct known_after_decision_s p99/max", 0, "1% killed")]),
     ]
     for ax, (title, metrics) in zip(axes.flat, panels):
         for p in ps:
