@@ -5,6 +5,7 @@
 // this command only injects, waits and reads.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -39,9 +40,10 @@ const char kUsage[] =
     "  --svg FILE         write the step rate over time with each incident marked\n"
     "In a cluster every action is a kubectl call with your credentials: delete-pod and\n"
     "kill-rendezvous need `delete pods`, drain-node `patch nodes` and `create pods/eviction`,\n"
-    "kill-trainer and freeze-pod `create pods/exec` (a container cannot stop its own PID 1, the\n"
-    "supervisor: freeze-pod stops every other process of the pod).\n"
-    "Exit status: 0 recovered, 1 not recovered in time, 2 usage error or failure refused.\n";
+    "kill-trainer and freeze-pod `create pods/exec` and `get pods/log` (a container cannot stop\n"
+    "its own PID 1, the supervisor: freeze-pod stops every other process of the pod).\n"
+    "Exit status: 0 recovered, 1 not recovered in time or the job Failed, 2 usage error or\n"
+    "failure refused.\n";
 
 double Unix(Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
@@ -105,8 +107,11 @@ struct Run {
           int64_t number = st->incidents_total - static_cast<int64_t>(seen.size()) + 1;
           for (const api::Incident& i : seen) std::printf("%s", chaos::FormatIncident(i, number++).c_str());
           if (seen.empty()) std::printf("the job ended (%s) before an incident was recorded\n", st->phase.c_str());
+          // A failed job closes its open incidents too: that is not a recovery.
+          const bool failed = st->phase == api::kPhaseFailed;
+          if (failed) std::printf("the job Failed: not recovered\n");
           std::fflush(stdout);
-          return all ? 0 : 1;
+          return all && !failed ? 0 : 1;
         }
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
@@ -132,7 +137,7 @@ int ChaosMain(int argc, char** argv) {
     if (*i + 1 >= argc) return false;
     char* end = nullptr;
     *out = std::strtod(argv[++*i], &end);
-    return end != argv[*i] && *end == '\0' && *out > 0;
+    return end != argv[*i] && *end == '\0' && std::isfinite(*out) && *out > 0 && *out <= 7 * 86400;
   };
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -150,7 +155,7 @@ int ChaosMain(int argc, char** argv) {
     } else if (arg == "--every" || arg == "--for" || arg == "--timeout") {
       double v = 0;
       if (!number(&i, &v)) {
-        std::fprintf(stderr, "chaos: %s takes a number of seconds > 0\n%s", arg.c_str(), kUsage);
+        std::fprintf(stderr, "chaos: %s takes a number of seconds, > 0 and at most a week\n%s", arg.c_str(), kUsage);
         return 2;
       }
       (arg == "--every" ? every : arg == "--for" ? for_seconds : timeout) = v;

@@ -9,7 +9,8 @@ Prints per run: the first formation (the operator's start to rank 0's first step
 before the kill, the time training stood still for the kill (rank 0's log), the job's phase,
 round, restarts and recoveries, the ranks' checksums, the rendezvous pod's CPU from formation to
 the kill and the pods' memory (PSS). Pods here start in milliseconds (local processes): a
-cluster's pod start is not in these figures. Python 3 stdlib; the job and log helpers are bench/resilience's.
+cluster's pod start is not in these figures. Python 3 stdlib; the job and log functions are
+bench/resilience's.
 """
 import argparse
 import os

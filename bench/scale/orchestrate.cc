@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -168,7 +169,11 @@ int RunBench(int argc, char** argv) {
   r.per_pod = std::atoi(get("--per-pod", "1").c_str());
   r.liveness = std::atoi(get("--liveness", "5").c_str());
   r.worker = get("--worker", "build/worker/ddp-worker");
-  r.dir = get("--dir", "/tmp");
+  r.dir = get("--dir", std::filesystem::temp_directory_path().string());
+  if (std::error_code ec; !std::filesystem::create_directories(r.dir, ec) && ec) {
+    std::cerr << "scale_bench: --dir " << r.dir << ": " << ec.message() << std::endl;
+    return 2;
+  }
   r.self = argv[0];
   const int procs = std::max(1, std::atoi(get("--procs", "4").c_str()));
   const int lost = std::max(1, static_cast<int>(std::ceil(r.nodes / 100.0)));

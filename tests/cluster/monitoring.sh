@@ -6,7 +6,7 @@
 # Debian's prometheus is built without Kubernetes service discovery: a loop here writes its
 # file_sd targets from the API every 2 s, with the targets and labels examples/prometheus/
 # prometheus.yaml's kubernetes_sd relabelling gives (tests/cluster/prom_util.py targets).
-# Uses ROOT, NS, STEPS and the helpers of lib.sh.
+# Uses ROOT, NS, STEPS and the functions of lib.sh.
 
 PROM_PID="" PROM_SD_PID="" PROM_DIR="" PROM=""
 prom_start() {

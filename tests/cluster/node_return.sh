@@ -1,5 +1,5 @@
 # A lost node that comes back (issue "Recovery that holds where it runs", item 2): sourced by
-# run.sh after node_loss.sh, whose helpers and settings it uses. The rendezvous pod and worker-1
+# run.sh after node_loss.sh, whose functions and settings it uses. The rendezvous pod and worker-1
 # go on the lost node; the node is frozen (its processes stopped, its network up) or partitioned
 # (its link cut both ways, its processes running on unseen: a switch failure, the likelier way
 # for old processes to come back); the group replaces them on other nodes and trains on; then,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Helpers of tests/cluster/monitoring.sh (standard library only).
+"""Functions of tests/cluster/monitoring.sh (standard library only).
 
   prom_util.py targets KUBECTL_JSON_OPERATOR KUBECTL_JSON_PODS OUT
       file_sd targets for Prometheus from `kubectl get pods -o json` of the operator's pods and of

@@ -328,5 +328,104 @@ TEST(StoreServerTest, APeerGoneWhileParkedLeavesNothingBehind) {
   EXPECT_EQ(S(q.Call(Q(Op::kGet, {"k"})).value), "v");
 }
 
+Condition Cond(const std::string& key, Condition::Kind kind, const std::string& operand) {
+  Condition c;
+  c.key = key;
+  c.kind = kind;
+  c.operand = B(operand);
+  return c;
+}
+
+std::vector<std::string> Values(const Reply& r, size_t count) {
+  std::vector<std::optional<Bytes>> values;
+  EXPECT_TRUE(DecodeValues(r.value, count, &values).ok());
+  std::vector<std::string> out;
+  for (const auto& v : values) out.push_back(v ? S(*v) : "<absent>");
+  return out;
+}
+
+// A watch over the socket: answered at once when a condition holds, else parked until a write
+// (by another connection or in process) makes one hold, or answered at its deadline with kTimeout;
+// every answer carries the values of all its keys as they are.
+TEST(StoreServerTest, AWatchParksUntilOneOfItsKeysChangesAndAnswersWithEveryValue) {
+  auto state = std::make_shared<StoreState>();
+  auto server = Serve({}, state);
+  Peer watcher(server->port());
+  Peer writer(server->port());
+  ASSERT_TRUE(state->Set("gen", B("4")).ok());
+  ASSERT_TRUE(state->Set("stop", B("no")).ok());
+  Request w = Q(Op::kWatch);
+  w.conditions = {Cond("stop", Condition::kChanged, "no"), Cond("gen", Condition::kAtLeast, "5"),
+                  Cond("missing", Condition::kChanged, "x")};
+  // "missing" is absent and was known as "x": that holds now.
+  Reply now = watcher.Call(w);
+  EXPECT_EQ(now.code, Code::kOk);
+  EXPECT_EQ(Values(now, 3), (std::vector<std::string>{"no", "4", "<absent>"}));
+
+  w.conditions.pop_back();
+  w.wait_ms = 10000;
+  watcher.Send(EncodeRequest(w));
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (state->Stats().requests[static_cast<size_t>(Op::kWatch)] < 2 && Clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  writer.Call(Q(Op::kSet, {"other"}, B("1")));  // a key nobody watches releases nothing
+  Request bump = Q(Op::kAdd, {"gen"});
+  bump.number = 1;
+  EXPECT_EQ(writer.Call(bump).number, 5);
+  const Reply moved = watcher.Read();
+  EXPECT_EQ(moved.code, Code::kOk);
+  EXPECT_EQ(Values(moved, 2), (std::vector<std::string>{"no", "5"}));
+
+  w.conditions = {Cond("gen", Condition::kAtLeast, "9")};
+  w.wait_ms = 300;
+  const auto start = Clock::now();
+  const Reply late = watcher.Call(w);
+  EXPECT_EQ(late.code, Code::kTimeout);
+  EXPECT_GE(Clock::now() - start, milliseconds(300));
+  EXPECT_EQ(Values(late, 1), (std::vector<std::string>{"5"}));
+  w.wait_ms = 0;  // a read: the values at once, kTimeout when nothing holds
+  EXPECT_EQ(Values(watcher.Call(w), 1), (std::vector<std::string>{"5"}));
+}
+
+// 64 conditions on one 1 MiB value would make a 64 MiB reply: an error, and nothing copied.
+TEST(StoreServerTest, AWatchWhoseValuesPassTheBoundIsAnsweredWithAnError) {
+  auto state = std::make_shared<StoreState>();
+  auto server = Serve({}, state);
+  ASSERT_TRUE(state->Set("big", Bytes(1u << 20, 7)).ok());
+  Peer p(server->port());
+  Request w = Q(Op::kWatch);
+  for (int i = 0; i < 64; ++i) w.conditions.push_back(Cond("big", Condition::kChanged, "x"));
+  const Reply r = p.Call(w);
+  EXPECT_EQ(r.code, Code::kError);
+  EXPECT_NE(S(r.value).find("a watch's values would take 67108864 bytes"), std::string::npos)
+      << S(r.value);
+  w.conditions.resize(2);  // under the bound: answered
+  EXPECT_EQ(p.Call(w).code, Code::kOk);
+  EXPECT_EQ(p.Call(Q(Op::kNumKeys)).number, 1);
+}
+
+// Requests not yet whole are bounded over every connection: the one that passes the bound is
+// closed, the others are served.
+TEST(StoreServerTest, PartialRequestsOverEveryConnectionAreBounded) {
+  ServerLimits limits;
+  limits.max_buffered_bytes = 1u << 20;
+  auto server = Serve(limits);
+  const std::string first = EncodeRequest(Q(Op::kSet, {"a"}, Bytes(700u << 10, 1)));
+  const std::string second = EncodeRequest(Q(Op::kSet, {"b"}, Bytes(700u << 10, 2)));
+  Peer a(server->port());
+  Peer b(server->port());
+  a.Send(first.substr(0, 600u << 10));
+  b.Send(second.substr(0, 600u << 10));
+  // Whichever the server read last passed the bound.
+  const bool a_closed = a.ClosedWithin(milliseconds(2000));
+  const bool b_closed = b.ClosedWithin(milliseconds(a_closed ? 500 : 5000));
+  ASSERT_NE(a_closed, b_closed) << "exactly one is closed";
+  Peer& kept = a_closed ? b : a;
+  kept.Send((a_closed ? second : first).substr(600u << 10));
+  EXPECT_EQ(kept.Read().code, Code::kOk);
+  EXPECT_EQ(server->state().Get(a_closed ? "b" : "a")->size(), 700u << 10);
+}
+
 }  // namespace
 }  // namespace ddp::store

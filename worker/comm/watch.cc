@@ -4,17 +4,13 @@
 #include <thread>
 
 namespace ddp::worker {
-namespace {
-
-// The value of `key` or nullopt, in one request that never waits (see group/store_read.h).
-std::optional<std::string> Read(c10d::Store& s, const std::string& key) {
+std::optional<std::string> ReadKey(c10d::Store& s, const std::string& key) {
+  // A value no writer ever stores: returned as is only when the key is absent.
   static const std::vector<uint8_t> kAbsent = {0, 'd', 'd', 'p', '-', 'a', 'b', 's', 'e', 'n', 't'};
   const std::vector<uint8_t> v = s.compareSet(key, kAbsent, kAbsent);
   if (v == kAbsent) return std::nullopt;
   return std::string(v.begin(), v.end());
 }
-
-}  // namespace
 
 Condition Changed(const std::string& key, const std::string& known) {
   Condition c;
@@ -40,7 +36,7 @@ WatchResult WatchKeys(c10d::Store& store, const std::vector<Condition>& conditio
   while (true) {
     WatchResult r;
     for (const Condition& c : conditions) {
-      auto v = Read(store, c.key);
+      auto v = ReadKey(store, c.key);
       store::Bytes bytes;
       if (v) bytes.assign(v->begin(), v->end());
       r.held = r.held || store::Holds(c, v ? &bytes : nullptr);

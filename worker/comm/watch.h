@@ -38,6 +38,12 @@ class WatchableStore : public c10d::Store {
 WatchResult WatchKeys(c10d::Store& store, const std::vector<Condition>& conditions,
                       std::chrono::milliseconds wait);
 
+// The value of `key`, or nullopt when it does not exist: one request that never waits (c10d's
+// get() waits for a missing key), a compareSet whose expected value no writer stores (it reads
+// without creating the key, as the project's stores, HashStore and PrefixStore all do). Throws
+// what the store throws.
+std::optional<std::string> ReadKey(c10d::Store& store, const std::string& key);
+
 // Conditions, spelled out.
 Condition Changed(const std::string& key, const std::string& known);  // "" known: absent
 Condition AtLeast(const std::string& key, int64_t n);

@@ -45,8 +45,8 @@
 //                         and leave it at a step agreement once every newcomer arrived in G,
 //                         instead of aborting their communicator
 //   gen<G>/arrived/<r>    rank r joined G: "<committed step> <trainer identity>"
-//   gen<G>/arrivals       a counter: ranks arrived in G (the authority's rendezvous clock starts
-//                         at 1); gen<G>/counted/<r> makes a rank count once
+//   gen<G>/arrivals       a counter: arrivals in G (the authority's rendezvous clock starts at 1;
+//                         a retried join counts again)
 //   gen<G>/steps          the members' committed steps summed up (group/steps.h), written by the
 //                         last to arrive: G formed once it exists
 //   gen<G>/comm/...       the communicator's own keys
@@ -101,9 +101,6 @@ inline std::string ArrivedKey(int64_t g, int rank) {
 }
 inline std::string ArrivalsKey(int64_t g) { return GenPrefix(g) + "arrivals"; }
 inline std::string StepsKey(int64_t g) { return GenPrefix(g) + "steps"; }
-inline std::string CountedKey(int64_t g, int rank) {
-  return GenPrefix(g) + "counted/" + std::to_string(rank);
-}
 inline std::string AdvanceKey(int64_t g) { return GenPrefix(g) + "advance"; }
 inline std::string GracefulKey(int64_t g) { return GenPrefix(g) + "graceful"; }
 

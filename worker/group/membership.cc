@@ -241,10 +241,11 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
       continue;
     }
     s.set(ArrivedKey(g, rank_), Bytes(std::to_string(committed_step) + " " + id_.trainer));
-    // Counted once per rank (a join retried on a new connection arrives again), and the last to
-    // arrive sums the committed steps up for everyone (one read of every rank's arrival), so the
-    // others read one key, not the whole group's.
-    if (s.add(CountedKey(g, rank_), 1) == 1 && s.add(ArrivalsKey(g), 1) == size_) Summarize(s, g);
+    // The last to arrive sums the committed steps up for everyone (one read of every rank's
+    // arrival), so the others read one key, not the whole group's. A join retried (a reply lost
+    // after the store counted it) counts twice: whoever counts to the size or past it reads every
+    // arrival and sums up once all are there, so the real last arrival always does.
+    if (s.add(ArrivalsKey(g), 1) >= size_) Summarize(s, g);
     // 4. Wait for everyone (the summary), or for the generation to move on, or for the group to
     // end: one parked watch at a time, never a poll of every rank's key.
     GroupEnd end = GroupEnd::kNone;
@@ -433,13 +434,7 @@ void GroupMembership::Summarize(c10d::Store& s, int64_t g) {
   const WatchResult all = WatchKeys(s, conds, std::chrono::milliseconds(0));
   std::vector<int64_t> steps;
   for (const auto& v : all.values) {
-    if (!v) {
-      // A rank counted twice and another not at all: no summary; the generation cannot form
-      // and the authority moves it on (rule 7).
-      DDP_LOG(WARNING) << "membership: generation " << g << " counted " << size_
-                       << " arrivals, but not every rank arrived";
-      return;
-    }
+    if (!v) return;  // counted early by a retried join: the last arrival sums up
     steps.push_back(std::atoll(v->substr(0, v->find(' ')).c_str()));
   }
   s.set(StepsKey(g), Bytes(FormatSteps(SummarizeSteps(steps))));

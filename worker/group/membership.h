@@ -131,7 +131,8 @@ class GroupMembership {
   std::chrono::steady_clock::time_point JoinDeadline() const;
   std::string Ended(c10d::Store& s, GroupEnd* end);  // "" when the group goes on
   void WatchLoop();
-  // The last arrival in `g` writes its steps' summary (StepsKey).
+  // The last arrival in `g` writes its steps' summary (StepsKey): whoever counted to the size
+  // or past it, once every rank arrived.
   void Summarize(c10d::Store& s, int64_t g);
 
   StoreOpener open_;

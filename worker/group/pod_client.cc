@@ -20,6 +20,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 
+// A registration's calls within what is left of `deadline` (at least 100 ms, at most the
+// liveness timeout); the connection kept afterwards gets the liveness timeout back (Keep).
+std::chrono::milliseconds Within(const GroupSettings& settings, Clock::time_point deadline) {
+  if (deadline == Clock::time_point::max()) return settings.liveness;
+  return std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+                    std::chrono::milliseconds(100), std::max(settings.liveness, std::chrono::milliseconds(100)));
+}
+
 }  // namespace
 
 StatusOr<c10::intrusive_ptr<c10d::Store>> OpenGroupStore(const GroupSettings& settings,
@@ -74,11 +82,12 @@ Status PodClient::Reconnect(int holding, Clock::time_point deadline) {
   // stays open whatever happens here: closing it would make the authority declare this healthy
   // pod lost. Only a store with another epoch (a replaced rendezvous pod) means registering again.
   if (presence_ && !presence_->lost()) {
-    auto s = OpenGroupStore(settings_, settings_.liveness, deadline);
+    auto s = OpenGroupStore(settings_, Within(settings_, deadline), deadline);
     if (!s.ok()) return s.status();
     try {
       if (!epoch_.empty() && ValueOr(**s, kEpochKey) == epoch_) {
         DDP_RETURN_IF_ERROR(StartWatch(holding, deadline));
+        (*s)->setTimeout(settings_.liveness);
         store_ = *s;
         failed_ = false;
         return Status::OK();
@@ -127,7 +136,7 @@ Status PodClient::Open(int holding, Clock::time_point deadline) {
   store_.reset();
   Status last;
   do {
-    auto s = OpenGroupStore(settings_, settings_.liveness, deadline);
+    auto s = OpenGroupStore(settings_, Within(settings_, deadline), deadline);
     if (!s.ok()) {
       last = s.status();
       if (Clock::now() + std::chrono::milliseconds(200) < deadline) {
@@ -181,7 +190,8 @@ Status PodClient::Open(int holding, Clock::time_point deadline) {
       // Presence: the authority's listener, on the store's host.
       const int port = std::atoi(ValueOr(st, kPresenceKey).c_str());
       epoch_ = ValueOr(st, kEpochKey);
-      auto p = PresenceClient::Connect(settings_.store_addr, port, identity_, settings_.beat);
+      auto p = PresenceClient::Connect(settings_.store_addr, port, identity_, settings_.beat,
+                                       std::min(Within(settings_, deadline), std::chrono::milliseconds(2000)));
       if (!p.ok()) {
         last = p.status();
         continue;
@@ -190,6 +200,7 @@ Status PodClient::Open(int holding, Clock::time_point deadline) {
         last = w;
         continue;
       }
+      (*s)->setTimeout(settings_.liveness);
       store_ = *s;
       presence_ = std::move(*p);
       failed_ = false;

@@ -38,9 +38,12 @@ class PodClient {
 
   // Registers again on a new store (the rendezvous pod was replaced), keeping `holding`; only
   // opens a new store connection while the presence connection is still open (same store), and
-  // then never closes it. Returns within about `deadline`. FailedPrecondition when this pod was
-  // fenced, given a verdict, or replaced under its name while it was away (another identity
-  // registered the name): it must end, Fenced. Unavailable or DeadlineExceeded: try again later.
+  // then never closes it. Its connect, greeting and presence connection are within `deadline`,
+  // each store call of the registration within what was left of it when the connection opened
+  // (at least 100 ms; the connection kept has the liveness timeout). FailedPrecondition when
+  // this pod was fenced, given a verdict, or replaced under its name while it was away (another
+  // identity registered the name): it must end, Fenced. Unavailable or DeadlineExceeded: try
+  // again later.
   Status Reconnect(int holding, std::chrono::steady_clock::time_point deadline);
   // The presence connection closed or the store failed: the rendezvous is gone.
   bool lost() const;

@@ -195,6 +195,7 @@ class StoreServer::Loop {
     Conn& c = it->second;
     if (c.waiting) Unpark(id, c);
     if (!c.greeted) timers_.erase({c.opened + limits_.greeting, id});
+    buffered_ -= c.in.size();
     ::close(c.fd);
     conns_.erase(it);
     owner_->open_ = static_cast<int64_t>(conns_.size());
@@ -210,8 +211,14 @@ class StoreServer::Loop {
         const ssize_t r = ::recv(c.fd, buf, sizeof(buf), 0);
         if (r > 0) {
           c.in.append(buf, static_cast<size_t>(r));
+          buffered_ += static_cast<size_t>(r);
           if (c.in.size() > kMaxFrameBytes + 4) {
             Refuse("a peer sent more than a frame without waiting for its reply");
+            return Close(id);
+          }
+          if (buffered_ > limits_.max_buffered_bytes) {
+            Refuse("requests not yet whole pass " + std::to_string(limits_.max_buffered_bytes) +
+                   " bytes over every connection; closing the one that sent the last");
             return Close(id);
           }
           continue;
@@ -240,6 +247,7 @@ class StoreServer::Loop {
       Request req;
       const Status s = DecodeRequest(reinterpret_cast<const uint8_t*>(c.in.data()) + 4, len, &req);
       c.in.erase(0, 4 + static_cast<size_t>(len));
+      buffered_ -= 4 + static_cast<size_t>(len);
       if (!s.ok()) {
         Refuse("a malformed request: " + s.message());
         Send(id, c, Error("malformed request: " + s.message()));
@@ -316,10 +324,16 @@ class StoreServer::Loop {
   }
 
   // A kGet, kWait or kWatch that can be answered now: true and `r` filled (a kWatch's values
-  // are filled either way).
+  // are filled either way; a kWatch whose values are too many answers now, with an error).
   bool Answer(const Conn& c, const Request& req, Reply* r) {
     if (req.op == Op::kWait) return state_.Check(req.keys);
     if (req.op == Op::kWatch) {
+      // Checked on every answer: a parked watch's keys may have grown since.
+      if (const size_t bytes = state_.ValueBytes(req.conditions); bytes > kMaxWatchValueBytes) {
+        *r = Error("a watch's values would take " + std::to_string(bytes) + " bytes (at most " +
+                   std::to_string(kMaxWatchValueBytes) + ")");
+        return true;
+      }
       std::vector<std::optional<Bytes>> values;
       const bool held = state_.Evaluate(req.conditions, &values);
       std::vector<const Bytes*> ptrs;
@@ -403,8 +417,8 @@ class StoreServer::Loop {
         Close(id);
       } else if (c.waiting) {
         Reply r;
-        Answer(c, c.parked, &r);  // a watch answers with the values as they are now
-        r.code = Code::kTimeout;
+        // A watch answers with the values as they are now (or the error that they are too many).
+        if (!Answer(c, c.parked, &r) || r.code != Code::kError) r.code = Code::kTimeout;
         Release(id, c, r);
       }
     }
@@ -460,6 +474,7 @@ class StoreServer::Loop {
   std::atomic<bool> stop_{false};
   uint64_t next_id_ = 2;
   std::unordered_map<uint64_t, Conn> conns_;
+  size_t buffered_ = 0;  // the sum of every connection's `in`
   std::set<std::pair<Clock::time_point, uint64_t>> timers_;  // greetings and parked requests
   std::map<std::string, std::set<uint64_t>> waiters_;         // key -> parked connections
   bool accept_paused_ = false;

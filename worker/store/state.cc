@@ -174,6 +174,16 @@ bool StoreState::EvaluateLocked(const std::vector<Condition>& conditions,
   return any;
 }
 
+size_t StoreState::ValueBytes(const std::vector<Condition>& conditions) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t total = 0;
+  for (const Condition& c : conditions) {
+    auto it = kv_.find(c.key);
+    if (it != kv_.end()) total += it->second.size();
+  }
+  return total;
+}
+
 bool StoreState::Evaluate(const std::vector<Condition>& conditions,
                           std::vector<std::optional<Bytes>>* values) {
   std::lock_guard<std::mutex> lock(mu_);

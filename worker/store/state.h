@@ -55,6 +55,8 @@ class StoreState {
 
   // Whether any of `conditions` holds now; the values of their keys (nullopt: absent) in order.
   bool Evaluate(const std::vector<Condition>& conditions, std::vector<std::optional<Bytes>>* values);
+  // The sum of the sizes of the values `conditions` name (a key named twice counts twice).
+  size_t ValueBytes(const std::vector<Condition>& conditions);
   // Blocks until one of `conditions` holds (true) or `deadline` passed (false); fills `values`
   // either way, as Evaluate.
   bool Watch(const std::vector<Condition>& conditions,

@@ -50,6 +50,9 @@ inline constexpr uint32_t kVersion = 1;
 inline constexpr size_t kMaxKeyBytes = 4096;
 inline constexpr size_t kMaxValueBytes = 64u << 20;  // the store holds names, counters, ids
 inline constexpr size_t kMaxKeysPerRequest = 65536;  // also conditions per watch
+// A watch's reply carries the values of its keys: their sum is bounded (65,536 conditions on one
+// 64 MiB value must not make the server copy it 65,536 times).
+inline constexpr size_t kMaxWatchValueBytes = kMaxValueBytes - 8 * kMaxKeysPerRequest;
 // A compareSet carries two values; everything else is small.
 inline constexpr size_t kMaxFrameBytes = 2 * kMaxValueBytes + 64 * 1024;
 inline constexpr uint32_t kMaxWaitMs = 24u * 3600 * 1000;
