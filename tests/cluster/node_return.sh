@@ -7,9 +7,9 @@
 # the old processes in it, while the job trains. What must hold: the returning processes displace
 # nobody. The job Succeeds in round 0 with recoveries and restarts 0 (the loss is one disruption,
 # never a charge), every rank on one checksum (the undisturbed run's when it ran), and training
-# stands still no longer than without the return: the longest stall from the fault to the end is
-# at most the same loss's stall without a return (node-store-worker-freeze, when it ran in this
-# suite; else the budget), so the return itself stalls nothing.
+# stands still no longer than without the return: after the return, no longer than the steps'
+# reading resolves (2 s); before it, the loss within the node budget (printed beside
+# node-store-worker-freeze's, the same loss without a return, when it ran in this suite).
 #
 # Environment, beyond node_loss.sh's: DDP_E2E_NODE_PARTITION, the command that partitions the
 # node (default: DDP_E2E_NODE_STOP with --partition after the node's name, the kit's syntax);
@@ -80,11 +80,13 @@ scenario_node_return() {
   restarts=$(jget "$name" '{.status.restarts}')
   recoveries=$(jget "$name" '{.status.recoveries}')
   sum=$(job_checksum "$name")
-  local longest=$before; [ "$after" -gt "$longest" ] && longest=$after
-  local bound=$NODE_BUDGET ref_case=budget
+  # The return must cost nothing: after it, training stands still no longer than the reading's
+  # resolution (the steps are read about once a second through the API server: 2 s). The loss
+  # before it is the same loss as node-store-worker-freeze's, whose stall varies from run to run
+  # by a few seconds: it is held to the node budget and printed beside that case's.
+  local ref=""
   if [ -n "${NODE_STALLS[node-store-worker-freeze]:-}" ] && [ "${NODE_STALLS[node-store-worker-freeze]}" != none ]; then
-    # One poll interval of slack: the stalls are read about once a second.
-    bound=$(( NODE_STALLS[node-store-worker-freeze] + 2 )) ref_case="node-store-worker-freeze's ${NODE_STALLS[node-store-worker-freeze]} s + 2"
+    ref="; node-store-worker-freeze: ${NODE_STALLS[node-store-worker-freeze]} s"
   fi
   check "$case: Succeeded after $LOSE came back ($p)" [ "$p" = Succeeded ]
   check "$case: in round 0 (round ${rounds:-?})" [ "$rounds" = 0 ]
@@ -92,8 +94,10 @@ scenario_node_return() {
     [ "${restarts:-x}/${recoveries:-x}" = 0/0 ]
   check "$case: every rank ended at step $STEPS with one checksum (${sum:-none})" [ -n "$sum" ]
   [ -z "$REF" ] || check "$case: the checksum of the undisturbed run ($REF)" [ "$sum" = "$REF" ]
-  check "$case: training stood still at most ${bound} s (${ref_case}): ${before} s after the $fault, ${after} s after the return" \
-    [ "$longest" -le "$bound" ]
+  check "$case: the return stalled nothing: training stood still ${after} s after it (at most 2 s)" \
+    [ "$after" -le 2 ]
+  check "$case: the loss within ${NODE_BUDGET} s: training stood still ${before} s after the $fault${ref}" \
+    [ "$before" -le "$NODE_BUDGET" ]
   local equal=no; [ -n "$sum" ] && { [ -z "$REF" ] || [ "$sum" = "$REF" ]; } && equal=yes
   timing "RESULTS | $case | rendezvous, worker-1 on $LOSE, $fault, back after $((back - t0)) s | stall ${before} s, after the return ${after} s | round ${rounds:-?} | restarts ${restarts:-?}, recoveries ${recoveries:-?} | checksums equal: $equal${REF:+ (reference)} | $p |"
   kubectl -n "$NS" get events --field-selector "involvedObject.name=$name" -o jsonpath='{range .items[*]}{.reason}: {.message}{"\n"}{end}' 2>/dev/null \
