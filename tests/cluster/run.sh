@@ -27,6 +27,10 @@
 #   node-return-freeze, node-return-partition: the store's and worker-1's node frozen or cut off,
 #               replaced, and back while the job trains (tests/cluster/node_return.sh; the same
 #               settings)
+#   chaos       `ddp-operator chaos` injects kill-trainer, delete-pod, freeze-pod, drain-node and
+#               kill-rendezvous in turn into one job; each incident in the status with its pod,
+#               node, rank and a stall within 10% of rank 0's own (tests/cluster/chaos.sh; the
+#               same settings, and the build tree's ddp-operator or DDP_OPERATOR_BIN)
 #
 # Exit 0: every check passed; 1: a check failed (each is listed); 77: skipped, with the reason
 # (no cluster, no kubectl, no helm or helmlite, no images). Timings (pod start latency, each
@@ -42,10 +46,11 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/cluster/node_loss.sh"
 . "$ROOT/tests/cluster/node_return.sh"
 . "$ROOT/tests/cluster/monitoring.sh"
+. "$ROOT/tests/cluster/chaos.sh"
 
 STEPS=${E2E_STEPS:-1200}
 JOB_TIMEOUT=${E2E_TIMEOUT:-600}
-ONLY=${E2E_ONLY:-schema reference inplace monitoring spare resize all-inplace all-restart node-worker-freeze node-store-worker-freeze node-store-worker-kill node-store-freeze node-drain node-return-freeze node-return-partition}
+ONLY=${E2E_ONLY:-schema reference inplace monitoring spare resize all-inplace all-restart node-worker-freeze node-store-worker-freeze node-store-worker-kill node-store-freeze node-drain node-return-freeze node-return-partition chaos}
 NS=ddp-e2e-$(date +%s)
 
 command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH"
@@ -95,6 +100,7 @@ for scenario in $ONLY; do
     node-drain) scenario_node_loss "$scenario" drain rendezvous worker-1 ;;
     node-return-freeze) scenario_node_return "$scenario" freeze ;;
     node-return-partition) scenario_node_return "$scenario" partition ;;
+    chaos) scenario_chaos ;;
     *) fail_hard "unknown scenario $scenario" ;;
   esac
 done

@@ -386,7 +386,10 @@ void GroupMembership::WatchLoop() {
       const int64_t g = std::atoll(val(4).c_str());
       std::string why;
       std::lock_guard<std::mutex> lock(watch_mu_);
-      if (watched_ == nullptr) continue;
+      // Read with the keys of what was watched when the watch began: a communicator handed over
+      // meanwhile (Watch) is judged on the next watch, with its own generation's keys (its
+      // growth mark, above all).
+      if (watched_ == nullptr || !watching || w != watched_generation_) continue;
       if (seen_epoch != watched_epoch_) {
         // The store was replaced under a running generation: the new one counts afresh from 0,
         // and any generation past it means the membership changed (its authority declared an
