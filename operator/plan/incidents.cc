@@ -140,6 +140,34 @@ void OpenTrainerExits(Pass* p) {
   }
 }
 
+// Trainer exits opened before the group's report showed whose trainer was restarted (its count
+// came first): named once a rank's incarnation rose past what incidents cover.
+void NameTrainerExits(Pass* p) {
+  const metrics::GroupScrape* g = CurrentGroup(*p);
+  if (g == nullptr) return;
+  for (Incident& i : p->st.incidents) {
+    if (i.kind != api::kIncidentTrainerExit || i.round != p->round || i.rank >= 0) continue;
+    for (const auto& [rank, t] : g->trainers) {
+      int covered = 0;
+      for (const Incident& o : p->st.incidents) {
+        if (o.kind == api::kIncidentTrainerExit && o.round == p->round && o.rank == rank) {
+          covered = std::max(covered, o.incarnation);
+        }
+      }
+      if (t.second <= covered) continue;
+      i.rank = rank;
+      i.pod = t.first;
+      i.incarnation = covered + 1;
+      for (const ObservedPod& pod : p->seen->pods) {
+        if (pod.name == i.pod && pod.round == p->round && !pod.deleting) i.node = pod.node_name;
+      }
+      i.message = "rank " + std::to_string(rank) + "'s trainer exited; its pod's supervisor restarted it "
+                  "(incarnation " + std::to_string(i.incarnation) + ")";
+      break;
+    }
+  }
+}
+
 // A lost rendezvous pod of the round: once per pod object.
 void OpenRendezvousLoss(Pass* p) {
   if (!InPlace(*p)) return;
@@ -299,6 +327,7 @@ void DecideOpenIncidents(Pass* p, const char* outcome) {
 
 void TrackIncidents(Pass* p) {
   OpenTrainerExits(p);
+  NameTrainerExits(p);
   OpenRendezvousLoss(p);
   if (const ObservedProgress* prog = CurrentProgress(*p)) {
     const metrics::ProgressSnapshot& s = prog->snapshot;

@@ -147,6 +147,32 @@ TEST(Incidents, TrainerExitHealedInsideItsPodIsNamedByItsIncarnation) {
   EXPECT_TRUE(PlanReconcile(r.job, r.world, At(41)).empty());
 }
 
+// The count rose before the report showed whose trainer came back (a frozen trainer restarted
+// by its supervisor registers later): the incident is named once the incarnation shows.
+TEST(Incidents, ATrainerExitCountedBeforeItsRankShowsIsNamedLater) {
+  InPlaceRun r;
+  r.world.group->report.recoveries = 1;
+  Settle(&r.job, &r.world, At(31));
+  ASSERT_EQ(r.job.status.incidents.size(), 1u);
+  EXPECT_EQ(r.job.status.incidents[0].rank, -1);
+  r.world.group->report.trainers[1] = {"mingpt-worker-1", 1};
+  Settle(&r.job, &r.world, At(33));
+  ASSERT_EQ(r.job.status.incidents.size(), 1u);
+  const Incident& i = r.job.status.incidents[0];
+  EXPECT_EQ(i.rank, 1);
+  EXPECT_EQ(i.pod, "mingpt-worker-1");
+  EXPECT_EQ(i.node, "node-b");
+  EXPECT_EQ(i.incarnation, 1);
+  EXPECT_NE(i.message.find("rank 1's trainer exited"), std::string::npos) << i.message;
+  // A later restart of rank 1 is a new incident, incarnation 2, not this one renamed.
+  r.world.group->report.recoveries = 2;
+  r.world.group->report.trainers[1] = {"mingpt-worker-1", 2};
+  Settle(&r.job, &r.world, At(40));
+  ASSERT_EQ(r.job.status.incidents.size(), 2u);
+  EXPECT_EQ(r.job.status.incidents[1].rank, 1);
+  EXPECT_EQ(r.job.status.incidents[1].incarnation, 2);
+}
+
 // The group's count is read seconds after the heal (a slow page): the record on the same page is
 // still this incident's, and the incident happened when the trainers saw it, not when it was read.
 TEST(Incidents, ATrainerExitReadLateKeepsItsOwnStallAndTime) {
