@@ -69,6 +69,22 @@ bool IsRendezvousIncident(const Pass& p, const Incident& i) {
   return i.rank < 0 && i.kind != api::kIncidentResize && i.pod == RendezvousPodName(p.job);
 }
 
+// The incarnation of `rank`'s trainer that incidents account for: the highest of its trainer
+// exits since its pod was last replaced (a pod lost, drained, hung or on a lost node: the new
+// pod's trainer counts from 0 again).
+int Covered(const Pass& p, int rank) {
+  int covered = 0;
+  for (const Incident& i : p.st.incidents) {
+    if (i.round != p.round || i.rank != rank) continue;
+    if (i.kind == api::kIncidentTrainerExit) {
+      covered = std::max(covered, i.incarnation);
+    } else if (i.kind != api::kIncidentResize) {
+      covered = 0;
+    }
+  }
+  return covered;
+}
+
 // Trainer exits the group healed inside their pods since the last pass (the increase of
 // status.progress.recoveries), each named by the rank whose trainer incarnation rose.
 void OpenTrainerExits(Pass* p) {
@@ -97,12 +113,7 @@ void OpenTrainerExits(Pass* p) {
     std::string best_pod;
     if (g != nullptr) {
       for (const auto& [rank, t] : g->trainers) {
-        int covered = 0;
-        for (const Incident& i : p->st.incidents) {
-          if (i.kind == api::kIncidentTrainerExit && i.round == p->round && i.rank == rank) {
-            covered = std::max(covered, i.incarnation);
-          }
-        }
+        const int covered = Covered(*p, rank);
         if (t.second - covered > best_new) {
           best_rank = rank, best_new = t.second - covered, best_covered = covered;
           best_pod = t.first;
@@ -148,12 +159,7 @@ void NameTrainerExits(Pass* p) {
   for (Incident& i : p->st.incidents) {
     if (i.kind != api::kIncidentTrainerExit || i.round != p->round || i.rank >= 0) continue;
     for (const auto& [rank, t] : g->trainers) {
-      int covered = 0;
-      for (const Incident& o : p->st.incidents) {
-        if (o.kind == api::kIncidentTrainerExit && o.round == p->round && o.rank == rank) {
-          covered = std::max(covered, o.incarnation);
-        }
-      }
+      const int covered = Covered(*p, rank);
       if (t.second <= covered) continue;
       i.rank = rank;
       i.pod = t.first;

@@ -173,6 +173,34 @@ TEST(Incidents, ATrainerExitCountedBeforeItsRankShowsIsNamedLater) {
   EXPECT_EQ(r.job.status.incidents[1].incarnation, 2);
 }
 
+// A replaced pod's trainer counts its incarnations from 0 again: its first restart in place is
+// named although an earlier pod of the same name had one too (seen on the kit: kill-trainer,
+// delete-pod, then freeze-pod on rank 1).
+TEST(Incidents, ATrainerExitInAReplacedPodIsNamedFromItsOwnIncarnations) {
+  InPlaceRun r;
+  r.world.group->report.recoveries = 1;
+  r.world.group->report.trainers[1] = {"mingpt-worker-1", 1};
+  Settle(&r.job, &r.world, At(31));
+  ASSERT_EQ(r.job.status.incidents.size(), 1u);
+  // The group fences pod 1 (a Hang); its replacement's trainer holds rank 1 from incarnation 0.
+  r.world.group->report.fenced = {{"mingpt-worker-1", r.Uid("mingpt-worker-1")}};
+  Pass(&r.job, &r.world, At(51));
+  ASSERT_EQ(r.job.status.incidents.size(), 2u);
+  EXPECT_EQ(r.job.status.incidents[1].kind, api::kIncidentHang);
+  r.world.group->report.fenced = {};
+  r.world.group->report.trainers[1] = {"mingpt-worker-1", 0};  // the new pod's trainer
+  Pass(&r.job, &r.world, At(55));
+  r.world.group->report.recoveries = 2;
+  r.world.group->report.trainers[1] = {"mingpt-worker-1", 1};
+  Pass(&r.job, &r.world, At(60));
+  ASSERT_EQ(r.job.status.incidents.size(), 3u);
+  const Incident& i = r.job.status.incidents[2];
+  EXPECT_EQ(i.kind, api::kIncidentTrainerExit);
+  EXPECT_EQ(i.rank, 1);
+  EXPECT_EQ(i.pod, "mingpt-worker-1");
+  EXPECT_EQ(i.incarnation, 1);
+}
+
 // The group's count is read seconds after the heal (a slow page): the record on the same page is
 // still this incident's, and the incident happened when the trainers saw it, not when it was read.
 TEST(Incidents, ATrainerExitReadLateKeepsItsOwnStallAndTime) {
