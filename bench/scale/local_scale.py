@@ -25,39 +25,7 @@ import local_job as lj  # noqa: E402
 import resilience_bench as rb  # noqa: E402
 
 # One tiny trainer a pod: N of them share this machine's cores.
-MODEL = ["--model=mingpt", "--n-layer=1", "--n-head=2", "--n-embd=32", "--block-size=32",
-         "--batch-size=4", "--log-every=1", "--threads=1", "--device=cpu", "--seed=42"]
-
-
-def manifest(name, pods, steps, liveness, worker, timeout):
-    return f"""apiVersion: ddp.dev/v1alpha1
-kind: DDPJob
-metadata:
-  name: {name}
-spec:
-  replicas: {pods}
-  failurePolicy:
-    restartPolicy: ExitCode
-    maxRestarts: 10
-    retryableExitCodes: [75]
-    recovery: InPlace
-    livenessTimeoutSeconds: {liveness}
-  runPolicy:
-    activeDeadlineSeconds: {int(timeout)}
-  rendezvous:
-    timeoutSeconds: 600
-  template:
-    spec:
-      terminationGracePeriodSeconds: 5
-      containers:
-        - name: worker
-          image: ddp-worker:0.1.0
-          command: [{worker}]
-          args: [{", ".join(MODEL + [f"--steps={steps}", f"--checkpoint-every={steps}"])}]
-          env:
-            - name: OMP_NUM_THREADS
-              value: "1"
-"""
+MODEL = ["--n-layer=1", "--n-head=2", "--n-embd=32", "--block-size=32", "--batch-size=4"]
 
 
 def cpu_seconds(pid):
@@ -76,7 +44,9 @@ def run_once(a, n, work):
     job = lj.Job("inplace", d, a, a.steps, pods=n, liveness=a.liveness)
     path = os.path.join(d, "job.yaml")
     with open(path, "w") as f:
-        f.write(manifest(job.name, n, a.steps, a.liveness, a.worker, a.timeout))
+        f.write(rb.manifest(job.name, "InPlace", a.steps, a.steps, a.timeout, a.worker, replicas=n,
+                            policy=[("livenessTimeoutSeconds", a.liveness)], rendezvous_timeout=600,
+                            max_restarts=10, model=MODEL))
     out = open(os.path.join(d, "bench-stdout.txt"), "w")
     t0 = time.time()
     job.t0 = t0

@@ -62,8 +62,13 @@ TEST(Rank0PageTest, AFrozenRank0NeverDelaysThePageAndItsOldCopyExpires) {
 }
 
 TEST(Rank0PageTest, NoRank0MeansNoPage) {
-  MemberPageCache cache([] { return std::string(); }, milliseconds(20));
-  std::this_thread::sleep_for(milliseconds(100));  // a few rounds of the fetch loop
+  std::atomic<int> asked{0};
+  MemberPageCache cache([&] {
+    asked++;
+    return std::string();
+  }, milliseconds(20));
+  // A few rounds of the fetch loop, each finding no rank 0.
+  ASSERT_TRUE(PollFor(milliseconds(5000), [&] { return asked.load() >= 3; }));
   EXPECT_EQ(cache.page(), "");
 }
 

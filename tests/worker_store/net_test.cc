@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <future>
 #include <thread>
 
 #include "worker/store/net.h"
@@ -15,10 +16,13 @@ namespace {
 using std::chrono::milliseconds;
 
 TEST(StoreNetTest, AResolverThatHangsCostsTheCallerItsBoundOnly) {
-  // The stand-in resolver answers after 3 s, long after the caller's 300 ms.
-  Resolver slow = [](const char* host, const char* service, const addrinfo* hints,
-                     addrinfo** result) {
-    std::this_thread::sleep_for(milliseconds(3000));
+  // The stand-in resolver hangs until the test has its answer (at most 10 s), long after the
+  // caller's 300 ms.
+  auto release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  Resolver slow = [released](const char*, const char* service, const addrinfo* hints,
+                             addrinfo** result) {
+    released.wait_for(std::chrono::seconds(10));
     return SystemResolver("127.0.0.1", service, hints, result);
   };
   const auto start = Clock::now();
@@ -29,6 +33,7 @@ TEST(StoreNetTest, AResolverThatHangsCostsTheCallerItsBoundOnly) {
   EXPECT_NE(r.status().message().find("store.example.invalid:29500"), std::string::npos);
   EXPECT_GE(took, milliseconds(300));
   EXPECT_LT(took, milliseconds(1500));
+  release->set_value();  // the abandoned lookup ends now, its answer dropped
 }
 
 TEST(StoreNetTest, ANameThatDoesNotResolveIsUnavailableWithTheResolversWords) {
