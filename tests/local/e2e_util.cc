@@ -10,9 +10,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <regex>
 #include <sstream>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "tests/common/poll.h"
 
@@ -24,6 +27,11 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
+  // DDP_TEST_KEEP_FAILED=1 keeps a failed test's run directory (pod logs, status) to read.
+  if (std::getenv("DDP_TEST_KEEP_FAILED") && ::testing::Test::HasFailure()) {
+    std::cerr << "kept " << path_ << std::endl;
+    return;
+  }
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
 }

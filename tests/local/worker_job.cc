@@ -4,7 +4,12 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <deque>
+#include <filesystem>
+#include <iostream>
 #include <regex>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -56,6 +61,29 @@ LocalJob::LocalJob(const TempDir& dir, const JobOptions& o)
                                 "--plain"};
   argv.insert(argv.end(), o.operator_args.begin(), o.operator_args.end());
   op_ = std::make_unique<OperatorProcess>(argv, dir.path() + "/" + o.name + ".out");
+}
+
+LocalJob::~LocalJob() {
+  if (!::testing::Test::HasFailure()) return;
+  std::error_code ec;
+  std::vector<std::string> logs;
+  for (const auto& e : std::filesystem::directory_iterator(run_dir_, ec)) {
+    const std::string f = e.path().string();
+    if (f.size() > 4 && f.compare(f.size() - 4, 4, ".log") == 0) logs.push_back(f);
+  }
+  std::sort(logs.begin(), logs.end());
+  constexpr size_t kLines = 30;
+  for (const auto& f : logs) {
+    std::istringstream in(ReadFile(f));
+    std::deque<std::string> last;
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("] step ") != std::string::npos) continue;
+      last.push_back(line.substr(0, 300));
+      if (last.size() > kLines) last.pop_front();
+    }
+    std::cerr << "--- " << f << " (last " << last.size() << " lines, no step lines)\n";
+    for (const auto& line : last) std::cerr << line << "\n";
+  }
 }
 
 std::string LocalJob::PodLog(const std::string& pod, int incarnation, int round) const {

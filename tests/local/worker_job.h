@@ -38,6 +38,9 @@ std::string WorkerJob(const TempDir& dir, const JobOptions& o);
 class LocalJob {
  public:
   LocalJob(const TempDir& dir, const JobOptions& o);
+  // When the test failed: what every pod of the run logged last, step lines left out (the
+  // failure messages show the operator's output; a group that hangs shows itself in the pods').
+  ~LocalJob();
   OperatorProcess& op() { return *op_; }
   nlohmann::json Status() const { return ReadStatus(run_dir_); }
   std::string Log(const std::string& file) const { return ReadFile(run_dir_ + "/" + file); }
