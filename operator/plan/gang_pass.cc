@@ -31,6 +31,24 @@ bool OwnsPodGroup(const Pass& p) {
 
 std::string RoundPrefix(const Pass& p) { return "round " + std::to_string(p.round) + ": "; }
 
+// What the scheduler said about the round's first unschedulable pod (by name), as
+// "; pod NAME: MESSAGE", or "": why the gang is not placed in the scheduler's own words (Volcano:
+// "3/3 tasks in gang unschedulable: ..."; the plugin: "0/2 nodes are available: ..."). The
+// Unschedulable condition is not set while a gang waits, so this is where a user reads it.
+std::string SchedulerSays(const Pass& p) {
+  std::vector<const ObservedPod*> pods = CurrentPods(p);
+  if (InPlace(p)) pods.push_back(CurrentRendezvous(p));
+  const ObservedPod* first = nullptr;
+  for (const ObservedPod* pod : pods) {
+    if (!pod || pod->phase != "Pending" || !pod->unschedulable_since ||
+        pod->unschedulable_message.empty()) {
+      continue;
+    }
+    if (!first || pod->name < first->name) first = pod;
+  }
+  return first ? "; pod " + first->name + ": " + first->unschedulable_message : "";
+}
+
 }  // namespace
 
 std::optional<GangWait> FindGangWait(const Pass& p) {
@@ -76,7 +94,8 @@ std::optional<GangWait> FindGangWait(const Pass& p) {
                     RoundPrefix(p) + "PodGroup " + name + " is " +
                         (pg->phase.empty() ? "not placed yet" : pg->phase) + " (minMember " +
                         std::to_string(GangMinMember(p.job, p.size)) + "): " +
-                        GangSchedulerDisplay(g.scheduler) + " starts the gang's pods together",
+                        GangSchedulerDisplay(g.scheduler) + " starts the gang's pods together" +
+                        SchedulerSays(p),
                     false};
   }
   return std::nullopt;
@@ -134,6 +153,24 @@ void PlanPodGroup(Pass* p) {
                patch.dump());
   p->plan.patches.push_back(
       {PodGroupApiVersion(g.scheduler), kPodGroupKind, name, {{"spec", std::move(patch)}}});
+}
+
+bool SparesMayJoin(const Pass& p) {
+  if (p.gang.scheduler == GangScheduler::kNone) return true;
+  auto placed = [](const ObservedPod* pod) {
+    return pod != nullptr && (!pod->node_name.empty() || pod->phase == "Running" ||
+                              pod->phase == "Succeeded" || pod->phase == "Failed");
+  };
+  for (const ObservedPod* pod : CurrentPods(p)) {
+    if (!placed(pod)) return false;
+  }
+  return !InPlace(p) || placed(CurrentRendezvous(p));
+}
+
+bool RoundMayStart(const Pass& p) {
+  if (p.gang.scheduler == GangScheduler::kNone) return true;
+  return std::none_of(p.seen->pods.begin(), p.seen->pods.end(),
+                      [&](const ObservedPod& pod) { return pod.round != p.round; });
 }
 
 void DeletePodGroup(Pass* p) {

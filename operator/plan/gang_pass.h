@@ -40,6 +40,21 @@ void RecordGangWait(Pass* p, std::optional<GangWait> wait);
 // and before CreateMissing, so the PodGroup comes before the pods.
 void PlanPodGroup(Pass* p);
 
+// Whether the round's spares may be created now: always without a PodGroup scheduler (Kueue
+// counts them in the group from the start); with one, once every worker pod and the rendezvous
+// pod of the round is bound to a node. Volcano's minMember and the coscheduling plugin's Permit
+// count the group's pods, not their roles: a spare placed first fills the count in a worker's
+// place, the gang is admitted without that worker, and the round never trains.
+bool SparesMayJoin(const Pass& p);
+
+// Whether the current round's worker and rendezvous pods may be created now: always without a
+// PodGroup scheduler; with one, once no pod of another round is left. The coscheduling plugin's
+// Permit counts every pod that carries the group's label, a terminating pod of the old round
+// among them: on a real cluster a new round's first pod was bound alone, before its sibling
+// existed. Held until then, the round's pods are created in one pass, so the scheduler never
+// sees part of a round.
+bool RoundMayStart(const Pass& p);
+
 // Deletes the job's PodGroup, if it has one: a finished or suspended job holds no gang.
 void DeletePodGroup(Pass* p);
 

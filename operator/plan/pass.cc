@@ -156,7 +156,7 @@ void DeleteStalePods(Pass* p) {
 void CreateMissing(Pass* p, bool hold_pods) {
   const bool service = !p->seen->service_exists;
   if (service) p->plan.creates.push_back(BuildService(p->job));
-  int created = 0, waiting = 0, spares = 0;
+  int created = 0, waiting = 0, spares = 0, held = 0;
   bool rendezvous = false;
   // A pod's DDP_MAX_RECOVERIES is the budget left under the status being written now.
   api::DDPJob at_creation = p->job;
@@ -182,16 +182,27 @@ void CreateMissing(Pass* p, bool hold_pods) {
     AvoidNodes(SuspectNames(p->st), &pod);  // suspect_nodes.h
     p->plan.creates.push_back(std::move(pod));
   };
+  // Under a PodGroup scheduler a round starts whole, once the old round's pods are gone.
+  const bool round_starts = RoundMayStart(*p);  // gang_pass.h
   if (!hold_pods && InPlace(*p) && free_name(RendezvousPodName(p->job))) {
-    create(BuildRendezvousPod(at_creation, p->round, p->size));
-    rendezvous = true;
+    if (round_starts) {
+      create(BuildRendezvousPod(at_creation, p->round, p->size));
+      rendezvous = true;
+    } else {
+      ++held;
+    }
   }
   for (int i = 0; !hold_pods && i < p->size; ++i) {
     if (!free_name(PodName(p->job, i))) continue;
+    if (!round_starts) {
+      ++held;
+      continue;
+    }
     create(BuildWorkerPod(at_creation, i, p->round, p->size));
     ++created;
   }
-  for (int k = 0; !hold_pods && k < SpareCount(*p); ++k) {
+  const bool spares_join = SparesMayJoin(*p);  // a gang's spares come after it (gang_pass.h)
+  for (int k = 0; !hold_pods && spares_join && k < SpareCount(*p); ++k) {
     if (!free_name(SparePodName(p->job, k))) continue;
     create(BuildSparePod(at_creation, k, p->round, p->size));
     ++spares;
@@ -202,8 +213,9 @@ void CreateMissing(Pass* p, bool hold_pods) {
   if (rendezvous) add("rendezvous pod " + RendezvousPodName(p->job));
   if (created > 0) add(Plural(static_cast<size_t>(created), "pod") + " of " + std::to_string(p->size));
   if (spares > 0) add(Plural(static_cast<size_t>(spares), "spare pod"));
-  const std::string waits =
+  std::string waits =
       waiting > 0 ? "; " + std::to_string(waiting) + " wait for their old pod to go" : "";
+  if (held > 0) waits += "; " + std::to_string(held) + " wait for the other rounds' pods to go";
   // One decision, one event: a new job's creates are part of its JobCreated event.
   if (!p->plan.events.empty() && p->plan.events.back().reason == kReasonJobCreated) {
     p->plan.events.back().message += "; creating " + what + waits;

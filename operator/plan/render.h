@@ -16,7 +16,8 @@ namespace ddp::plan {
 // observed, at `now`, with the operator's settings `options`: its creates, in the order the
 // operator makes them: the PodGroup (with a gang scheduler), the NetworkPolicy (when the job
 // gets one), the headless Service, then the rendezvous pod (recovery InPlace), the worker pods
-// and the spare pods (InPlace). Left out is what comes later: status writes, Events,
+// and the spare pods (InPlace; under a PodGroup scheduler the operator creates them once the
+// round's other pods are bound, a second pass that render makes as if they were). Left out is what comes later: status writes, Events,
 // replacements, the pods of later rounds, patches of the rendezvous pod's group size.
 // The job's own status (a manifest from `kubectl get`) and deletionTimestamp are ignored; a
 // suspended job renders as it starts once resumed. REQUIRES: job valid (api::Validate);

@@ -68,6 +68,15 @@ DDPJob Ready(DDPJob j, int n) {
   j.status.ready_replicas = n;
   return j;
 }
+DDPJob Spares(DDPJob j, int n) {
+  j.spec.failure_policy.recovery = api::Recovery::kInPlace;
+  j.spec.failure_policy.spares = n;
+  return j;
+}
+ObservedPod OnNode(ObservedPod p) {
+  p.node_name = "node-a";
+  return p;
+}
 ObservedPod Gated(ObservedPod p) {
   p.scheduling_gates = {api::kKueueAdmissionGate};
   return p;
@@ -121,6 +130,25 @@ std::vector<Row> Rows() {
                                              "Service mingpt and 3 pods of 3"}},
       {"coscheduling_new_job_creates_its_podgroup_too", Job(2), World({}), At(0), Cosched(),
        {.creates = {"PodGroup mingpt", "Pod mingpt-worker-0 r0", "Pod mingpt-worker-1 r0"}}},
+      // A gang scheduler counts the group's pods, not their roles: a spare bound before a worker
+      // would fill minMember in its place. Spares join once the workers and the rendezvous pod
+      // are bound (the coscheduling plugin's queue sorts mingpt-spare-0 before mingpt-worker-1).
+      {"spares_wait_until_the_gang_is_bound", Spares(Job(2), 1), World({}), At(0), Cosched(),
+       {.creates = {"PodGroup mingpt", "Pod mingpt-rendezvous r0", "Pod mingpt-worker-0 r0",
+                    "Pod mingpt-worker-1 r0"},
+        .message = "creating PodGroup mingpt (minMember 3); creating rendezvous pod "
+                   "mingpt-rendezvous and 2 pods of 2"}},
+      {"spares_wait_while_a_worker_is_unbound",
+       InPhase(Spares(Job(2), 1), "Pending", 0, 2),
+       WithGroup(World({OnNode(Rendezvous(0, "Pending")), OnNode(Pod(0, 0, "Pending")),
+                        Pod(1, 0, "Pending")}),
+                 Group({{"minMember", 3}}, "Inqueue")),
+       At(5), Volcano(), {.creates = {}, .condition = "Queued=True/WaitingForPodGroup"}},
+      {"spares_join_once_the_gang_is_bound", InPhase(Spares(Job(2), 1), "Pending", 0, 2),
+       WithGroup(World({OnNode(Rendezvous(0, "Pending")), OnNode(Pod(0, 0, "Pending")),
+                        OnNode(Pod(1, 0, "Pending"))}),
+                 Group({{"minMember", 3}}, "Inqueue")),
+       At(5), Volcano(), {.creates = {"Pod mingpt-spare-0 r0"}}},
       {"no_gang_scheduler_creates_no_podgroup", Job(3), World({}), At(0), GangConfig{},
        {.creates = kRound0, .events = {"JobCreated"}}},
       {"no_gang_scheduler_warns_about_an_ignored_policy",
@@ -131,12 +159,29 @@ std::vector<Row> Rows() {
       {"podgroup_in_step_means_no_write", running3, WithGroup(World(Pods(3, 0, "Running")),
        Group(min3)), At(10), Volcano(), {.events = {}, .no_status = true}},
       // The PodGroup follows rounds: minMember is the new round's pod count.
+      // ...and its pods come whole once the old round's are gone (the names 3 and 4 are free
+      // at once, but the plugin would count the old pods as members of the new round).
       {"resize_patches_minmember_to_the_new_round", Scaled(running3, 5),
        WithGroup(World(Pods(3, 0, "Running")), Group(min3)), At(10), Volcano(),
-       {.creates = {"Pod mingpt-worker-3 r1", "Pod mingpt-worker-4 r1"}, .deletes = kDeleteAll3,
+       {.creates = {}, .deletes = kDeleteAll3,
         .patches = {R"(PodGroup mingpt {"spec":{"minMember":5}})"}, .phase = "Scaling",
-        .round = 1, .events = {"Resized", "DeletingPods", "UpdatingPodGroup", "CreatingPods"},
+        .round = 1, .events = {"Resized", "DeletingPods", "UpdatingPodGroup"},
         .message = "round 1: updating PodGroup mingpt (minMember 5)"}},
+      {"no_gang_scheduler_creates_free_names_of_a_new_round_at_once",
+       InPhase(Job(2), "Restarting", 1, 2, 1), World({Deleting(Pod(0, 0, "Running"))}), At(20),
+       GangConfig{}, {.creates = {"Pod mingpt-worker-1 r1"}, .round = 1}},
+      {"a_new_round_waits_while_a_pod_of_the_old_one_terminates",
+       InPhase(Job(2), "Restarting", 1, 2, 1),
+       WithGroup(World({Deleting(Pod(0, 0, "Running"))}), Group({{"minMember", 2}}, "Running")),
+       At(20), Cosched(), {.creates = {}, .round = 1}},
+      {"a_new_round_is_created_whole_once_the_old_pods_are_gone",
+       InPhase(Job(2), "Restarting", 1, 2, 1),
+       WithGroup(World({}), Group({{"minMember", 2}}, "Running")), At(20), Cosched(),
+       {.creates = {"Pod mingpt-worker-0 r1", "Pod mingpt-worker-1 r1"}, .round = 1}},
+      {"inplace_new_round_holds_its_rendezvous_pod_too",
+       InPhase(InPlace(Job(2)), "Restarting", 1, 2, 1),
+       WithGroup(World({Deleting(Rendezvous(0, "Running"))}), Group({{"minMember", 3}}, "Running")),
+       At(20), Volcano(), {.creates = {}, .round = 1}},
       {"elastic_shrink_patches_minmember", Elastic(InPhase(Job(3), "Pending", 0, 3), 1, 3, 60),
        WithGroup(World({Pod(0, 0, "Running"), Pod(1, 0, "Running"), Unschedulable(2, 0, At(0))}),
                  Group(min3, "Running")),
@@ -352,6 +397,42 @@ TEST(GangScenario, EveryKueueGroupIsExactlyTheRoundsPods) {
                         {"mingpt-r0", {"3", "3", "3"}},
                         {"mingpt-r1", {"3", "3", "3"}},
                         {"mingpt-r2", {"2", "2"}}}));
+}
+
+// A gang that waits says why in the scheduler's own words (the Unschedulable condition is not
+// set meanwhile): the PodScheduled message of its first unschedulable pod by name, after the
+// PodGroup's phase; a pod the scheduler has not reported on adds nothing.
+TEST(GangWait, QueuedQuotesTheSchedulerAboutTheFirstUnschedulablePod) {
+  const std::string gang_says =
+      "3/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable";
+  auto unschedulable = [](ObservedPod p, const std::string& msg) {
+    p.unschedulable_since = At(1);
+    p.unschedulable_message = msg;
+    return p;
+  };
+  const DDPJob job = InPhase(Job(3), "Pending", 0, 3);
+  auto queued = [&](const std::vector<ObservedPod>& pods, const GangConfig& gang) {
+    const Plan plan = PlanReconcile(job, WithGroup(World(pods), Group({{"minMember", 3}}, "Pending")),
+                                    At(5), WithGang(gang));
+    const api::Condition* c = plan.status ? plan.status->FindCondition(api::kCondQueued) : nullptr;
+    return c ? c->status + "/" + c->reason + ": " + c->message : std::string("absent");
+  };
+  const std::string said = queued(
+      {unschedulable(Pod(2, 0, "Pending"), "0/2 nodes are available: 2 Insufficient cpu."),
+       Pod(0, 0, "Pending"), unschedulable(Pod(1, 0, "Pending"), gang_says)},
+      Volcano());
+  const std::string tail = "; pod mingpt-worker-1: " + gang_says;
+  ASSERT_GE(said.size(), tail.size()) << said;
+  EXPECT_EQ(said.substr(said.size() - tail.size()), tail) << said;
+  EXPECT_EQ(said.rfind("True/WaitingForPodGroup: round 0: PodGroup mingpt is Pending", 0), 0u)
+      << said;
+  // Nothing reported: the message ends with what the operator knows.
+  const std::string silent =
+      queued({Pod(0, 0, "Pending"), Pod(1, 0, "Pending"), Pod(2, 0, "Pending")}, Cosched());
+  EXPECT_EQ(silent.find("; pod "), std::string::npos) << silent;
+  const std::string end = "starts the gang's pods together";
+  ASSERT_GE(silent.size(), end.size()) << silent;
+  EXPECT_EQ(silent.substr(silent.size() - end.size()), end) << silent;
 }
 
 }  // namespace
