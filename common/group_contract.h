@@ -38,6 +38,10 @@ inline constexpr char kDefaultTerminationLog[] = "/dev/termination-log";
 // pod's kGroupSizeAnnotation into (a downwardAPI volume): the size the operator asks for.
 inline constexpr char kEnvMaxNodes[] = "DDP_MAX_NODES";
 inline constexpr char kEnvGroupSizeFile[] = "DDP_GROUP_SIZE_FILE";
+// Elastic in place (the rendezvous pod only): the fewest node ranks the group may shrink to by
+// itself when members are lost and no spare takes their ranks (spec.elastic.minReplicas); unset
+// or 0: it never does, the ranks wait for the replacements (worker/group/authority.h rule 10).
+inline constexpr char kEnvMinNodes[] = "DDP_MIN_NODES";
 // Written by the operator's planner on the rendezvous pod: the desired node count.
 inline constexpr char kGroupSizeAnnotation[] = "ddp.dev/group-size";
 
@@ -95,6 +99,9 @@ inline constexpr char kGroupGeneration[] = "ddp_group_generation";
 inline constexpr char kGroupWorldSize[] = "ddp_group_world_size";
 // Resizes done in place this round (a counter).
 inline constexpr char kGroupResizes[] = "ddp_group_resizes_total";
+// Node ranks the group runs without because members were lost with no idle pod to take their
+// ranks (elastic in place: it went on smaller; it grows back as their replacements are ready).
+inline constexpr char kGroupShrunkNodes[] = "ddp_group_shrunk_nodes";
 // Failures healed in place this round, charged to maxRestarts (trainer restarts in the pods and
 // replaced pods), and the budget left of this round's maxRestarts.
 inline constexpr char kGroupRecoveries[] = "ddp_group_recoveries";

@@ -45,6 +45,7 @@ GroupScrape ReadGroupScrape(const std::vector<ParsedFamily>& families) {
   g.budget_left = FindSample(families, kGroupBudgetLeft).value_or(0);
   g.world_size = FindSample(families, kGroupWorldSize).value_or(0);
   g.resizes = FindSample(families, kGroupResizes).value_or(0);
+  g.shrunk_nodes = FindSample(families, kGroupShrunkNodes).value_or(0);
   g.abandoned = FindSample(families, kGroupAbandoned).value_or(0) > 0;
   for (const ParsedFamily& f : families) {
     for (const Sample& x : f.samples) {
@@ -111,7 +112,7 @@ void ReadStalls(const std::vector<ParsedFamily>& families, WorkerScrape* s) {
 bool GroupScrape::operator==(const GroupScrape& o) const {
   return present == o.present && generation == o.generation && recoveries == o.recoveries &&
          budget_left == o.budget_left && world_size == o.world_size && resizes == o.resizes &&
-         members == o.members && spares == o.spares &&
+         shrunk_nodes == o.shrunk_nodes && members == o.members && spares == o.spares &&
          fenced == o.fenced && ended == o.ended && abandoned == o.abandoned &&
          trainers == o.trainers;
 }
@@ -218,6 +219,9 @@ Status CheckWorkerScrape(WorkerScrape* s) {
     }
     if (!whole(g.resizes, 0, kMaxPageCount)) {
       return bad(group::kGroupResizes, g.resizes, "a whole number >= 0, <= 1e9");
+    }
+    if (!whole(g.shrunk_nodes, 0, kMaxPageCount)) {
+      return bad(group::kGroupShrunkNodes, g.shrunk_nodes, "a whole number >= 0, <= 1e9");
     }
     if (!whole(g.budget_left, -kMaxPageCount, kMaxPageCount)) {
       return bad(group::kGroupBudgetLeft, g.budget_left, "a whole number, |n| <= 1e9");

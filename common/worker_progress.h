@@ -72,6 +72,7 @@ struct GroupScrape {
   double budget_left = 0;
   double world_size = 0;    // ranks in the current generation; 0: not reported (an older page)
   double resizes = 0;       // resizes done in place this round
+  double shrunk_nodes = 0;  // node ranks the group runs without after losses with no spare
   std::map<std::string, int> members;  // pod name -> node rank
   std::vector<std::string> spares;     // idle spare pods
   std::vector<std::pair<std::string, std::string>> fenced;  // pod name, uid

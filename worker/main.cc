@@ -153,7 +153,8 @@ int TrainMain(const std::vector<std::string>& args) {
     const char* pod_id = std::getenv(kEnvPodIdentity);
     const char* node = std::getenv(kEnvNodeRank);
     group::MemberIdentity id{trainer_id ? trainer_id : "", pod_id ? pod_id : "",
-                             node ? std::atoi(node) : 0};
+                             node ? std::atoi(node) : 0, rdzv_cfg->local_rank,
+                             rdzv_cfg->local_world_size};
     // Each connection's calls wait at most 10 s, its connect and first read 2 s (a route to a lost
     // rendezvous pod: its watcher tries again soon and finds the new one); Join bounds the whole
     // wait.
@@ -201,7 +202,8 @@ int TrainMain(const std::vector<std::string>& args) {
   }
   // The size the group ended at: a resize in place changes it under a running trainer.
   const int world = result->world_size > 0 ? result->world_size : rdzv_cfg->world_size;
-  std::cout << SummaryLine(*result, rdzv_cfg->rank, world) << std::endl;
+  std::cout << SummaryLine(*result, result->rank >= 0 ? result->rank : rdzv_cfg->rank, world)
+            << std::endl;
   if (result->preempted) {
     if (cfg->checkpoint_dir.empty()) {
       DDP_LOG(WARNING) << "stopped by signal at step " << result->step

@@ -42,11 +42,13 @@ class Job:
     """REQUIRES: start() once; every other method from the same thread."""
 
     def __init__(self, system, run_dir, a, steps, pods=3, spares=0, delay=0.0, env=(), liveness=5,
-                 rendezvous_timeout=120, delay_file=False, elastic=None, operator_args=()):
+                 rendezvous_timeout=120, delay_file=False, elastic=None, operator_args=(),
+                 worker_args=()):
         self.system, self.dir, self.a, self.steps = system, run_dir, a, steps
         self.n, self.spares, self.delay, self.env = pods, spares, delay, list(env)
         self.liveness, self.rendezvous_timeout = liveness, rendezvous_timeout
         self.elastic, self.operator_args = elastic, list(operator_args)  # resize_bench.py
+        self.worker_args = list(worker_args)  # shrink_bench.py
         self.delay_file = os.path.join(run_dir, "start-delays") if delay_file else ""
         self.name = f"b-{system}"
         self.log = StepLog(system, run_dir)
@@ -73,7 +75,7 @@ class Job:
                 f.write(rb.manifest(self.name, "InPlace" if self.system == "inplace" else "Restart", self.steps,
                                     self.a.checkpoint_every, self.a.run_timeout, self.a.worker, replicas=self.n,
                                     policy=policy, env=self.env, rendezvous_timeout=self.rendezvous_timeout,
-                                    elastic=self.elastic))
+                                    elastic=self.elastic, extra_args=self.worker_args))
             cmd = [self.a.operator, "local", "-f", path, "--run-dir", os.path.join(self.dir, "run"), "--plain",
                    "--pod-start-delay", f"{self.delay:g}", *self.operator_args]
             env = dict(os.environ)

@@ -157,13 +157,16 @@ def free_port():
 # ---------------------------------------------------------------- systems
 
 def manifest(name, recovery, steps, ckpt_every, timeout, worker, replicas=2, policy=(), env=(),
-             rendezvous_timeout=60, max_restarts=10000, elastic=None, model=MODEL):
+             rendezvous_timeout=60, max_restarts=10000, elastic=None, model=MODEL,
+             extra_args=()):
     """The bench's DDPJob. `policy`: extra failurePolicy fields as (key, value); `env`: extra
     container env as (name, value) (fault_matrix.py and spares_bench.py use both); `elastic`:
     (minReplicas, maxReplicas) or None (resize_bench.py); `model`: the minGPT's size flags
-    (bench/scale/local_scale.py's is tinier)."""
+    (bench/scale/local_scale.py's is tinier); `extra_args`: more ddp-worker flags, after the
+    bench's (later flags win: shrink_bench.py)."""
     args = ["--model=mingpt", *model, f"--steps={steps}", "--log-every=1",
-            f"--checkpoint-every={ckpt_every}", "--threads=1", "--device=cpu", "--seed=42"]
+            f"--checkpoint-every={ckpt_every}", "--threads=1", "--device=cpu", "--seed=42",
+            *extra_args]
     policy_lines = "".join(f"\n    {k}: {v}" for k, v in policy)
     env_lines = "".join(f'\n            - name: {k}\n              value: "{v}"' for k, v in env)
     elastic_lines = f"\n  elastic:\n    minReplicas: {elastic[0]}\n    maxReplicas: {elastic[1]}" if elastic else ""

@@ -15,7 +15,7 @@ const std::vector<std::string>& OperatorEnvNames() {
       kEnvGlobalBatchSize, kEnvGlobalBatchRanks, group::kEnvStoreAddr,
       group::kEnvPodName, group::kEnvPodUid, group::kEnvPodIp, group::kEnvPodRole,
       group::kEnvLivenessTimeout, group::kEnvRestartPolicy, group::kEnvRetryableExitCodes,
-      group::kEnvMaxNodes, group::kEnvGroupSizeFile, group::kEnvTerminationLog};
+      group::kEnvMaxNodes, group::kEnvMinNodes, group::kEnvGroupSizeFile, group::kEnvTerminationLog};
   return names;
 }
 

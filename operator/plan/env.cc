@@ -78,6 +78,9 @@ EnvList RendezvousEnv(const api::DDPJob& job, int index, int round, int replicas
                      std::to_string(std::max(replicas, job.spec.elastic->max_replicas))});
       if (role == group::kRoleRendezvous) {
         env.push_back({group::kEnvGroupSizeFile, kGroupSizeFile});
+        // A loss with no spare: the group goes on smaller at once, down to minReplicas, and
+        // grows back when the replacement is ready (docs/failures-and-elasticity.md).
+        env.push_back({group::kEnvMinNodes, std::to_string(job.spec.elastic->min_replicas)});
       }
     }
   }

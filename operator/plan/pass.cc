@@ -273,11 +273,17 @@ void Summarize(Pass* p) {
     const ObservedPod* rdzv = CurrentRendezvous(*p);
     if (!rdzv || (rdzv->phase != "Running" && rdzv->phase != "Succeeded")) return;
   }
-  // Elastic in place: a pod left Pending (unschedulable) is not waited for (resize.h).
-  if (p->st.phase == api::kPhaseRunning || started < GroupSize(p)) return;
-  const std::string msg = "round " + std::to_string(p->round) + ": all " +
-                          Plural(static_cast<size_t>(p->size), "pod") + " running (world size " +
-                          std::to_string(p->st.world_size) + ")";
+  // Elastic in place: a pod left Pending (unschedulable) is not waited for (resize.h), nor the
+  // pods of node ranks the group went on without after losses (it trains smaller: BelowSize).
+  const metrics::GroupScrape* g = CurrentGroup(*p);
+  const int shrunk = g != nullptr ? static_cast<int>(g->shrunk_nodes) : 0;
+  if (p->st.phase == api::kPhaseRunning || started < GroupSize(p) - shrunk) return;
+  const std::string msg =
+      "round " + std::to_string(p->round) + ": " +
+      (shrunk > 0 ? "the group trains on without " + Plural(static_cast<size_t>(shrunk), "lost pod") +
+                        " until the replacements are ready"
+                  : "all " + Plural(static_cast<size_t>(p->size), "pod") + " running") +
+      " (world size " + std::to_string(p->st.world_size) + ")";
   p->st.phase = api::kPhaseRunning;
   RecordRecovery(p);
   SetCondition(&p->st, api::kCondRunning, "True", "AllPodsRunning", msg, p->now, p->job.generation);

@@ -54,10 +54,12 @@ bool UnschedulableBelowTop(Pass* p) {
   if (!ResizesInPlace(*p)) return false;
   const std::vector<bool> expired = Expired(p);
   const int group = GroupSize(p);
-  for (int i = 0; i < group; ++i) {
-    if (expired[static_cast<size_t>(i)]) return true;
-  }
-  return false;
+  int below = 0;
+  for (int i = 0; i < group; ++i) below += expired[static_cast<size_t>(i)] ? 1 : 0;
+  // A lost member's replacement: the group went on without it already (a pod moved into its
+  // rank: worker/group/authority.h rule 10) and takes it in once it starts, whenever that is.
+  const metrics::GroupScrape* g = CurrentGroup(*p);
+  return below > (g != nullptr ? static_cast<int>(g->shrunk_nodes) : 0);
 }
 
 void ResizeInPlace(Pass* p, int to, const std::string& why) {
@@ -103,6 +105,15 @@ void PlanGroupSize(Pass* p) {
     SetCondition(&p->st, api::kCondBelowSize, "True", "PendingTimeout",
                  "the group runs " + std::to_string(want) + " of " + std::to_string(p->size) +
                      " pods: the others are unschedulable; they join once they start",
+                 p->now, gen);
+  } else if (g != nullptr && g->world_size > 0 && world < full && g->shrunk_nodes > 0) {
+    const int lost = static_cast<int>(g->shrunk_nodes);
+    SetCondition(&p->st, api::kCondBelowSize, "True", kReasonMemberLost,
+                 "the group runs " + std::to_string(world) + " of " + std::to_string(full) +
+                     " ranks: " + std::to_string(lost) + (lost == 1 ? " member" : " members") +
+                     " lost with no spare to take " + (lost == 1 ? "its rank" : "their ranks") +
+                     "; it trains on at the same global batch and grows back when the "
+                     "replacement is ready",
                  p->now, gen);
   } else if (g != nullptr && g->world_size > 0 && world < full) {
     SetCondition(&p->st, api::kCondBelowSize, "True", "Growing",

@@ -20,6 +20,8 @@ namespace ddp::plan::internal {
 
 inline constexpr char kReasonResizedInPlace[] = "ResizedInPlace";
 inline constexpr char kReasonGroupResized[] = "GroupResized";
+// BelowSize's reason while the group runs without members lost with no spare (it grows back).
+inline constexpr char kReasonMemberLost[] = "MemberLost";
 
 // Recovery InPlace, spec.elastic, and no Kueue (a Kueue round is one pod group that never gets
 // pods added: a resize there is a new round).
@@ -29,9 +31,11 @@ bool ResizesInPlace(const Pass& p);
 // pod still inside its pendingTimeoutSeconds.
 int GroupSize(Pass* p);
 
-// Whether a pod unschedulable past the timeout has an index below GroupSize (a lost pod's
-// replacement that cannot be scheduled): a survivor cannot move to its rank, so that shrink is a
-// new round, as without InPlace (plan.cc ShrinkTarget).
+// Whether pods unschedulable past the timeout have indices below GroupSize (a lost pod's
+// replacement that cannot be scheduled) that the group has not gone on without: more of them than
+// the node ranks it gave up on losses (ddp_group_shrunk_nodes: a survivor moved into each such
+// rank; worker/group/authority.h rule 10). Then that shrink is a new round, as without InPlace
+// (plan.cc ShrinkTarget); a job with no room to shrink on a loss (at minReplicas) gets there.
 bool UnschedulableBelowTop(Pass* p);
 
 // Changes the round's size to `to` pods without a new round: an Event (ResizedInPlace) and the
@@ -41,7 +45,8 @@ void ResizeInPlace(Pass* p, int to, const std::string& why);
 // Keeps the rendezvous pod's annotation at GroupSize (a merge patch of that pod when it differs;
 // an Event GroupResized saying why), the status's worldSize at the group's as its rendezvous
 // pod reports it, and the BelowSize condition: True while the group runs below the round's
-// size (its reason: PendingTimeout, or Growing while pods join), False once it is whole.
+// size (its reason: PendingTimeout; MemberLost while it runs without members lost with no
+// spare, until their replacements join; Growing while pods join), False once it is whole.
 void PlanGroupSize(Pass* p);
 
 }  // namespace ddp::plan::internal

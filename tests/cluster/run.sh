@@ -31,6 +31,15 @@
 #               kill-rendezvous in turn into one job; each incident in the status with its pod,
 #               node, rank and a stall within 10% of rank 0's own (tests/cluster/chaos.sh; the
 #               same settings, and the build tree's ddp-operator or DDP_OPERATOR_BIN)
+#   shrink-node-freeze, shrink-node-kill: 3 pods with spec.elastic (minReplicas 2), no spare,
+#               worker-1's node frozen or killed: the group goes on at 2 within the liveness
+#               timeout and a heal, without waiting for the replacement, and grows back to 3
+#               (tests/cluster/shrink.sh; the same settings)
+#   gang-volcano, gang-coscheduling
+#               the operator installed with the gang scheduler, against the real one: a job of 3
+#               held whole while a job of 2 runs, started whole once room is made, new rounds,
+#               in-place replacements and a resize admitted (tests/cluster/gang.sh; each runs
+#               only when its scheduler places a probe pod, else it is skipped with the reason)
 #
 # Exit 0: every check passed; 1: a check failed (each is listed); 77: skipped, with the reason
 # (no cluster, no kubectl, no helm or helmlite, no images). Timings (pod start latency, each
@@ -38,7 +47,8 @@
 #
 # Environment: E2E_STEPS (1200), E2E_WORKER_CPU (the example's request), E2E_KEEP=1 (keep the
 # namespace), E2E_SKIP_INSTALL=1 (the chart is installed already), E2E_ONLY="inplace ..." (a
-# subset of the scenarios), E2E_TIMEOUT (seconds per job, 600).
+# subset of the scenarios), E2E_TIMEOUT (seconds per job, 600), E2E_CHART_SET (chart values, one
+# KEY=VALUE a line, given to every install as --set, e.g. the operator's nodeSelector).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/cluster/lib.sh"
@@ -47,11 +57,15 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/cluster/node_return.sh"
 . "$ROOT/tests/cluster/monitoring.sh"
 . "$ROOT/tests/cluster/chaos.sh"
+. "$ROOT/tests/cluster/shrink.sh"
+. "$ROOT/tests/cluster/gang.sh"
 
 STEPS=${E2E_STEPS:-1200}
 JOB_TIMEOUT=${E2E_TIMEOUT:-600}
-ONLY=${E2E_ONLY:-schema reference inplace monitoring spare resize all-inplace all-restart node-worker-freeze node-store-worker-freeze node-store-worker-kill node-store-freeze node-drain node-return-freeze node-return-partition chaos}
+ONLY=${E2E_ONLY:-schema reference inplace monitoring spare resize all-inplace all-restart node-worker-freeze node-store-worker-freeze node-store-worker-kill node-store-freeze node-drain node-return-freeze node-return-partition chaos shrink-node-freeze shrink-node-kill gang-volcano gang-coscheduling}
 NS=ddp-e2e-$(date +%s)
+CHART_SET=()
+while IFS= read -r kv; do [ -z "$kv" ] || CHART_SET+=(--set "$kv"); done <<<"${E2E_CHART_SET:-}"
 
 command -v kubectl >/dev/null 2>&1 || skip "no kubectl on PATH"
 [ -n "${KUBECONFIG:-}" ] || [ -f "$HOME/.kube/config" ] || skip "no KUBECONFIG and no ~/.kube/config: no cluster to run on"
@@ -64,7 +78,7 @@ if [ "${E2E_SKIP_INSTALL:-0}" != 1 ]; then
   say "installing the chart with $render"
   kubectl create namespace ddp-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
   kubectl apply -f "$ROOT/charts/ddp-operator/crds/" >/dev/null || fail_hard "kubectl apply of the CRD failed"
-  $render template ddp "$ROOT/charts/ddp-operator" -n ddp-system | kubectl apply -n ddp-system -f - >/dev/null \
+  $render template ddp "$ROOT/charts/ddp-operator" -n ddp-system "${CHART_SET[@]}" | kubectl apply -n ddp-system -f - >/dev/null \
     || fail_hard "applying the chart's render failed"
   kubectl -n ddp-system rollout restart deployment/ddp-ddp-operator >/dev/null 2>&1
 fi
@@ -73,7 +87,7 @@ kubectl -n ddp-system rollout status deployment/ddp-ddp-operator --timeout=180s 
 check "operator Deployment ready" true
 
 kubectl create namespace "$NS" >/dev/null || fail_hard "cannot create namespace $NS"
-[ "${E2E_KEEP:-0}" = 1 ] || trap 'kubectl delete namespace "$NS" --wait=false >/dev/null 2>&1' EXIT
+[ "${E2E_KEEP:-0}" = 1 ] || trap 'kubectl delete namespace "$NS" "${GANG_NAMESPACES[@]}" --wait=false >/dev/null 2>&1' EXIT
 kubectl -n "$NS" apply -f "$ROOT/examples/kind-checkpoints-pvc.yaml" >/dev/null
 say "namespace $NS; jobs of $STEPS steps"
 
@@ -101,10 +115,16 @@ for scenario in $ONLY; do
     node-return-freeze) scenario_node_return "$scenario" freeze ;;
     node-return-partition) scenario_node_return "$scenario" partition ;;
     chaos) scenario_chaos ;;
+    shrink-node-freeze) scenario_shrink "$scenario" freeze ;;
+    shrink-node-kill) scenario_shrink "$scenario" kill ;;
+    gang-volcano) scenario_gang volcano ;;
+    gang-coscheduling) scenario_gang coscheduling ;;
     *) fail_hard "unknown scenario $scenario" ;;
   esac
 done
 
 for s in "${STARTS[@]}"; do timing "pod start latency (created -> container started): ${s% *} ${s##* } s"; done
 say "done in $(( $(date +%s) - suite_start )) s"
+for s in "${SKIPS[@]}"; do timing "SKIPPED: $s"; done
+[ "$PASSED" -gt 1 ] || [ ${#FAILED[@]} -gt 0 ] || [ ${#SKIPS[@]} -eq 0 ] || skip "${SKIPS[*]}"
 report

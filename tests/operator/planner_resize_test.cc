@@ -57,6 +57,15 @@ Observed Reporting(Observed w, int world) {
   return w;
 }
 
+// The group went on at 3 after pod 1 was lost with no spare: pod 3 holds node rank 1
+// (worker/group/authority.h rule 10) and the page says one node rank is given up.
+Observed ShrunkOnLoss(Observed w) {
+  w.group = Report(0, {{"mingpt-worker-0", 0}, {"mingpt-worker-3", 1}, {"mingpt-worker-2", 2}});
+  w.group->report.world_size = 3;
+  w.group->report.shrunk_nodes = 1;
+  return w;
+}
+
 std::vector<Row> Rows() {
   return {
       {"scale_down_deletes_the_highest_pod_and_resizes_the_group_in_the_same_round",
@@ -94,6 +103,21 @@ std::vector<Row> Rows() {
        Reporting(Round0(4, 3), 3), At(100),
        {.round = 0, .replicas = 4, .world_size = 3, .group_size = 4, .events = {"GroupResized"},
         .below = "True/Growing"}},
+      {"a_group_that_went_on_without_a_lost_member_says_why", Running(4),
+       ShrunkOnLoss(Round0(4, 4)), At(10),
+       {.round = 0, .replicas = 4, .world_size = 3, .group_size = -1, .events = {},
+        .below = "True/MemberLost"}},
+      {"the_lost_members_replacement_unschedulable_past_its_timeout_is_no_new_round", Running(4),
+       ShrunkOnLoss(Round0(4, 4, {Unschedulable(1, 0, At(0))})), At(61),
+       {.round = 0, .replicas = 4, .world_size = 3, .group_size = -1, .events = {"Unschedulable"},
+        .below = "True/MemberLost"}},
+      // Rule 4's new round (planner_table_test's rule4_pending_timeout_shrinks_to_the_pods_that_run):
+      // every pod of round 0 goes, the rendezvous pod too.
+      {"without_the_group_going_on_that_replacement_is_a_new_round", Running(4),
+       Round0(4, 4, {Unschedulable(1, 0, At(0))}), At(61),
+       {.deletes = {"Pod mingpt-worker-0", "Pod mingpt-worker-1", "Pod mingpt-worker-2",
+                    "Pod mingpt-worker-3", "Pod mingpt-rendezvous"},
+        .round = 1, .replicas = 3, .group_size = -1, .events = {"PendingTimeout", "DeletingPods"}}},
       {"restart_recovery_still_resizes_with_a_new_round",
        [] {
          DDPJob j = Scaled(Running(4), 3);
@@ -167,6 +191,8 @@ TEST(ResizeBuilders, TheRendezvousPodProjectsItsGroupSizeAnnotation) {
     if (e.contains("value")) env[e["name"].get<std::string>()] = e["value"].get<std::string>();
   }
   EXPECT_EQ(env[group::kEnvMaxNodes], "5");
+  // minReplicas: the group may go on smaller by itself after a loss with no spare, down to it.
+  EXPECT_EQ(env[group::kEnvMinNodes], "1");
   EXPECT_EQ(env[group::kEnvGroupSizeFile],
             std::string((*rdzv)["spec"]["containers"][0]["volumeMounts"][0]["mountPath"]) + "/size");
 }

@@ -316,15 +316,16 @@ TEST(Validate, EveryReservedNameIsRejected) {
   }
   // DESIGN.md's table (20 names), DDP_RECOVERY, DDP_MAX_RECOVERIES, DDP_CHECKPOINT_JOB (the job a
   // checkpoint belongs to), elastic's three (DDP_BATCH_POLICY, DDP_GLOBAL_BATCH_SIZE,
-  // DDP_GLOBAL_BATCH_RANKS), and recovery InPlace's ten (common/group_contract.h: eight, and
-  // elastic in place's DDP_MAX_NODES and DDP_GROUP_SIZE_FILE), which the operator sets on InPlace
-  // pods only but reserves always: a spec switched to InPlace must not meet a user's copy. And
+  // DDP_GLOBAL_BATCH_RANKS), and recovery InPlace's eleven (common/group_contract.h: eight, and
+  // elastic in place's DDP_MAX_NODES, DDP_MIN_NODES and DDP_GROUP_SIZE_FILE), which the operator
+  // sets on InPlace pods only but reserves always: a spec switched to InPlace must not meet a
+  // user's copy. And
   // DDP_TERMINATION_LOG, every pod's: the worker container's terminationMessagePath.
-  EXPECT_EQ(ReservedEnvNames().size(), 37u);
+  EXPECT_EQ(ReservedEnvNames().size(), 38u);
   for (const char* name : {"DDP_STORE_ADDR", "DDP_POD_NAME", "DDP_POD_UID", "DDP_POD_IP",
                            "DDP_POD_ROLE", "DDP_LIVENESS_TIMEOUT", "DDP_RESTART_POLICY",
-                           "DDP_RETRYABLE_EXIT_CODES", "DDP_MAX_NODES", "DDP_GROUP_SIZE_FILE",
-                           "DDP_TERMINATION_LOG"}) {
+                           "DDP_RETRYABLE_EXIT_CODES", "DDP_MAX_NODES", "DDP_MIN_NODES",
+                           "DDP_GROUP_SIZE_FILE", "DDP_TERMINATION_LOG"}) {
     const auto& names = ReservedEnvNames();
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
   }

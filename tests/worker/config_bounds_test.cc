@@ -65,6 +65,8 @@ const std::vector<Row>& Rows() {
        {"0", "65536.5", "nan", "inf"}, {}},
       {"collective-timeout", "train.collective_timeout_seconds", {"1", "604800"},
        {"0", "-1", "604801", "9223372036854775807", "99999999999999999999"}, {}},
+      {"emulate-device-ms", "train.emulate_device_ms", {"0", "0.5", "60000"},
+       {"-1", "60000.5", "nan", "inf"}, {}},
       {"checkpoint-every", "checkpoint.every", {"0", "1099511627776"}, {"-1", "1099511627777"}, {}},
       {"keep-checkpoints", "checkpoint.keep", {"1", "10000"}, {"0", "-1", "10001"}, {}},
       {"metrics-port", "metrics.port", {"-1", "0", "65535"}, {"-2", "65536"}, {}},

@@ -63,6 +63,45 @@ struct Work {
   }
 };
 
+// Rule 10 (authority.h): the held-before node ranks below *cur that rule 4 left free are given
+// up, as many as min_nodes allows; the highest members move into the lowest holes. Returns
+// whether the group shrank (then *cur is its new size).
+bool ShrinkOnLoss(Work* w, const GroupView& v, const AuthoritySettings& s,
+                  const RejoinDecision& rejoin, int* cur) {
+  if (s.min_nodes <= 0 || *cur <= s.min_nodes || v.abandon) return false;
+  std::vector<int> holes;
+  for (int n = 0; n < *cur; ++n) {
+    const size_t i = static_cast<size_t>(n);
+    const bool held_before = (i < v.ever_held.size() && v.ever_held[i]) || v.previous.count(n) > 0;
+    if (w->holders[i].empty() && held_before && !rejoin.waiting.count(n)) holes.push_back(n);
+  }
+  if (holes.empty()) return false;
+  const int to = *cur - std::min(static_cast<int>(holes.size()), *cur - s.min_nodes);
+  size_t next = 0;  // the lowest hole not filled yet
+  for (int n = *cur - 1; n >= to; --n) {
+    const std::string id = w->holders[static_cast<size_t>(n)];
+    if (id.empty()) continue;
+    // Members past the new size are as many as the holes below it, less those left waiting.
+    if (next >= holes.size() || holes[next] >= to) break;
+    const int h = holes[next++];
+    w->holders[static_cast<size_t>(n)] = "";
+    w->holders[static_cast<size_t>(h)] = id;
+    w->a.assign.push_back({n, ""});
+    w->a.assign.push_back({h, id});
+    w->a.moves.push_back({id, h});
+    w->a.log.push_back("pod " + PodOfIdentity(id) + " moves from node rank " + std::to_string(n) +
+                       " to " + std::to_string(h) + " with its trainers: ranks stay dense");
+  }
+  w->a.log.push_back("resize: " + std::to_string(*cur) + " -> " + std::to_string(to) +
+                     " node(s): no idle pod for the lost member's rank; the group goes on " +
+                     "without it and grows back when its replacement is ready");
+  w->a.shrunk = *cur - to;
+  w->a.resize_to = to;
+  w->a.advance = true;
+  *cur = to;
+  return true;
+}
+
 }  // namespace
 
 bool Actions::empty() const {
@@ -218,14 +257,18 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
     w.a.log.push_back((p.home_node == n ? "pod " : "spare ") + *pick + " takes node rank " +
                       std::to_string(n));
   }
+  // 10. A loss without a spare: go on smaller at once (the highest members fill the holes).
+  const bool shrunk = ShrinkOnLoss(&w, v, s, rejoin, &cur);
   // 9b. Grow, once every node rank of the group is held: the next node ranks go to the idle pods
   // created for them, else to idle worker pods whose own rank is held (a spare pod stays one).
   const bool moved_before =
       w.a.advance || !w.a.fence.empty() || !w.a.verdicts.empty() || !w.a.assign.empty();
-  bool whole = want > cur;
+  bool whole = want > cur && !shrunk;
   for (int n = 0; whole && n < cur; ++n) whole = !w.holders[static_cast<size_t>(n)].empty();
-  // A preparing pod joins once its trainers are ready, or once it waited past the bound.
+  // A preparing pod joins once its trainers are ready, or once it waited past the bound; one
+  // that may prepare, once it said whether it does.
   auto ready = [&](const PodView& p) {
+    if (p.deciding && p.registered_seconds < kDecideWaitSeconds) return false;
     return idle(p) && (!p.preparing || p.ready || p.registered_seconds >= kPrepareWaitSeconds);
   };
   if (whole) {
@@ -250,6 +293,11 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
     const std::string* pick = nullptr;
     for (const auto& [name, p] : v.pods) {
       if (ready(p) && p.home_node == grown) pick = &name;
+    }
+    // Then a pod that prepared for it (rule 10: the rank the pod now holding its home left).
+    for (auto it = v.pods.begin(); pick == nullptr && it != v.pods.end(); ++it) {
+      const PodView& p = it->second;
+      if (ready(p) && p.home_node >= 0 && p.preparing && p.prepare_node == grown) pick = &it->first;
     }
     for (auto it = v.pods.begin(); pick == nullptr && it != v.pods.end(); ++it) {
       const PodView& p = it->second;

@@ -46,13 +46,28 @@
 //      that prepares (its trainers build their data and model for its node rank outside the
 //      group: prepare/<identity>) counts once its trainers are ready, or once it has been
 //      registered kPrepareWaitSeconds (then it joins as any newcomer does); while one is still
-//      preparing within that bound, the growth waits for it. So the survivors wait for a
+//      preparing within that bound, the growth waits for it. A pod that may prepare and has
+//      not said yet whether it does (prepare/<identity> "?") counts once it said, or once it
+//      has been registered kDecideWaitSeconds. So the survivors wait for a
 //      re-formation and a heal, not for the newcomers' start. Either moves the group to the next
 //      generation at the new size; survivors keep their ranks and processes;
 //  9c. a growth alone (nothing fenced, stalled or given a verdict, no other rule moving the
 //      generation) of a generation that formed is graceful: its members train on and leave it at
 //      a step agreement once every newcomer arrived (membership.h), losing no step. Anything else
-//      ends the generation at once.
+//      ends the generation at once;
+//  10. a loss without a spare (elastic in place, settings.min_nodes > 0): a node rank that was
+//      held and that rule 4 left free (no idle pod to take it) is given up at once instead of
+//      waiting for the lost member's replacement: the group shrinks by as many node ranks as it
+//      lost, never below min_nodes (the ranks past that wait, as before), at its next
+//      generation. Ranks stay dense: the pod holding the highest node rank takes the lowest
+//      hole, and so on (one pod moves per hole: every other member keeps its rank, and the
+//      group's ranks past its new size are free for the growth back). A pod that moves keeps
+//      its trainers and their state (they follow it at their next Join, membership.h): nobody
+//      is behind, so the re-formation heals no one. The group still wants its size (the
+//      desired size, else the size it had): rule 9b grows it back once the replacement is
+//      there (and ready, when it prepares for the node rank the moved pod left: its home).
+//      Never in the decision that grows, nor for a rank an old member may still register
+//      again for (rejoin.h), nor in an abandoned group.
 // And for a store that replaced a lost rendezvous pod (rejoin.h): a member of the old store that
 // has not registered again within the rejoin window, or whose pod name another pod registered
 // under (its pod was replaced), is lost like in rule 1 (fenced, the generation moves on, its node
@@ -72,6 +87,10 @@ struct AuthoritySettings {
   double liveness_seconds = 10;   // DDP_LIVENESS_TIMEOUT
   double stop_window_seconds = 3;
   double rendezvous_seconds = 600;  // DDP_RENDEZVOUS_TIMEOUT
+  // Rule 10: the fewest node ranks the group may shrink to by itself when members are lost and
+  // no idle pod takes their ranks (DDP_MIN_NODES: elastic.minReplicas); 0: never (the ranks
+  // wait for the replacements).
+  int min_nodes = 0;
 };
 
 // How long a growth waits for the rest of the pods it needs once one of them is there.
@@ -79,6 +98,9 @@ inline constexpr double kGrowWaitSeconds = 2;
 // How long a growth waits for a preparing pod's trainers to be ready (a start that hangs must not
 // hold the growth back for good; past it the pod joins unprepared, as one that does not prepare).
 inline constexpr double kPrepareWaitSeconds = 60;
+// How long a growth waits for a pod that may prepare to say whether it does (it says so within
+// milliseconds of its registration; one that hangs joins unprepared past this).
+inline constexpr double kDecideWaitSeconds = 5;
 
 struct PodView {
   std::string identity;         // as registered now ("<name>/<uid>")
@@ -92,6 +114,9 @@ struct PodView {
   double registered_seconds = 0; // since the authority first saw this identity registered
   bool preparing = false;       // its trainers prepare outside the group (rule 9)
   bool ready = false;           // ... and every one of them is ready
+  bool deciding = false;        // it may prepare and has not said whether it does
+  int prepare_node = -1;        // ... for this node rank (-1: home_node); rule 10's replacement
+                                // prepares for the node rank the pod holding its home left
 };
 
 struct TrainerView {
@@ -104,7 +129,9 @@ struct GroupView {
   std::map<std::string, PodView> pods;    // registered pods by name
   std::vector<std::string> node_holders;  // by node rank; "" = free. size == settings.nodes
   int nodes = 0;          // node ranks in the group now: [0, nodes) train; 0: settings.nodes
-  int desired_nodes = -1; // the size asked for (resize.h); -1: none, keep `nodes`
+  // The size asked for (resize.h; the loop keeps the last one read, and under rule 10 the
+  // group's first size until one is read); -1: none, keep `nodes`.
+  int desired_nodes = -1;
   std::vector<bool> ever_held;            // by node rank: held by some pod this round
   std::vector<TrainerView> trainers;      // by rank; may be empty
   std::vector<std::string> fenced;        // identities already fenced
@@ -130,6 +157,10 @@ struct Actions {
   std::vector<std::pair<int, std::string>> assign;            // node rank, identity ("" = free)
   std::vector<std::pair<int, std::string>> stalls;            // rank, trainer identity
   int resize_to = -1;  // the group's new node count; -1: unchanged
+  // Rule 10: pods that take another node rank with their trainers (pod identity, its new node
+  // rank; `assign` has the same change), and how many node ranks the group gave up on losses.
+  std::vector<std::pair<std::string, int>> moves;
+  int shrunk = 0;
   bool advance = false;
   bool graceful = false;  // with advance: rule 9c, the members leave at a step agreement
   bool stop = false;

@@ -18,6 +18,18 @@ double SecondsSince(Clock::time_point t, Clock::time_point now) {
   return std::chrono::duration<double>(now - t).count();
 }
 
+// The node rank a pod's prepare/<identity> value names (keys.h): "1" its home, "1@<n>" node rank
+// n; -1 for "0", nothing, or a value that is not one (a pod wrote it: never trusted in part).
+int PreparedNode(const std::string& value, int home, int nodes) {
+  if (value == "1") return home;
+  if (value.size() < 3 || value.size() > 9 || value.rfind("1@", 0) != 0 ||
+      value.find_first_not_of("0123456789", 2) != std::string::npos) {
+    return -1;
+  }
+  const int n = std::atoi(value.c_str() + 2);
+  return n < nodes ? n : -1;
+}
+
 
 }  // namespace
 
@@ -36,6 +48,7 @@ AuthorityLoop::AuthorityLoop(c10::intrusive_ptr<c10d::Store> store, PresenceServ
                                   : std::max(1, world / std::max(1, settings.nodes))),
       nodes_(initial_nodes > 0 ? initial_nodes : settings.nodes),
       desired_(std::move(desired)),
+      asked_(initial_nodes > 0 ? initial_nodes : settings.nodes),
       tick_(tick),
       trainers_(static_cast<size_t>(per_node_ * std::max(1, settings.nodes))) {
   // A store that replaced a lost rendezvous pod keeps the size the group trains at (the members
@@ -95,7 +108,11 @@ void AuthorityLoop::Tick() {
   GroupView v;
   v.world = world_;
   v.nodes = nodes_;
-  v.desired_nodes = desired_ ? desired_() : -1;
+  // Rule 10 shrinks a group below the size it wants: the last size asked for (or its first, before
+  // any) is what it grows back to.
+  const int asked = desired_ ? desired_() : -1;
+  if (asked > 0) asked_ = asked;
+  v.desired_nodes = settings_.min_nodes > 0 ? asked_ : asked;
   GroupReport r;
   // Presence first: a pod's done keys are written before its process ends, so a connection seen
   // closed here has its done keys in the reads below.
@@ -155,11 +172,13 @@ void AuthorityLoop::Tick() {
     p.registered_seconds = SecondsSince(m.first_seen, now);
     // A preparing pod is ready once a trainer of its own waits outside the group on each of the
     // ranks of the node rank it was created for (read until then: a few keys a tick).
-    p.preparing = info.prepare == "1" && info.home >= nodes_;
+    p.prepare_node = PreparedNode(info.prepare, info.home, settings_.nodes);
+    p.preparing = p.prepare_node >= nodes_;
+    p.deciding = info.prepare == kPrepareUndecided;
     if (p.preparing && !m.ready) {
       bool all = true;
       for (int k = 0; k < per_node_ && all; ++k) {
-        const std::string t = ValueOr(s, ReadyKey(info.home * per_node_ + k));
+        const std::string t = ValueOr(s, ReadyKey(p.prepare_node * per_node_ + k));
         all = t.rfind(p.identity + "/", 0) == 0;
       }
       m.ready = all;
@@ -281,6 +300,8 @@ void AuthorityLoop::Tick() {
     s.set(VerdictKey(id), Bytes(verdict));
     pod_memory_[id].verdict = verdict;
   }
+  // Rule 10: a moved pod's trainers read where it went before they see it hold that rank.
+  for (const auto& [id, node] : a.moves) s.set(MovedKey(id), Bytes(std::to_string(node)));
   for (const auto& [node, id] : a.assign) {
     // A free rank has no key (never an empty value, keys.h); the pod's own key says which rank
     // it holds, for it to watch.
@@ -318,7 +339,11 @@ void AuthorityLoop::Tick() {
       done_.erase(rank);  // a rank outside the group is not waited for, nor counted done
     }
     registrations_ = -1;  // the new ranks' trainers (a prepared one registered before): read them
-
+    shrunk_ = std::min(shrunk_ + a.shrunk, std::max(0, asked_ - nodes_));
+    if (a.shrunk > 0) {
+      DDP_LOG(INFO) << "group authority: " << a.shrunk << " node rank(s) given up on losses; "
+                    << shrunk_ << " below the size asked (" << asked_ << ")";
+    }
   }
   // Who holds which node rank, for the pods to hand to a store that replaces this one.
   if (!a.assign.empty()) {
@@ -338,6 +363,7 @@ void AuthorityLoop::Tick() {
   r.generation = a.advance ? g + 1 : g;
   r.world_size = world_;
   r.resizes = resizes_;
+  r.shrunk_nodes = shrunk_;
   if (ticks_++ % 4 == 0) {
     if (auto b = ReadBudget(s); b.ok()) budget_ = *b;
   }

@@ -29,6 +29,7 @@ struct GroupReport {
   int64_t generation = 0;
   int world_size = 0;       // ranks in the group now
   int64_t resizes = 0;      // times the group changed its size in place this round
+  int shrunk_nodes = 0;     // node ranks it runs without after losses (rule 10), until it grows back
   int64_t recoveries = 0;
   int64_t budget_left = 0;
   std::map<int, std::string> members;            // node rank -> pod name
@@ -88,6 +89,8 @@ class AuthorityLoop {
   int nodes_;      // node ranks in the group now
   int64_t resizes_ = 0;
   DesiredNodes desired_;
+  int asked_;       // the last size asked for (the first size before any): rule 10 grows back to it
+  int shrunk_ = 0;  // node ranks given up on losses (rule 10) and not grown back yet
   std::chrono::milliseconds tick_;
   std::atomic<bool> stop_{false};
   std::thread thread_;

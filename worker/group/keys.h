@@ -31,9 +31,18 @@
 //   done/<rank>           rank's trainer finished training (exit 0; its supervisor sets it)
 //   prepare/<identity>    "1": that pod, created for a node rank past the group's size, started
 //                         its trainers for it ahead of the growth (they build their data and
-//                         model, then wait outside the group); "0": they ended, it prepares no
-//                         more. Its supervisor writes it, then bumps `registrations`
+//                         model, then wait outside the group); "1@<n>": the same for node
+//                         rank n, the one the pod holding its own left when the group shrank
+//                         on a loss (authority.h rule 10); "0": it does not prepare, or its
+//                         trainers ended and it prepares no more; "?": a pod that may prepare
+//                         (warm standbys) registers with it, before it is listed, and says "1",
+//                         "1@<n>" or "0" right after: the authority does not grow with it until
+//                         it said (kDecideWaitSeconds at most). Its supervisor writes it, then
+//                         bumps `registrations`
 //   ready/<rank>          the trainer identity that prepared <rank> and waits outside the group
+//   moved/<identity>      "<n>", set by the authority before it gives that pod node rank n in
+//                         place of the one it held (rule 10: ranks stay dense): its trainers
+//                         take the ranks of node rank n with their state (comm/membership.h)
 //   finished              every rank is done: spares and the rendezvous may end
 //   gen                   add() counter: the current generation G (comm/membership.h)
 //   world                 ranks in the group (nodes x nproc per node), written by the authority
@@ -75,6 +84,8 @@ inline constexpr char kWorldKey[] = "world";
 inline constexpr char kVerdictStop[] = "stop";
 inline constexpr char kVerdictDepart[] = "depart";
 inline constexpr char kVerdictFenced[] = "fenced";
+// prepare/<identity> of a pod that has not said yet whether it prepares.
+inline constexpr char kPrepareUndecided[] = "?";
 // The group shrank without this pod (a resize, not a failure): it ends at once, uncharged.
 inline constexpr char kVerdictResized[] = "resized";
 
@@ -95,6 +106,7 @@ inline std::string ChargeKey(const std::string& key) { return "charge/" + key; }
 inline std::string DoneKey(int rank) { return "done/" + std::to_string(rank); }
 inline std::string PrepareKey(const std::string& identity) { return "prepare/" + identity; }
 inline std::string ReadyKey(int rank) { return "ready/" + std::to_string(rank); }
+inline std::string MovedKey(const std::string& identity) { return "moved/" + identity; }
 inline std::string GenPrefix(int64_t g) { return "gen" + std::to_string(g) + "/"; }
 inline std::string ArrivedKey(int64_t g, int rank) {
   return GenPrefix(g) + "arrived/" + std::to_string(rank);

@@ -118,6 +118,26 @@ std::string GroupMembership::Ended(c10d::Store& s, GroupEnd* end) {
   return "";
 }
 
+bool GroupMembership::FollowMove(c10d::Store& s) {
+  const std::string to = ValueOr(s, MovedKey(id_.pod));
+  if (to.empty()) return false;
+  const int node = std::atoi(to.c_str());
+  // Only once the authority gave it the rank (it writes moved/ first): a member that reads the
+  // key before arrives in the old generation, which the resize ends, and comes here again.
+  if (node == id_.node || ValueOr(s, NodeKey(node)) != id_.pod) return false;
+  const int from = rank_.load();
+  id_.node = node;
+  rank_ = node * id_.per_node + id_.local;
+  // The rank is this trainer's now (its supervisor writes the same once it notices): the lost
+  // member's identity under it would read as "rank now belongs to another trainer".
+  s.set(TrainerKey(rank_.load(), "id"), Bytes(id_.trainer));
+  s.add(kRegistrationsKey, 1);
+  DDP_LOG(INFO) << "membership: rank " << from << ": its pod moved to node rank " << node
+                << " (the group shrank without a lost member): rank " << rank_.load()
+                << " from now on, its training state with it";
+  return true;
+}
+
 bool GroupMembership::Outside() {
   try {
     // Its node rank not held yet: a pod given it (a growth that did not wait for this trainer)
@@ -195,7 +215,8 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
     generation_ = -1;
     joined_before_ = false;
   }
-  // 1-2. Fencing, stop, abandon; then leave the old generation.
+  // 1-2. A move, fencing, stop, abandon; then leave the old generation.
+  FollowMove(s);
   if (f.why = Ended(s, &f.end); f.end != GroupEnd::kNone) return f;
   if (!joined_before_) {
     const int64_t g = s.add(kGenKey, 0);
@@ -220,6 +241,8 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
         size_ = world;
       }
     }
+    // A shrink on a loss moves this pod into the lost member's node rank before it moves `gen`.
+    FollowMove(s);
     if (rank_ >= size_) {
       // Outside the group: either it shrank without this rank (its pod is fenced as it departs:
       // Ended says so) or it is growing to take it in (its pod holds the node rank already and

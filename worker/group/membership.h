@@ -4,9 +4,11 @@
 // communicators; it does not move training state (train/heal.h does). Keys: group/keys.h.
 //
 // Protocol of Join():
-//   1. fencing: a member whose pod no longer holds its node rank (node/<n>) or whose trainer was
-//      replaced (trainer/<rank>/id) may not join: kFenced. A stop or an abandoned group ends the
-//      join (kStop, kAbandon);
+//   1. a member whose pod the authority moved to another node rank (moved/<pod>, and node/<n>
+//      names the pod: authority.h rule 10) takes that node rank's rank from now on, with its
+//      state, and says so (trainer/<rank>/id). Fencing: a member whose pod no longer holds its
+//      node rank (node/<n>) or whose trainer was replaced (trainer/<rank>/id) may not join:
+//      kFenced. A stop or an abandoned group ends the join (kStop, kAbandon);
 //   2. a survivor of generation g calls Advance(g); a new process reads G = gen and calls
 //      Advance(G) when gen<G>/arrived/<rank> names another trainer (an earlier incarnation);
 //   3. G = gen, then the group's size (world: the authority writes it before it moves gen on);
@@ -59,6 +61,8 @@ struct MemberIdentity {
   std::string trainer;  // TrainerIdentity(pod, local rank, incarnation)
   std::string pod;      // the pod identity that must hold `node`
   int node = 0;
+  int local = 0;     // its local rank: rank = node * per_node + local
+  int per_node = 1;  // ranks per node
 };
 
 // Why a Join ended without a group.
@@ -91,7 +95,9 @@ class GroupMembership {
                   std::chrono::milliseconds heartbeat = std::chrono::milliseconds(100));
   ~GroupMembership();
 
-  int rank() const { return rank_; }
+  // The rank at the last Join (the constructor's until then): a pod moved to another node rank
+  // (authority.h rule 10) takes its trainers with it.
+  int rank() const { return rank_.load(); }
   // The group's size at the last Join (the constructor's until then): an elastic group resizes
   // in place at a new generation (authority.h rule 9), and every member reads the same size.
   int size() const { return size_; }
@@ -130,13 +136,15 @@ class GroupMembership {
   StatusOr<Formation> JoinOnce(int64_t committed_step, std::chrono::steady_clock::time_point deadline);
   std::chrono::steady_clock::time_point JoinDeadline() const;
   std::string Ended(c10d::Store& s, GroupEnd* end);  // "" when the group goes on
+  // Step 1's move: whether this member now takes another node rank's rank (the training thread).
+  bool FollowMove(c10d::Store& s);
   void WatchLoop();
   // The last arrival in `g` writes its steps' summary (StepsKey): whoever counted to the size
   // or past it, once every rank arrived.
   void Summarize(c10d::Store& s, int64_t g);
 
   StoreOpener open_;
-  int rank_;
+  std::atomic<int> rank_;  // the watcher heartbeats it
   int size_;
   MemberIdentity id_;
   std::chrono::milliseconds timeout_;

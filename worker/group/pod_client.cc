@@ -177,6 +177,13 @@ Status PodClient::Open(int holding, Clock::time_point deadline) {
       st.set(PodKey(settings_.pod_name, "home"), Bytes(std::to_string(holding)));
       // Never an empty value (keys.h).
       if (!metrics_addr_.empty()) st.set(PodKey(settings_.pod_name, "metrics"), Bytes(metrics_addr_));
+      // A pod that may prepare says so before it is first listed: the authority never grows
+      // with it before it said whether it prepares (a growth would take it in unprepared). Only
+      // once the group formed: nothing grows before, and a forming group's pods say nothing more.
+      if (settings_.decides_prepare && epoch_.empty() && st.check({kFormedKey})) {
+        st.set(PrepareKey(identity_), Bytes(kPrepareUndecided));
+        undecided_ = true;
+      }
       if (st.add(PodKey(settings_.pod_name, "listed"), 1) == 1) {
         const int64_t i = st.add(kPodsKey, 1) - 1;
         st.set(PodAtKey(i), Bytes(settings_.pod_name));
@@ -307,10 +314,11 @@ Status PodClient::MarkDone(int rank) {
   return Status::OK();
 }
 
-Status PodClient::SetPreparing(bool preparing) {
+Status PodClient::SetPreparing(bool preparing, int node) {
   if (!store_) return Status::Unavailable("supervisor: no store");
   try {
-    store_->set(PrepareKey(identity_), Bytes(preparing ? "1" : "0"));
+    const std::string v = !preparing ? "0" : node < 0 ? "1" : "1@" + std::to_string(node);
+    store_->set(PrepareKey(identity_), Bytes(v));
     store_->add(kRegistrationsKey, 1);
   } catch (const std::exception& e) {
     failed_ = true;
@@ -326,6 +334,24 @@ StatusOr<int> PodClient::WorldIfFree(int node, bool* free) {
     if (world <= 0) return Status::Unavailable("supervisor: the group has no size yet");
     *free = !store_->check({NodeKey(node)});
     return world;
+  } catch (const std::exception& e) {
+    failed_ = true;
+    return Status::Unavailable("supervisor: store: " + BackendErrorText(e));
+  }
+}
+
+StatusOr<int> PodClient::HomeOfHolder(int node) {
+  if (!store_) return Status::Unavailable("supervisor: no store");
+  try {
+    const std::string holder = ValueOr(*store_, NodeKey(node));
+    if (holder.empty()) return Status::NotFound("node rank " + std::to_string(node) + " is free");
+    const std::string home = ValueOr(*store_, PodKey(PodOfIdentity(holder), "home"));
+    if (home.empty() || home.find_first_not_of("0123456789") != std::string::npos ||
+        home.size() > 7) {
+      return Status::NotFound("the pod holding node rank " + std::to_string(node) +
+                              " registered no node rank");
+    }
+    return std::atoi(home.c_str());
   } catch (const std::exception& e) {
     failed_ = true;
     return Status::Unavailable("supervisor: store: " + BackendErrorText(e));

@@ -35,6 +35,9 @@ class PodClient {
                                                       std::chrono::steady_clock::time_point deadline);
 
   const std::string& identity() const { return identity_; }
+  // Whether it registered with prepare/<identity> "?" (settings.decides_prepare, a group that
+  // formed): its supervisor must say whether it prepares (SetPreparing).
+  bool undecided() const { return undecided_; }
 
   // Registers again on a new store (the rendezvous pod was replaced), keeping `holding`; only
   // opens a new store connection while the presence connection is still open (same store), and
@@ -59,8 +62,12 @@ class PodClient {
   Status SetLeaving();
   Status SetTrainer(int rank, const std::string& trainer_identity);
   Status MarkDone(int rank);
-  // prepare/<identity> (keys.h): whether this pod's trainers prepare outside the group.
-  Status SetPreparing(bool preparing);
+  // prepare/<identity> (keys.h): whether this pod's trainers prepare outside the group, and for
+  // which node rank (-1: the one it was created for).
+  Status SetPreparing(bool preparing, int node = -1);
+  // The node rank the pod holding node rank `node` registered for (its home), when a pod holds
+  // it; NotFound when none does, Unavailable when the store cannot say.
+  StatusOr<int> HomeOfHolder(int node);
   // The group's size now (`world`, ranks) and whether node rank `node` is free; Unavailable when
   // the store cannot be read or holds no size yet.
   StatusOr<int> WorldIfFree(int node, bool* free);
@@ -93,6 +100,7 @@ class PodClient {
   c10::intrusive_ptr<c10d::Store> store_;
   std::unique_ptr<PresenceClient> presence_;
   bool failed_ = false;
+  bool undecided_ = false;
 };
 
 // The bound on a new connection's connect and greeting. A store that is up answers in

@@ -33,6 +33,9 @@ std::string RenderGroupReport(const GroupReport& r, const std::string& job, int 
         static_cast<double>(r.world_size));
   o << "# HELP " << kGroupResizes << " Resizes of the group done in place this round.\n# TYPE "
     << kGroupResizes << " counter\n" << kGroupResizes << "{" << common << "} " << r.resizes << "\n";
+  gauge(kGroupShrunkNodes,
+        "Node ranks the group runs without after members lost with no spare (it grows back).",
+        static_cast<double>(r.shrunk_nodes));
   gauge(kGroupRecoveries, "Failures healed in place this round, charged to maxRestarts.",
         static_cast<double>(r.recoveries));
   gauge(kGroupBudgetLeft, "Failures the group may still heal in place this round.",

@@ -79,6 +79,10 @@ StatusOr<GroupSettings> ReadGroupSettings(const std::function<const char*(const 
     DDP_RETURN_IF_ERROR(ParseInt(kEnvMaxNodes, s, g.nodes, 1 << 20, &v));
     g.max_nodes = static_cast<int>(v);
   }
+  if (const char* s = get(kEnvMinNodes)) {
+    DDP_RETURN_IF_ERROR(ParseInt(kEnvMinNodes, s, 0, g.max_nodes, &v));
+    g.min_nodes = static_cast<int>(v);
+  }
   if (const char* s = get(kEnvGroupSizeFile)) g.group_size_file = s;
   if (const char* s = get(kEnvLivenessTimeout)) {
     DDP_RETURN_IF_ERROR(ParseInt(kEnvLivenessTimeout, s, 1, 3600, &v));

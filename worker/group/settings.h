@@ -20,6 +20,11 @@ struct GroupSettings {
   std::string store_addr;       // DDP_STORE_ADDR, else MASTER_ADDR
   int nodes = 1;                // NNODES
   int max_nodes = 1;            // DDP_MAX_NODES (>= NNODES), else NNODES
+  int min_nodes = 0;            // DDP_MIN_NODES (<= max_nodes); 0: never shrinks on a loss
+  // Not from the environment: the supervisor sets it when its trainers wait as warm standbys and
+  // so may prepare outside the group (prepare/<identity> "?" in a formed group until it says:
+  // keys.h).
+  bool decides_prepare = false;
   std::string group_size_file;  // DDP_GROUP_SIZE_FILE; "" when unset
   int nproc_per_node = 1;       // NPROC_PER_NODE
   std::chrono::milliseconds liveness{10000};  // DDP_LIVENESS_TIMEOUT (seconds)

@@ -114,6 +114,7 @@ int RendezvousMain() {
   // 2. The authority, on its own connection.
   AuthoritySettings as;
   as.nodes = gs.max_nodes;
+  as.min_nodes = gs.min_nodes;
   as.liveness_seconds = gs.liveness.count() / 1000.0;
   as.rendezvous_seconds = static_cast<double>(gs.rendezvous.timeout.count());
   AuthorityLoop::DesiredNodes desired_nodes;

@@ -66,7 +66,7 @@ std::map<std::string, std::string> Supervisor::TrainerEnv(const Trainer& t, int 
 }
 
 void Supervisor::StartTrainers(int node) {
-  if (prepared_ && node == gs_.home_node) {  // the growth it prepared for
+  if (prepared_ && node == prepared_node_) {  // the growth it prepared for
     prepared_ = false;
     node_ = node;
     std::vector<std::pair<int, int>> ranks;
@@ -235,6 +235,9 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
   const std::string metrics_addr =
       metrics ? gs_.pod_ip + ":" + std::to_string(metrics->port()) : std::string();
   const auto deadline = Clock::now() + gs_.rendezvous.timeout;
+  // Warm standbys and a node rank of its own: it may prepare outside the group, and registers
+  // undecided until its first Prepare() says (keys.h prepare/).
+  gs_.decides_prepare = warm_ && gs_.home_node >= 0;
   auto client = group::PodClient::Connect(gs_, metrics_addr, deadline);
   if (!client.ok() && client.status().code() == StatusCode::kFailedPrecondition) {
     // Declared lost before it could register (a process that came back): a disruption.
@@ -242,6 +245,7 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
   }
   if (!client.ok()) return End(kExitRetryable, EndReason::kGroupAbandoned, client.status().ToString());
   client_ = std::move(*client);
+  undecided_ = client_->undecided();
   DDP_LOG(INFO) << "supervisor: pod " << client_->identity() << " registered with the group"
                 << (gs_.home_node >= 0 ? " (created for node rank " + std::to_string(gs_.home_node) +
                                              "; the group assigns it, or keeps the pod as a spare)"
@@ -262,8 +266,8 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
           DDP_LOG(WARNING) << "supervisor: no warm standby: " << s.ToString();
         }
       }
-      Prepare();
     }
+    Prepare();
   }
   auto next_poll = Clock::now();
   while (true) {
@@ -296,6 +300,8 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
           DDP_LOG(INFO) << "supervisor: registered again with a new store";
           for (auto& t : trainers_) if (node_ >= 0 && !t.done) (void)client_->SetTrainer(t.spec.rank, t.id);
         }
+      } else if (node_ >= 0 && p.node >= 0 && p.node != node_ && p.verdict.empty() && !p.fenced) {
+        FollowMove(p.node);  // given a lost member's node rank in place of its own (rule 10)
       } else if (p.verdict == group::kVerdictResized) {
         KillAll(SIGKILL);  // they hold nothing the group needs: it re-formed without them
         return End(kExitOk, EndReason::kResized,
@@ -324,6 +330,10 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
           kill_at_ = now + std::chrono::seconds(grace_);
         }
         if (node_ < 0 && p.node >= 0 && !stopping_ && !abandoned_) StartTrainers(p.node);
+        if (node_ < 0 && !prepared_ && now >= next_prepare_) {
+          next_prepare_ = now + std::chrono::seconds(1);
+          Prepare();  // what it may prepare for can change while it waits (rule 10)
+        }
         // A pod holding no rank (a spare, or a replacement not placed yet) has nothing to hand
         // over. Only a finished job lets it exit 0, and as Released, never as a finish: a
         // replacement that came to a stopped group ends as Stopped, so that the operator

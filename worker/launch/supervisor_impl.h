@@ -62,7 +62,9 @@ class Supervisor {
   StatusOr<LaunchPlan> PlanFor(int node) const;
   void StartTrainers(int node);
   void Prepare();
+  bool TryPrepare();  // whether it started preparing (or tried, and said it prepares no more)
   void DropPrepared();
+  void FollowMove(int node);
   void OnPreparedExit(Trainer* t, int code);
   std::map<std::string, std::string> TrainerEnv(const Trainer& t, int node) const;
   bool Restart(Trainer* t);
@@ -84,6 +86,10 @@ class Supervisor {
   // The trainers run for the node rank the pod was created for, ahead of the group's growth to it
   // (authority.h rule 9): they build their data and model and wait outside the group.
   bool prepared_ = false;
+  int prepared_node_ = -1;          // the node rank they prepare for
+  bool undecided_ = false;          // registered with prepare/<identity> "?": Prepare() says
+  bool prepare_dropped_ = false;    // they ended before the growth: the pod prepares no more
+  Clock::time_point next_prepare_{};  // an idle pod tries again (rule 10's replacement)
   bool leaving_ = false, stopping_ = false, departing_ = false, abandoned_ = false;
   std::string abandon_why_;
   Clock::time_point leaving_at_{}, kill_at_ = Clock::time_point::max(), standby_due_{};

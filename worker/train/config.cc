@@ -142,6 +142,7 @@ const std::vector<Option>& Options() {
       Opt("train.rebuild_buckets", "rebuild-buckets", &TrainConfig::rebuild_buckets),
       Opt("train.collective_timeout_seconds", "collective-timeout",
           &TrainConfig::collective_timeout_seconds),
+      Opt("train.emulate_device_ms", "emulate-device-ms", &TrainConfig::emulate_device_ms),
       Opt("checkpoint.dir", "checkpoint-dir", &TrainConfig::checkpoint_dir),
       Opt("checkpoint.every", "checkpoint-every", &TrainConfig::checkpoint_every),
       Opt("checkpoint.keep", "keep-checkpoints", &TrainConfig::keep_checkpoints),
@@ -317,6 +318,7 @@ Status ValidateConfig(const TrainConfig& c) {
       Range(c.first_bucket_cap_mb, 0, kMaxBucketMb, "train.first_bucket_cap_mb", true));
   DDP_RETURN_IF_ERROR(Range(c.collective_timeout_seconds, 1, kMaxTimeoutSeconds,
                             "train.collective_timeout_seconds"));
+  DDP_RETURN_IF_ERROR(Range(c.emulate_device_ms, 0, 60000, "train.emulate_device_ms"));
   DDP_RETURN_IF_ERROR(Range(c.checkpoint_every, 0, kMaxSteps, "checkpoint.every"));
   DDP_RETURN_IF_ERROR(Range(c.keep_checkpoints, 1, kMaxKeep, "checkpoint.keep"));
   DDP_RETURN_IF_ERROR(Check(c.metrics_port >= -1 && c.metrics_port <= 65535, "metrics.port",

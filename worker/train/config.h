@@ -57,6 +57,10 @@ struct TrainConfig {
   double first_bucket_cap_mb = 1;
   bool rebuild_buckets = true;  // after step 1, buckets in gradient arrival order (as torch DDP)
   int64_t collective_timeout_seconds = 300;
+  // Benchmarks of many ranks on one host: each micro-batch's forward and backward take at least
+  // this many milliseconds, as on an accelerator of the rank's own (the host's cores, shared by
+  // every rank, would otherwise make a smaller group no slower per sample). 0: off.
+  double emulate_device_ms = 0;
   // checkpoints
   std::string checkpoint_dir;         // empty = no checkpoints (env DDP_CHECKPOINT_DIR)
   int64_t checkpoint_every = 0;       // 0 = only on SIGTERM

@@ -1,7 +1,9 @@
 // Fault injection for end-to-end tests: DDP_FAULT=rank:step:exit:CODE | rank:step:kill |
 // rank:step:term | rank:step:kill-pod | rank:step:kill-in-checkpoint | rank:0:kill-in-heal, where step may be step@N: only in incarnation N of that rank's trainer (the
 // supervisor's DDP_INCARNATION; without @N the fault fires in every incarnation, a deterministic
-// crash). Pure parsing plus one action function that main-loop code calls per step.
+// crash). `rank` is the rank the trainer process started as: a pod moved into a lost member's
+// node rank (authority.h rule 10) does not inherit the fault that took the member down. Pure
+// parsing plus one action function that main-loop code calls per step.
 #ifndef DDP_WORKER_TRAIN_FAULT_H_
 #define DDP_WORKER_TRAIN_FAULT_H_
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 #include <sstream>
+#include <thread>
 
 #include <ATen/ops/stack.h>
 #include <torch/utils.h>
@@ -103,7 +104,10 @@ std::string SummaryLine(const TrainResult& r, int rank, int world_size) {
 StatusOr<TrainResult> Train(const TrainContext& ctx) {
   const TrainConfig& cfg = *ctx.config;
   group::GroupMembership* group = ctx.group;
-  const int rank = group ? group->rank() : ctx.comm->rank();
+  // A pod moved to another node rank in place takes its trainer to another rank (authority.h rule
+  // 10): `rank` is the current one; scripted faults keep naming the rank the process started as.
+  const int start_rank = group ? group->rank() : ctx.comm->rank();
+  int rank = start_rank;
   int world = group ? group->size() : ctx.comm->size();  // an elastic group resizes in place
   WorkerMetrics* m = ctx.metrics;
 
@@ -199,6 +203,13 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       owned = std::move(f->comm);
       comm = owned.get();
       group->Watch(comm);
+      if (group->rank() != rank) {
+        // Its pod took a lost member's node rank (ranks stay dense): the same state, another
+        // share of every global batch from now on.
+        DDP_LOG(INFO) << "rank " << rank << ": generation " << f->generation << " gives it rank "
+                      << group->rank() << " with its state";
+        rank = group->rank();
+      }
       if (f->world != world) {
         // Resized in place: same rank, a new share of the data (survivors keep their memory).
         DDP_LOG(INFO) << "rank " << rank << ": generation " << f->generation << " resizes the group "
@@ -212,7 +223,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       }
       if (m) m->generation.Set(static_cast<double>(f->generation));
       const HealPlan plan{f->steps.step, f->steps.source, f->steps.behind};
-      if (plan.behind > 0) MaybeInjectHealFault(ctx.fault, rank);
+      if (plan.behind > 0) MaybeInjectHealFault(ctx.fault, start_rank);
       HealOptions heal;
       heal.reset = [&] { return ResetToSeed(cfg, dataset.vocab_size(), ctx.device, &mo); };
       Status s = plan.step < 0 ? start_fresh()
@@ -350,7 +361,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   // One optimizer step; committed once its optimizer step ran. *leave: the group grew and this
   // generation ends here, as all its members agreed (membership.h leave_requested()).
   auto run_step = [&](int64_t step, bool* stop, bool* leave) -> Status {
-    MaybeInjectFault(ctx.fault, rank, step);
+    MaybeInjectFault(ctx.fault, start_rank, step);
     const auto t_step = Clock::now();
     StepBreakdown t;
     const double lr = LearningRateAt(sched, step);
@@ -362,6 +373,9 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
     for (size_t micro = 0; micro < micro_batches.size(); ++micro) {
       reducer->set_sync(micro + 1 == micro_batches.size());  // no_sync on all but the last
       auto t0 = Clock::now();
+      const auto device_until =
+          t0 + std::chrono::duration_cast<Clock::duration>(
+                   std::chrono::duration<double, std::milli>(cfg.emulate_device_ms));
       at::Tensor x, y;
       DDP_RETURN_IF_ERROR(dataset.Batch(micro_batches[micro], &x, &y));
       x = x.to(ctx.device), y = y.to(ctx.device);
@@ -377,6 +391,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
       t.forward += Since(t0);
       t0 = Clock::now();
       loss.backward();
+      if (cfg.emulate_device_ms > 0) std::this_thread::sleep_until(device_until);
       t.backward += Since(t0);
       loss_sum += loss.detach();
     }
@@ -558,6 +573,7 @@ StatusOr<TrainResult> Train(const TrainContext& ctx) {
   result.breakdown = totals.Average(samples_per_step * world, tokens_per_step * world);
   result.param_checksum = ParamChecksum(*mo.model);
   result.world_size = world;
+  result.rank = rank;
   return result;
 }
 

@@ -48,6 +48,7 @@ struct TrainResult {
   bool preempted = false;    // stopped by SIGTERM (the group tried to checkpoint): exit 75
   int64_t agreements = 0;    // step agreements this process ran (host reads of loss and stop)
   int world_size = 0;        // the group's size at the end (an elastic group resizes in place)
+  int rank = -1;             // the rank at the end (a pod moved in place takes its trainers along)
   // After the last group checkpoint (periodic, final or on SIGTERM): the step the next round
   // resumes from (the newest complete checkpoint; 0: from scratch), and why the checkpoint of
   // `step` was not saved ("" when it was, or when no checkpoint directory is set). Every rank
