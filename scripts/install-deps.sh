@@ -22,6 +22,7 @@ BUILD_PACKAGES=(
 TEST_PACKAGES=(
   prometheus              # promtool, to validate our /metrics exposition in tests
   python3-torch           # the Python DDP peer (benchmarks, TorchScript and torchrun tests)
+  python3-yaml            # bench/operator/kit_scale.py reads the chart's CRD
   nodejs npm              # dockerfile-utils, to lint the Dockerfiles in tests
 )
 
