@@ -72,7 +72,9 @@ bool PresenceServer::Admit(const std::string& identity) {
   if (seen_.count(identity) > 0 || seen_.size() < capacity_) return true;
   auto oldest = seen_.end();
   for (auto it = seen_.begin(); it != seen_.end(); ++it) {
-    if (!it->second.open && (oldest == seen_.end() || it->second.last < oldest->second.last)) {
+    // Closed longest: by when it closed, not by its last byte (a heartbeat of a pod that closed
+    // later may be older than the last of one that closed first).
+    if (!it->second.open && (oldest == seen_.end() || it->second.closed < oldest->second.closed)) {
       oldest = it;
     }
   }
@@ -132,6 +134,7 @@ void PresenceServer::Serve() {
         // connection may close (a late FIN) after the new one named itself.
         if (auto it = seen_.find(c.identity); c.counted && it != seen_.end()) {
           it->second.open = --it->second.connections > 0;
+          if (!it->second.open) it->second.closed = now;
         }
         close(c.fd);
         c.fd = -1;

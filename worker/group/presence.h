@@ -52,6 +52,7 @@ class PresenceServer {
     bool open = false;                  // a connection of this identity is open now
     PresenceClock::time_point last{};   // its last byte (or its opening)
     int connections = 0;                // how many are open (a reconnect overlaps its old one)
+    PresenceClock::time_point closed{}; // when its last open connection closed (while !open)
   };
   // By identity (the first line a client sends): every identity ever connected.
   std::map<std::string, Seen> Snapshot() const;
