@@ -244,9 +244,12 @@ void ApplyRecord(Pass* p, const metrics::StallRecord& rec) {
 }
 
 // Whether to leave `rec` (no start: a newcomer's first commit) for a survivor's full record of the
-// same stall, still to come (kFullRecordWait).
+// same stall, still to come (kFullRecordWait). Also when it is the first record read: a loss in
+// the first second of training comes before the operator's first read of the start. (An incident
+// open before training ever started has no survivor's record: it waits the bound, then the
+// operator measures it.)
 bool AwaitFullRecord(const Pass& p, const metrics::StallRecord& rec) {
-  if (rec.start || !InPlace(p) || p.st.goodput.resumed_at <= 0) return false;
+  if (rec.start || !InPlace(p)) return false;
   if (Unix(p.now) - rec.end >= kFullRecordWait) return false;
   for (const Incident& i : p.st.incidents) {
     if (Open(i) && !i.stall_seconds && Unix(i.time) <= rec.end + kTimeSlack) return true;
