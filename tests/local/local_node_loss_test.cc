@@ -81,7 +81,10 @@ TEST_F(LocalNodeLossTest, AWorkerFrozenWithTheStoreIsReplacedOnItsGroupsWordAndH
 // Only the store frozen: the workers answer their probes, so none is replaced; the store is, and
 // the group trains on without a disruption.
 TEST_F(LocalNodeLossTest, OnlyTheStoreFrozenReplacesNoWorker) {
-  constexpr int kSteps = 1500;
+  // Long enough to still train when the store is replaced (the liveness timeout, 5 s, and a
+  // probe after the freeze): at 1,500 the job once ended as the new store was created, which
+  // never started.
+  constexpr int kSteps = 4000;
   const std::string reference = ReferenceChecksum(dir_, kSteps);
   JobOptions o;
   o.name = "storeonly";
