@@ -18,6 +18,8 @@ namespace ddp::testing_local {
 class TempDir {
  public:
   TempDir();
+  // Removes the directory, unless DDP_TEST_KEEP_FAILED is set and the test failed (then it
+  // prints the path).
   ~TempDir();
   const std::string& path() const { return path_; }
 

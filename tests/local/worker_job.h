@@ -40,6 +40,7 @@ class LocalJob {
   LocalJob(const TempDir& dir, const JobOptions& o);
   // When the test failed: what every pod of the run logged last, step lines left out (the
   // failure messages show the operator's output; a group that hangs shows itself in the pods').
+  // DDP_TEST_KEEP_FAILED=1 in the environment also keeps the run directory (e2e_util.h TempDir).
   ~LocalJob();
   OperatorProcess& op() { return *op_; }
   nlohmann::json Status() const { return ReadStatus(run_dir_); }
