@@ -163,9 +163,7 @@ def run_one(system, kind, work, steps, a, rng, timeout):
     rc = None
     while rc is None:
         now = time.time()
-        if now - job.t0 > timeout:
-            print(f"  ! {system} {tag}: hard timeout after {timeout:.0f} s: stopping it", flush=True)
-            job.stop()
+        if job.expired(timeout, f"{system} {tag}"):
             rc = "timeout"
             break
         job.log.update()

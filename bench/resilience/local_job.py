@@ -89,6 +89,15 @@ class Job:
     def stop(self):
         rb.kill_tree(self.proc)
 
+    def expired(self, timeout, label):
+        """True, with the job stopped and a line said, once it has run `timeout` seconds: a
+        bench's hard limit on one job."""
+        if time.time() - self.t0 <= timeout:
+            return False
+        print(f"  ! {label}: hard timeout after {timeout:.0f} s: stopping it", flush=True)
+        self.stop()
+        return True
+
     # ------------------------------------------------------------ what runs now
 
     def pods(self):

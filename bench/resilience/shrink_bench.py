@@ -94,9 +94,7 @@ def run_job(system, delay, period, losses_wanted, steps, a, work):
     losses, rc = [], None
     while rc is None:
         now = time.time()
-        if now - job.t0 > timeout:
-            print(f"  ! {system} S={delay:g}: hard timeout after {timeout:.0f} s: stopping it", flush=True)
-            job.stop()
+        if job.expired(timeout, f"{system} S={delay:g}"):
             rc = "timeout"
             break
         job.log.update()

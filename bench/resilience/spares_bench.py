@@ -74,9 +74,7 @@ def run_job(name, delay, a, steps, schedule, work, sample_step=None):
     timeout = a.run_timeout + 4 * delay
     while rc is None:
         now = time.time()
-        if now - job.t0 > timeout:
-            print(f"  ! {name} S={delay:g}: hard timeout after {timeout:.0f} s: stopping it", flush=True)
-            job.stop()
+        if job.expired(timeout, f"{name} S={delay:g}"):
             rc = "timeout"
             break
         job.log.update()

@@ -276,25 +276,31 @@ TEST(Incidents, FencedSilentPodIsAHang) {
   EXPECT_EQ(r.job.status.incidents[0].rank, 1);
 }
 
-TEST(Incidents, ANewcomersFirstCommitWaitsForTheSurvivorsRecordOfTheSameStall) {
-  InPlaceRun r;
-  r.world.group->report.fenced = {{"mingpt-worker-1", r.Uid("mingpt-worker-1")}};
-  Pass(&r.job, &r.world, At(60));
-  ASSERT_EQ(r.job.status.incidents.size(), 1u);
-  // The replacement's page is read first: its first commit at 66.3, no start.
+// Pod 1 fenced at 60; the replacement's page is read first (its first commit at 66.3, no start),
+// then rank 0's record of the same stall (its last commit at 58.1, the loss seen at 63.2): the
+// incident waits for the survivor's record and takes its stall and detection.
+void NewcomerThenSurvivor(InPlaceRun* r) {
+  r->world.group->report.fenced = {{"mingpt-worker-1", r->Uid("mingpt-worker-1")}};
+  Pass(&r->job, &r->world, At(60));
+  ASSERT_EQ(r->job.status.incidents.size(), 1u);
   const double end = Unix(At(66)) + 0.3;
-  r.world.progress = Page(0, 400, At(67), Record(std::nullopt, std::nullopt, end, 390));
-  Pass(&r.job, &r.world, At(67));
-  EXPECT_FALSE(r.job.status.incidents[0].stall_seconds) << "a survivor's record is still to come";
-  // Rank 0's record of the same stall: its last commit at 58.1, the loss seen at 63.2.
+  r->world.progress = Page(0, 400, At(67), Record(std::nullopt, std::nullopt, end, 390));
+  Pass(&r->job, &r->world, At(67));
+  EXPECT_FALSE(r->job.status.incidents[0].stall_seconds) << "a survivor's record is still to come";
   const double start = Unix(At(58)) + 0.1, seen = Unix(At(63)) + 0.2;
-  r.world.progress = Page(0, 410, At(68), Record(start, seen, end - 0.2, 390));
-  Pass(&r.job, &r.world, At(68));
-  const Incident& i = r.job.status.incidents[0];
+  r->world.progress = Page(0, 410, At(68), Record(start, seen, end - 0.2, 390));
+  Pass(&r->job, &r->world, At(68));
+  const Incident& i = r->job.status.incidents[0];
   ASSERT_TRUE(i.stall_seconds && i.detection_seconds);
   EXPECT_EQ(i.source, api::kSourceWorkers);
   EXPECT_NEAR(*i.stall_seconds, end - 0.2 - start, 1e-9);
   EXPECT_NEAR(*i.detection_seconds, seen - start, 1e-9);
+  EXPECT_DOUBLE_EQ(r->job.status.goodput.resumed_at, end - 0.2);
+}
+
+TEST(Incidents, ANewcomersFirstCommitWaitsForTheSurvivorsRecordOfTheSameStall) {
+  InPlaceRun r;
+  NewcomerThenSurvivor(&r);
 }
 
 // The loss came before the operator read any record (a trainer killed in the first second of
@@ -305,21 +311,7 @@ TEST(Incidents, ANewcomersFirstCommitWaitsEvenWhenItIsTheFirstRecordRead) {
   InPlaceRun r;
   r.job.status.goodput = {};  // no record read before the loss
   r.world.progress = Page(0, 100, At(20));
-  r.world.group->report.fenced = {{"mingpt-worker-1", r.Uid("mingpt-worker-1")}};
-  Pass(&r.job, &r.world, At(60));
-  ASSERT_EQ(r.job.status.incidents.size(), 1u);
-  const double end = Unix(At(66)) + 0.3;
-  r.world.progress = Page(0, 400, At(67), Record(std::nullopt, std::nullopt, end, 390));
-  Pass(&r.job, &r.world, At(67));
-  EXPECT_FALSE(r.job.status.incidents[0].stall_seconds) << "a survivor's record is still to come";
-  const double start = Unix(At(58)) + 0.1, seen = Unix(At(63)) + 0.2;
-  r.world.progress = Page(0, 410, At(68), Record(start, seen, end - 0.2, 390));
-  Pass(&r.job, &r.world, At(68));
-  const Incident& i = r.job.status.incidents[0];
-  ASSERT_TRUE(i.stall_seconds);
-  EXPECT_EQ(i.source, api::kSourceWorkers);
-  EXPECT_NEAR(*i.stall_seconds, end - 0.2 - start, 1e-9);
-  EXPECT_DOUBLE_EQ(r.job.status.goodput.resumed_at, end - 0.2);
+  NewcomerThenSurvivor(&r);
 }
 
 TEST(Incidents, WithNoSurvivorsRecordTheOperatorMeasuresTheStallAfterAWait) {

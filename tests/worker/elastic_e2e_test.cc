@@ -29,18 +29,6 @@ void WriteSize(const std::string& path, int nodes) {
 }
 
 // On an early failure (an ASSERT), no pod outlives the test.
-struct KillOnExit {
-  InPlaceGroup* g;
-  ~KillOnExit() {
-    for (const Proc& p : g->pods) {
-      kill(-p.pid, SIGKILL);
-      WaitProc(p, std::chrono::seconds(5));
-    }
-    kill(-g->rendezvous.pid, SIGKILL);
-    WaitProc(g->rendezvous, std::chrono::seconds(5));
-  }
-};
-
 // Whether rank 0's log says the group runs at `world` ranks (the trainer logs each resize).
 bool RunsAt(const Proc& rank0, int from, int to) {
   return ReadAll(rank0.err_path).find("resizes the group " + std::to_string(from) + " -> " +
@@ -149,17 +137,10 @@ TEST(ElasticE2E, ResizesInPlaceSeeEverySampleOnceAndKeepTheFixedSizeMath) {
   const std::string dir = MakeTempDir("ddp-e2e-elastic-math");
   const std::string size_file = dir + "/group-size";
   WriteSize(size_file, 4);
-  auto args = TinyArgs(kSteps, 2);
-  args.insert(args.end(), {"--synthetic-tokens", std::to_string(kExamples + 16), "--lr", "0.001",
-                           "--min-lr", "0.001", "--warmup-steps", "0", "--batch-policy",
-                           "ConstantGlobal", "--global-batch-size", std::to_string(kGlobal)});
-  std::vector<std::string> logs;
-  auto sample_log = [&](const std::string& pod) {
-    logs.push_back(dir + "/samples-" + pod + "-" + std::to_string(logs.size()));
-    return std::map<std::string, std::string>{{"DDP_SAMPLE_LOG", logs.back()}};
-  };
+  const auto args = ConstantGlobalArgs(kSteps, 2, kGlobal, kExamples);
+  SampleLogs logs{dir};
   std::map<int, std::map<std::string, std::string>> rank_env;
-  for (int r = 0; r < 4; ++r) rank_env[r] = sample_log("pod" + std::to_string(r));
+  for (int r = 0; r < 4; ++r) rank_env[r] = logs.For("pod" + std::to_string(r));
   InPlaceGroup g = StartInPlace(4, args, dir, {}, {{"DDP_GROUP_SIZE_FILE", size_file}}, 0, rank_env);
   KillOnExit reaper{&g};
   const auto deadline = std::chrono::seconds(180);
@@ -174,15 +155,15 @@ TEST(ElasticE2E, ResizesInPlaceSeeEverySampleOnceAndKeepTheFixedSizeMath) {
   ASSERT_TRUE(PollUntil([&] { return RunsAt(g.pods[0], 3, 2); }, deadline));
   ASSERT_TRUE(past(LastStep(g.pods[0]) + 100));
   WriteSize(size_file, 4);
-  StartPod(&g, "pod3", 3, sample_log("pod3"));
-  StartPod(&g, "pod2", 2, sample_log("pod2"));
+  StartPod(&g, "pod3", 3, logs.For("pod3"));
+  StartPod(&g, "pod2", 2, logs.For("pod2"));
   ASSERT_TRUE(PollUntil([&] { return RunsAt(g.pods[0], 2, 4) || RunsAt(g.pods[0], 3, 4); },
                         deadline))
       << ReadAll(g.rendezvous.err_path);
   PodsResult r = Wait(g);
   for (size_t p = 0; p < r.codes.size(); ++p) EXPECT_EQ(r.codes[p], 0) << "pod " << p << "\n" << r.err[p];
   ASSERT_NE(Field(r.out[0], "param_checksum"), "") << r.err[0];
-  ExpectEverySampleOnce(logs, kSteps, kGlobal, kExamples, /*cut_steps=*/2);  // two shrinks
+  ExpectEverySampleOnce(logs.paths, kSteps, kGlobal, kExamples, /*cut_steps=*/2);  // two shrinks
 
   std::filesystem::create_directories(dir + "/fixed");
   GroupResult fixed = RunGroup(4, args, {}, dir + "/fixed", std::chrono::seconds(180));

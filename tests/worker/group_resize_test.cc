@@ -7,20 +7,17 @@
 #include "worker/group/authority.h"
 #include "worker/group/desired_size.h"
 #include "worker/group/keys.h"
+#include "tests/worker/authority_rows.h"
 
 namespace ddp::worker::group {
 namespace {
 
-using Strings = std::vector<std::string>;
-
-PodView Pod(const std::string& name, int home) {
-  PodView p;
-  p.identity = name + "/u";
-  p.home_node = home;
-  p.silent_seconds = 0.5;
-  return p;
-}
-std::string Id(const std::string& name) { return name + "/u"; }
+// The table's builders (authority_rows.h).
+using rows::Assigns;
+using rows::Group;
+using rows::Id;
+using rows::Pod;
+using rows::Strings;
 
 AuthoritySettings Max(int nodes) {
   AuthoritySettings s;
@@ -28,32 +25,6 @@ AuthoritySettings Max(int nodes) {
   return s;
 }
 
-// `held` worker pods w0.. holding their own node ranks of a group of `held` (room for 4);
-// `idle` more pods (w<held>.. created for the next ranks) registered and idle.
-GroupView Group(int held, int idle, int desired) {
-  GroupView v;
-  for (int n = 0; n < held + idle; ++n) {
-    const std::string name = "w" + std::to_string(n);
-    v.pods[name] = Pod(name, n);
-  }
-  v.node_holders.assign(4, "");
-  v.ever_held.assign(4, false);
-  for (int n = 0; n < held; ++n) {
-    v.node_holders[static_cast<size_t>(n)] = Id("w" + std::to_string(n));
-    v.ever_held[static_cast<size_t>(n)] = true;
-  }
-  v.nodes = held;
-  v.desired_nodes = desired;
-  v.world = held;
-  v.formed = v.ever_formed = true;
-  return v;
-}
-
-Strings Assigns(const Actions& a) {
-  Strings out;
-  for (const auto& [node, id] : a.assign) out.push_back(std::to_string(node) + "=" + id);
-  return out;
-}
 Strings Verdicts(const Actions& a) {
   Strings out;
   for (const auto& [id, v] : a.verdicts) out.push_back(id + ":" + v);

@@ -7,20 +7,17 @@
 
 #include "worker/group/authority.h"
 #include "worker/group/keys.h"
+#include "tests/worker/authority_rows.h"
 
 namespace ddp::worker::group {
 namespace {
 
-using Strings = std::vector<std::string>;
-
-PodView Pod(const std::string& name, int home) {
-  PodView p;
-  p.identity = name + "/u";
-  p.home_node = home;
-  p.silent_seconds = 0.5;
-  return p;
-}
-std::string Id(const std::string& name) { return name + "/u"; }
+// The table's builders (authority_rows.h).
+using rows::Assigns;
+using rows::Group;
+using rows::Id;
+using rows::Pod;
+using rows::Strings;
 
 AuthoritySettings Room(int min_nodes, int nodes = 4) {
   AuthoritySettings s;
@@ -30,28 +27,8 @@ AuthoritySettings Room(int min_nodes, int nodes = 4) {
 }
 
 // Worker pods w0..w<n-1> holding their own node ranks of a formed group that wants `n`.
-GroupView Whole(int n) {
-  GroupView v;
-  for (int i = 0; i < n; ++i) {
-    const std::string name = "w" + std::to_string(i);
-    v.pods[name] = Pod(name, i);
-  }
-  v.node_holders.assign(4, "");
-  v.ever_held.assign(4, false);
-  for (int i = 0; i < n; ++i) {
-    v.node_holders[static_cast<size_t>(i)] = Id("w" + std::to_string(i));
-    v.ever_held[static_cast<size_t>(i)] = true;
-  }
-  v.nodes = v.world = v.desired_nodes = n;
-  v.formed = v.ever_formed = true;
-  return v;
-}
+GroupView Whole(int n) { return Group(n, 0, n); }
 
-Strings Assigns(const Actions& a) {
-  Strings out;
-  for (const auto& [node, id] : a.assign) out.push_back(std::to_string(node) + "=" + id);
-  return out;
-}
 Strings Moves(const Actions& a) {
   Strings out;
   for (const auto& [id, node] : a.moves) out.push_back(id + "->" + std::to_string(node));

@@ -99,6 +99,41 @@ inline InPlaceGroup StartInPlace(int n, const std::vector<std::string>& args, co
   return g;
 }
 
+// Kills every pod of `g` and its rendezvous pod when it goes out of scope: a test that fails
+// midway leaves no process behind.
+struct KillOnExit {
+  InPlaceGroup* g;
+  ~KillOnExit() {
+    for (const Proc& p : g->pods) {
+      kill(-p.pid, SIGKILL);
+      WaitProc(p, std::chrono::seconds(5));
+    }
+    kill(-g->rendezvous.pid, SIGKILL);
+    WaitProc(g->rendezvous, std::chrono::seconds(5));
+  }
+};
+
+// The resize math tests' training: TinyArgs with batches of `batch`, a ConstantGlobal global
+// batch of `global` over `examples` synthetic examples, at a constant learning rate of 0.001 (at
+// 0.01 the tiny model overfits chaotically and any two world sizes part by 1e-2 within 200 steps).
+inline std::vector<std::string> ConstantGlobalArgs(int steps, int batch, int global, int examples) {
+  auto args = TinyArgs(steps, batch);
+  args.insert(args.end(), {"--synthetic-tokens", std::to_string(examples + 16), "--lr", "0.001",
+                           "--min-lr", "0.001", "--warmup-steps", "0", "--batch-policy",
+                           "ConstantGlobal", "--global-batch-size", std::to_string(global)});
+  return args;
+}
+
+// One sample log per pod process started (DDP_SAMPLE_LOG), for ExpectEverySampleOnce.
+struct SampleLogs {
+  std::string dir;
+  std::vector<std::string> paths;
+  std::map<std::string, std::string> For(const std::string& pod) {
+    paths.push_back(dir + "/samples-" + pod + "-" + std::to_string(paths.size()));
+    return {{"DDP_SAMPLE_LOG", paths.back()}};
+  }
+};
+
 // Waits for every pod started, then the rendezvous pod (which ends once training finished and
 // the pods are gone; it is stopped if it has not ended 40 s after them).
 inline PodsResult Wait(const InPlaceGroup& g) {

@@ -21,18 +21,6 @@
 namespace ddp::testing {
 namespace {
 
-struct KillOnExit {
-  InPlaceGroup* g;
-  ~KillOnExit() {
-    for (const Proc& p : g->pods) {
-      kill(-p.pid, SIGKILL);
-      WaitProc(p, std::chrono::seconds(5));
-    }
-    kill(-g->rendezvous.pid, SIGKILL);
-    WaitProc(g->rendezvous, std::chrono::seconds(5));
-  }
-};
-
 bool Logged(const Proc& p, const std::string& what) {
   return ReadAll(p.err_path).find(what) != std::string::npos;
 }
@@ -42,17 +30,10 @@ TEST(ShrinkE2E, ALostMiddleRankShrinksAtOnceAndGrowsBackWithEverySampleOnce) {
   const std::string dir = MakeTempDir("ddp-e2e-shrink");
   const std::string size_file = dir + "/group-size";
   std::ofstream(size_file) << "4\n";  // what the operator asks, all along: four
-  auto args = TinyArgs(kSteps, 2);
-  args.insert(args.end(), {"--synthetic-tokens", std::to_string(kExamples + 16), "--lr", "0.001",
-                           "--min-lr", "0.001", "--warmup-steps", "0", "--batch-policy",
-                           "ConstantGlobal", "--global-batch-size", std::to_string(kGlobal)});
-  std::vector<std::string> logs;
-  auto sample_log = [&](const std::string& pod) {
-    logs.push_back(dir + "/samples-" + pod + "-" + std::to_string(logs.size()));
-    return std::map<std::string, std::string>{{"DDP_SAMPLE_LOG", logs.back()}};
-  };
+  const auto args = ConstantGlobalArgs(kSteps, 2, kGlobal, kExamples);
+  SampleLogs logs{dir};
   std::map<int, std::map<std::string, std::string>> rank_env;
-  for (int r = 0; r < 4; ++r) rank_env[r] = sample_log("pod" + std::to_string(r));
+  for (int r = 0; r < 4; ++r) rank_env[r] = logs.For("pod" + std::to_string(r));
   // Pod 1's whole pod is killed as its rank is about to start step kLostAt (a pod lost: the
   // supervisor and its trainer at once), before any of that step's gradient left it.
   InPlaceGroup g = StartInPlace(
@@ -68,7 +49,7 @@ TEST(ShrinkE2E, ALostMiddleRankShrinksAtOnceAndGrowsBackWithEverySampleOnce) {
   ASSERT_TRUE(Logged(g.pods[0], "resizes the group 4 -> 3")) << ReadAll(g.pods[0].err_path);
   EXPECT_TRUE(Logged(g.pods[3], "gives it rank 1 with its state")) << ReadAll(g.pods[3].err_path);
   // The replacement, as the operator creates it under the lost pod's name and node rank.
-  StartPod(&g, "pod1", 1, sample_log("pod1-new"));
+  StartPod(&g, "pod1", 1, logs.For("pod1-new"));
   ASSERT_TRUE(PollUntil([&] { return Logged(g.pods[0], "resizes the group 3 -> 4"); }, deadline))
       << ReadAll(g.rendezvous.err_path);
   PodsResult r = Wait(g);
@@ -90,7 +71,7 @@ TEST(ShrinkE2E, ALostMiddleRankShrinksAtOnceAndGrowsBackWithEverySampleOnce) {
   EXPECT_NE(r.rendezvous_err.find("its members leaving at a step agreement"), std::string::npos)
       << r.rendezvous_err;
   EXPECT_EQ(Count(r.err[0], "healed 1 member(s)"), 1u) << r.err[0];
-  ExpectEverySampleOnce(logs, kSteps, kGlobal, kExamples);
+  ExpectEverySampleOnce(logs.paths, kSteps, kGlobal, kExamples);
 
   std::filesystem::create_directories(dir + "/fixed");
   GroupResult fixed = RunGroup(4, args, {}, dir + "/fixed", std::chrono::seconds(180));
