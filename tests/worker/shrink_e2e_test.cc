@@ -34,8 +34,9 @@ TEST(ShrinkE2E, ALostMiddleRankShrinksAtOnceAndGrowsBackWithEverySampleOnce) {
   SampleLogs logs{dir};
   std::map<int, std::map<std::string, std::string>> rank_env;
   for (int r = 0; r < 4; ++r) rank_env[r] = logs.For("pod" + std::to_string(r));
-  // Pod 1's whole pod is killed as its rank is about to start step kLostAt (a pod lost: the
-  // supervisor and its trainer at once), before any of that step's gradient left it.
+  // Pod 1's whole pod is killed as its rank is about to start step kLostAt (a pod lost: its
+  // supervisor is killed and its trainer dies with it a moment later, so that step's gradient
+  // may or may not leave it first, as on a lost node).
   InPlaceGroup g = StartInPlace(
       4, args, dir, {{1, "1:" + std::to_string(kLostAt) + "@0:kill-pod"}},
       {{"DDP_GROUP_SIZE_FILE", size_file}, {"DDP_MIN_NODES", "2"}, {"DDP_MAX_NODES", "4"}}, 0,
@@ -65,13 +66,17 @@ TEST(ShrinkE2E, ALostMiddleRankShrinksAtOnceAndGrowsBackWithEverySampleOnce) {
   EXPECT_EQ(Field(r.out[4], "rank"), "3") << "the replacement took node rank 3: " << r.out[4];
   EXPECT_NE(r.err[4].find("prepares outside the group (node rank 3"), std::string::npos) << r.err[4];
   EXPECT_NE(r.err[4].find("its prepared trainers join the group"), std::string::npos) << r.err[4];
-  // The shrink healed nobody (every survivor had the state); the growth healed the newcomer.
+  // The shrink moved pod 3 (and heals only when a member committed the lost step before the others,
+  // above); the growth healed the newcomer once.
   EXPECT_NE(r.rendezvous_err.find("pod pod3 moves from node rank 3 to 1"), std::string::npos)
       << r.rendezvous_err;
   EXPECT_NE(r.rendezvous_err.find("its members leaving at a step agreement"), std::string::npos)
       << r.rendezvous_err;
   EXPECT_EQ(Count(r.err[0], "healed 1 member(s)"), 1u) << r.err[0];
-  ExpectEverySampleOnce(logs.paths, kSteps, kGlobal, kExamples);
+  // One step may lack shares in the logs: when pod 1's gradient of step kLostAt got out, a
+  // member that finished that all-reduce committed the step and the group healed the others from
+  // it (seen: only pod 3 logged step 300; the loss curve below shows the step trained whole).
+  ExpectEverySampleOnce(logs.paths, kSteps, kGlobal, kExamples, /*cut_steps=*/1);
 
   std::filesystem::create_directories(dir + "/fixed");
   GroupResult fixed = RunGroup(4, args, {}, dir + "/fixed", std::chrono::seconds(180));
