@@ -63,7 +63,8 @@
 //      hole, and so on (one pod moves per hole: every other member keeps its rank, and the
 //      group's ranks past its new size are free for the growth back). A pod that moves keeps
 //      its trainers and their state (they follow it at their next Join, membership.h): nobody
-//      is behind, so the re-formation heals no one. The group still wants its size (the
+//      is behind (unless a member finished the step in flight before the loss ended it: the
+//      others are healed from it), so the re-formation heals no one. The group still wants its size (the
 //      desired size, else the size it had): rule 9b grows it back once the replacement is
 //      there (and ready, when it prepares for the node rank the moved pod left: its home).
 //      Never in the decision that grows, nor for a rank an old member may still register
