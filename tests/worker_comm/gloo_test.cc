@@ -21,6 +21,7 @@ namespace {
 using ddp::testing::CodesToString;
 using ddp::testing::FreePort;
 using ddp::testing::JoinGroup;
+using ddp::testing::OtherRanksExited;
 using ddp::testing::RunOptions;
 using ddp::testing::RunRanks;
 using Clock = std::chrono::steady_clock;
@@ -218,7 +219,6 @@ TEST(GlooTest, AbortFailsTheWorkInFlightAndThePeersConnections) {
       const auto start = Clock::now();
       Status s = g->comm->AllReduceSumAsync(t)->Wait();
       const double took = Since(start);
-      g->rendezvous.store->set("done", std::vector<uint8_t>{1});  // rank 0 may exit (its store with it)
       std::fprintf(stderr, "rank 1: after the peer's abort -> %s after %.2fs\n", s.ToString().c_str(), took);
       CHILD_CHECK(s.code() == StatusCode::kUnavailable);
       CHILD_CHECK(took < 10.0);
@@ -239,7 +239,7 @@ TEST(GlooTest, AbortFailsTheWorkInFlightAndThePeersConnections) {
     CHILD_CHECK(work->IsCompleted());
     CHILD_CHECK(took < 5.0);
     CHILD_CHECK(work->Wait().code() == StatusCode::kUnavailable);
-    g->rendezvous.store->wait({"done"}, std::chrono::seconds(30));  // keeps the store up for rank 1
+    CHILD_CHECK(OtherRanksExited(std::chrono::seconds(30)));  // keeps the store up for rank 1
     return 0;
   }, {std::chrono::seconds(60)});
   EXPECT_EQ(codes, (std::vector<int>{0, 0})) << CodesToString(codes);
@@ -296,8 +296,7 @@ TEST(GlooTest, RepeatedAbortsDoNotAccumulateThreadsOrSockets) {
     CHILD_CHECK(threads <= base_threads);
     CHILD_CHECK(fds <= base_fds);
     // Rank 0 hosts the store: it leaves last.
-    if (rank == 1) store->set("done", std::vector<uint8_t>{1});
-    if (rank == 0) store->wait({"done"}, std::chrono::seconds(30));
+    if (rank == 0) CHILD_CHECK(OtherRanksExited(std::chrono::seconds(30)));
     return 0;
   }, {std::chrono::seconds(90)});
   EXPECT_EQ(codes, (std::vector<int>{0, 0})) << CodesToString(codes);

@@ -2,25 +2,64 @@
 #include "tests/worker_comm/multiprocess.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <exception>
 #include <thread>
 
 namespace ddp::testing {
 
+namespace {
+
+// Rank 0's read end of a pipe whose write ends only the other ranks hold: it reads end-of-file
+// once they have all exited (a rank's process that execs drops its end: close-on-exec).
+int others_exited_fd = -1;
+
+}  // namespace
+
+bool OtherRanksExited(std::chrono::seconds timeout) {
+  if (others_exited_fd < 0) return false;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd pf{others_exited_fd, POLLIN, 0};
+    const int ready = ::poll(&pf, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return false;
+    char c;
+    const ssize_t r = ::read(others_exited_fd, &c, 1);
+    if (r == 0) return true;  // nothing is ever written: only end-of-file
+    if (r < 0 && errno != EINTR) return false;
+  }
+}
+
 std::vector<int> RunRanks(int n, const std::function<int(int)>& fn, RunOptions options) {
   std::fflush(stdout);
   std::fflush(stderr);
+  int exits[2] = {-1, -1};
+  if (::pipe2(exits, O_CLOEXEC) != 0) exits[0] = exits[1] = -1;
   std::vector<pid_t> pids(n, -1);
   for (int r = 0; r < n; ++r) {
     pid_t pid = fork();
     if (pid == 0) {
+      if (exits[0] >= 0) {
+        if (r == 0) {
+          ::close(exits[1]);
+          others_exited_fd = exits[0];
+        } else {
+          ::close(exits[0]);  // the write end stays open until this process exits
+        }
+      }
       int code = 100;
       try {
         code = fn(r);
@@ -32,6 +71,10 @@ std::vector<int> RunRanks(int n, const std::function<int(int)>& fn, RunOptions o
       _exit(code);  // skip the parent's atexit handlers and static destructors
     }
     pids[r] = pid;
+  }
+  if (exits[0] >= 0) {
+    ::close(exits[0]);
+    ::close(exits[1]);
   }
   std::vector<int> codes(n, -9);
   std::vector<bool> done(n, false);

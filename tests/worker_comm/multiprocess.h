@@ -23,6 +23,13 @@ struct RunOptions {
 std::vector<int> RunRanks(int n, const std::function<int(int rank)>& fn, RunOptions options = {});
 
 
+// In rank 0's fn, within RunRanks: true once every other rank's process has exited, false if one
+// is still running at the timeout. Rank 0 hosts the rendezvous store and must outlive its peers'
+// last calls: a key a peer set is visible to the host's in-process store before the server's
+// thread has sent that peer its reply, so a host that exits as soon as it reads the key can take
+// the reply with it (the peer's set then fails with "the peer closed the connection").
+bool OtherRanksExited(std::chrono::seconds timeout);
+
 // Formats codes as "[0, 1, -9]" for failure messages.
 std::string CodesToString(const std::vector<int>& codes);
 

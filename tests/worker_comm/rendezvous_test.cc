@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <thread>
 
 #include "tests/worker_comm/multiprocess.h"
 
@@ -15,6 +14,7 @@ namespace {
 
 using ddp::testing::CodesToString;
 using ddp::testing::FreePort;
+using ddp::testing::OtherRanksExited;
 using ddp::testing::RunRanks;
 
 RendezvousConfig Config(int port, int world, int rank, int round = 0, int timeout_s = 30) {
@@ -44,12 +44,7 @@ int JoinAndExchange(const RendezvousConfig& config) {
     CHILD_CHECK(store->get(key) == Bytes("from " + std::to_string(r)));
   }
   // Rank 0 hosts the store: it leaves last, after everyone has read.
-  store->add("done", 1);
-  if (config.rank == 0 && !config.agent_store) {
-    while (store->add("done", 0) < config.world_size) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
+  if (config.rank == 0 && !config.agent_store) CHILD_CHECK(OtherRanksExited(std::chrono::seconds(30)));
   return 0;
 }
 
