@@ -225,7 +225,7 @@ gang_hold_and_admit() {
 
 # ---- c: a new round under Restart, an in-place replacement (and a spare) under InPlace.
 C_STATE=0 C_T=0 C_ADMIT="" C_PARTIAL=""
-restart_hook() {
+gang_restart_hook() {
   local name=$1 step=$2 made nb
   # A gang scheduler binds no member of the new round before the round's pods all exist.
   if [ "$C_STATE" = 1 ]; then
@@ -243,7 +243,7 @@ restart_hook() {
   esac
 }
 C_UID="" C_STEP=0
-inplace_hook() {
+gang_inplace_hook() {
   local name=$1 step=$2 uid
   case $C_STATE in
     0) [ "$step" -ge $((GANG_STEPS / 4)) ] || return 0
@@ -272,7 +272,7 @@ gang_rounds() {
   ballast_on || { check "gang-$s c: ballast" false; return; }
   C_STATE=0 C_ADMIT="" C_PARTIAL=""
   gang_job restart 2 Restart
-  wait_job restart "$JOB_TIMEOUT" restart_hook
+  wait_job restart "$JOB_TIMEOUT" gang_restart_hook
   check "gang-$s c: Restart: a worker deleted mid-run started a new round ($(jget restart '{.status.round}'))" [ "$C_STATE" -ge 1 ]
   check "gang-$s c: Restart: the new round was admitted whole" [ "$C_STATE" = 2 ]
   check "gang-$s c: Restart: no pod of the new round bound before the round's pods all existed${C_PARTIAL:+:$C_PARTIAL}" [ -z "$C_PARTIAL" ]
@@ -291,7 +291,7 @@ gang_rounds() {
     bash -c "grep -q '$name-worker-0=Running' <<<'$roles' && grep -q '$name-worker-1=Running' <<<'$roles' && grep -q '$name-rendezvous=Running' <<<'$roles'"
   say "gang-$s c: InPlace PodGroup minMember $(min_member "$name")"
   check "gang-$s c: InPlace: minMember is the workers and the rendezvous pod (3)" [ "$(min_member "$name")" = 3 ]
-  wait_job "$name" "$JOB_TIMEOUT" inplace_hook
+  wait_job "$name" "$JOB_TIMEOUT" gang_inplace_hook
   check "gang-$s c: InPlace: worker-1 deleted mid-run, replaced, and training again at 2 ranks" [ "$C_STATE" = 2 ]
   [ -z "$C_ADMIT" ] || timing "gang-$s c: InPlace: worker deleted -> 2 ranks ready and 50 steps further in $C_ADMIT s"
   say "gang-$s c: InPlace pods: $(kubectl -n "$NS" get pods -l "ddp.dev/job-name=$name" -o jsonpath='{range .items[*]}{.metadata.name}={.status.phase} {end}')"
@@ -302,7 +302,7 @@ gang_rounds() {
 
 # ---- d: a resize in place.
 D_STATE=0 D_T=0 D_MIN="" D_BOUND=""
-resize_hook() {
+gang_resize_hook() {
   local name=$1 step=$2 m
   case $D_STATE in
     0) [ "$step" -ge $((GANG_STEPS / 4)) ] || return 0
@@ -318,7 +318,7 @@ gang_resize() {
   local s=$GANG_SCHED name=grow sum
   D_STATE=0 D_MIN="" D_BOUND=""
   gang_job "$name" 2 InPlace 0 3
-  wait_job "$name" "$JOB_TIMEOUT" resize_hook
+  wait_job "$name" "$JOB_TIMEOUT" gang_resize_hook
   check "gang-$s d: scaled to 3 mid-run" [ "$D_STATE" -ge 1 ]
   check "gang-$s d: minMember followed the resize to 4 (seen:$(tr ' ' '\n' <<<"$D_MIN" | uniq | xargs))" \
     grep -qw 4 <<<"$D_MIN"
