@@ -60,6 +60,9 @@ scenario_shrink() {
   # place() deleted worker-1 to put it on $LOSE (a disruption, and already a shrink and a growth
   # back): the fault's charge is counted from here.
   local c0; c0=$(charges "$name")
+  # That shrink and growth back are in the rendezvous pod's log too: the fault's decisions are
+  # the lines after these.
+  local n0; n0=$(rendezvous_log "$name" | wc -l)
   case $fault in
     freeze) if [ -n "${DDP_E2E_NODE_FREEZE:-}" ]; then node_cmd "$DDP_E2E_NODE_FREEZE"; else node_cmd "$DDP_E2E_NODE_STOP" --freeze; fi ;;
     kill) node_cmd "$DDP_E2E_NODE_STOP" ;;
@@ -97,7 +100,7 @@ scenario_shrink() {
   # the job's end. On the kit a replacement starts in 1-3 s and joins a few seconds later, so
   # what shows the group did not wait for it is the order: the shrink decided before the
   # replacement's container started.
-  local rdzv; rdzv=$(rendezvous_log "$name")
+  local rdzv; rdzv=$(rendezvous_log "$name" | tail -n +$((n0 + 1)))
   local t_shrink t_grow t_repl started
   t_shrink=$(log_time "$(grep -m1 'resizes in place: 3 -> 2 rank' <<<"$rdzv")")
   t_grow=$(log_time "$(grep 'resizes in place: 2 -> 3 rank' <<<"$rdzv" | tail -1)")
@@ -117,8 +120,14 @@ scenario_shrink() {
   # Without room the group would decide no shrink at all and wait; startedAt has whole seconds.
   check "$case: it went on at 2 before the replacement started (shrunk at ${t_shrink:-?} s of the day, replacement started at ${t_repl:-?}, grew back at ${t_grow:-?})" \
     awk -v a="$t_shrink" -v b="$t_repl" 'BEGIN {exit !(a != "" && b != "" && a + 0 < b + 1)}'
-  check "$case: the group dropped worker-1 at once (worker-2 took node rank 1)" \
-    grep -q "pod $name-worker-2 moves from node rank 2 to 1" <<<"$rdzv"
+  # worker-1 holds node rank 1, or 2 when place() replaced it (its replacement grew the group
+  # back into rank 2): the pod above it, if any, moves into its rank.
+  local moved; moved=$(grep -o "pod $name-worker-[0-9] moves from node rank 2 to 1" <<<"$rdzv" | head -1)
+  local dropped=no
+  grep -q "pod $name-worker-1 lost" <<<"$rdzv" &&
+    grep -q "no idle pod for the lost member's rank; the group goes on without it" <<<"$rdzv" && dropped=yes
+  check "$case: the group dropped worker-1 at once ($dropped; ${moved:-worker-1 held the highest node rank})" \
+    [ "$dropped" = yes ]
   check "$case: the status said why it ran smaller (BelowSize MemberLost seen: $below_seen)" [ "$below_seen" = yes ]
   check "$case: it grew back to 3 once the replacement was ready ($grew)" [ "$grew" = yes ]
   check "$case: in round 0 (round ${rounds:-?})" [ "$rounds" = 0 ]
