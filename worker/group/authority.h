@@ -62,13 +62,13 @@
 //      generation. Ranks stay dense: the pod holding the highest node rank takes the lowest
 //      hole, and so on (one pod moves per hole: every other member keeps its rank, and the
 //      group's ranks past its new size are free for the growth back). A pod that moves keeps
-//      its trainers and their state (they follow it at their next Join, membership.h): nobody
-//      is behind (unless a member finished the step in flight before the loss ended it: the
-//      others are healed from it), so the re-formation heals no one. The group still wants its size (the
-//      desired size, else the size it had): rule 9b grows it back once the replacement is
-//      there (and ready, when it prepares for the node rank the moved pod left: its home).
-//      Never in the decision that grows, nor for a rank an old member may still register
-//      again for (rejoin.h), nor in an abandoned group.
+//      its trainers and their state (they follow it at their next Join, membership.h), so the
+//      re-formation heals no one, unless a member finished the step in flight before the loss
+//      ended it: then the others are behind it by that step and are healed from it. The group
+//      still wants its size (the desired size, else the size it had): rule 9b grows it back
+//      once the replacement is there (and ready, when it prepares for the node rank the moved
+//      pod left: its home). Never in the decision that grows, nor for a rank an old member
+//      may still register again for (rejoin.h), nor in an abandoned group.
 // And for a store that replaced a lost rendezvous pod (rejoin.h): a member of the old store that
 // has not registered again within the rejoin window, or whose pod name another pod registered
 // under (its pod was replaced), is lost like in rule 1 (fenced, the generation moves on, its node
