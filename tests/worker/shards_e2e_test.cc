@@ -2,6 +2,7 @@
 // position from a checkpoint, and bad shards exiting 3 with the file and offset named.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <sstream>

@@ -277,7 +277,7 @@ TEST(GlooTest, RepeatedAbortsDoNotAccumulateThreadsOrSockets) {
         auto work = comm->AllReduceSumAsync(t);  // rank 1 never joins this one
         comm->Abort();
         CHILD_CHECK(work->Wait().code() == StatusCode::kUnavailable);
-        store->set(aborted, {1});
+        store->set(aborted, std::vector<uint8_t>{1});
       } else {
         store->wait({aborted}, std::chrono::seconds(30));
         CHILD_CHECK(!comm->AllReduceSumAsync(t)->Wait().ok());  // its Wait aborts it too
