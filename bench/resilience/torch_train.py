@@ -46,6 +46,10 @@ from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "worker"))
 from torch_ddp_bench import MinGpt, synthetic_tokens  # noqa: E402  (same model as the C++ side)
 
+# Debian 13's torch 2.6 is built without libuv and init_process_group(env://) asks for it
+# unless USE_LIBUV=0; the classic TCPStore server is in every torch (docs/torchrun.md).
+os.environ.setdefault("USE_LIBUV", "0")
+
 
 def save(path, model, opt, step):
     tmp = path + ".tmp"

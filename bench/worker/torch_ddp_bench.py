@@ -24,6 +24,10 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
+# Debian 13's torch 2.6 is built without libuv and init_process_group(env://) asks for it
+# unless USE_LIBUV=0; the classic TCPStore server is in every torch (docs/torchrun.md).
+os.environ.setdefault("USE_LIBUV", "0")
+
 
 class Block(nn.Module):
     # Same layout and parameter order as worker/model/mingpt.cc.

@@ -25,6 +25,18 @@ std::string PythonWithTorch() {
   return "";
 }
 
+// torchrun as `python` runs it: plain, or, where torch was built without libuv (Debian 13's
+// 2.6, whose torchrun then cannot start a TCPStore: docs/torchrun.md), through the example's
+// examples/torchrun/torchrun_classic_store.py, as the docs tell users of that torch.
+std::string Torchrun(const std::string& python) {
+  const std::string probe = python +
+      " -c 'import torch.distributed as d; d.TCPStore(\"127.0.0.1\", 0, 1, True)' >/dev/null 2>&1";
+  if (std::system(probe.c_str()) == 0) return python + " -m torch.distributed.run";
+  std::string shim = DDP_TORCHRUN_SCRIPT;
+  shim = shim.substr(0, shim.rfind('/') + 1) + "torchrun_classic_store.py";
+  return python + " " + shim;
+}
+
 // Debian's torch 1.13 torchrun crashes writing worker output without --redirects/--tee.
 std::string TorchrunJob(const std::string& dir, const std::string& python) {
   return "apiVersion: ddp.dev/v1alpha1\n"
@@ -42,12 +54,15 @@ std::string TorchrunJob(const std::string& dir, const std::string& python) {
          "      - name: worker\n"
          "        image: unused\n"
          "        command: [sh, -c]\n"
-         "        args: ['echo $$$$ > " + dir + "/pid-$DDP_ROUND-$NODE_RANK; exec " + python +
-         " -m torch.distributed.run --redirects 1 --tee 1 " DDP_TORCHRUN_SCRIPT
+         "        args: ['echo $$$$ > " + dir + "/pid-$DDP_ROUND-$NODE_RANK; exec " + Torchrun(python) +
+         " --redirects 1 --tee 1 " DDP_TORCHRUN_SCRIPT
          " --steps 300 --save-every 20 --step-delay 0.02']\n"
          "        env:\n"
          "        - {name: OMP_NUM_THREADS, value: \"1\"}\n"
-         "        - {name: GLOO_SOCKET_IFNAME, value: lo}\n";
+         "        - {name: GLOO_SOCKET_IFNAME, value: lo}\n"
+         // torchrun 2.x tees its workers' lines into its own stdout, a file here: unbuffered,
+         // the test sees the snapshots mid-run, not at the end.
+         "        - {name: PYTHONUNBUFFERED, value: \"1\"}\n";
 }
 
 int LastSnapshotStep(const std::string& log) {
