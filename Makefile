@@ -1,16 +1,18 @@
 # The two commands of the README:
 #   make demo   install what is missing, build, run examples/local-demo.yaml on this machine
-#   make test   install what is missing, build, run every test (ctest; labels unit, e2e, gpu)
+#   make test   install what is missing, build, run every test (ctest; labels unit, e2e, gpu),
+#               then the worker's suite again on the other Debian release's LibTorch
 # And for the container images and a real cluster:
 #   make images       build ddp-operator and ddp-worker-cpu with docker, podman or buildah
 #   make image-test   build them and run them (ctest label image)
 #   make e2e-cluster  the suite of tests/cluster/ on the cluster in KUBECONFIG (skipped without)
+#   make cuda-check   compile and link the GPU code against Debian 13's CUDA LibTorch and NCCL
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
 
-.PHONY: all deps configure build test unit e2e demo clean images image-test e2e-cluster fuzz
+.PHONY: all deps configure build test test-other cuda-check unit e2e demo clean images image-test e2e-cluster fuzz
 
 all: build
 
@@ -30,8 +32,19 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# The whole suite on this machine's LibTorch, then the worker's suite (label torch) on the other
+# Debian release's in a root kept under /var/cache/ddp-roots (scripts/test-other-release.sh).
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+	@bash scripts/run-tests.sh $(BUILD) $(JOBS) $(CTEST_FLAGS)
+
+# Every CUDA and NCCL path compiled and linked against Debian 13's CUDA LibTorch 2.6, NCCL 2.22
+# and CUDA 12.4 (scripts/cuda-compile-check.sh; not in `make test`: see docs/install.md).
+cuda-check:
+	JOBS=$(JOBS) bash scripts/cuda-compile-check.sh
+
+# The worker's suite on the other Debian release's LibTorch alone.
+test-other: deps
+	JOBS=$(JOBS) bash scripts/test-other-release.sh $(CTEST_FLAGS)
 
 unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit

@@ -8,7 +8,19 @@ set -euo pipefail
 # which nothing else needs: `make test` replays the fuzz corpora with the ordinary compiler.
 # `install-deps.sh --build` (from `make demo`) installs only what the build needs: no test tools,
 # no npm (a machine without the npm registry can still run the demo).
-FUZZ_PACKAGES=(clang libclang-rt-14-dev)
+# `install-deps.sh --torch-suite` (scripts/test-other-release.sh, in the other release's root)
+# installs what the build and the worker's suite need: the test tools without npm.
+# Debian 12 (bookworm: LibTorch 1.13, clang 14) and Debian 13 (trixie: LibTorch 2.6, clang 19)
+# use the same package names but for clang's runtimes.
+. /etc/os-release
+case "${VERSION_CODENAME:-}" in
+  bookworm) CLANG_RT=libclang-rt-14-dev ;;
+  trixie) CLANG_RT=libclang-rt-19-dev ;;
+  *) echo "install-deps: ${PRETTY_NAME:-this system} is neither Debian 12 nor Debian 13;" \
+       "trying Debian 13's package names" >&2
+     CLANG_RT=libclang-rt-dev ;;
+esac
+FUZZ_PACKAGES=(clang "$CLANG_RT")
 
 BUILD_PACKAGES=(
   cmake ninja-build g++ make pkg-config
@@ -29,6 +41,8 @@ TEST_PACKAGES=(
 APT_PACKAGES=("${BUILD_PACKAGES[@]}")
 case "${1:-}" in
   --build) ;;
+  --torch-suite) for p in "${TEST_PACKAGES[@]}"; do
+                   [ "$p" = nodejs ] || [ "$p" = npm ] || APT_PACKAGES+=("$p"); done ;;
   --fuzz) APT_PACKAGES+=("${TEST_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}") ;;
   *) APT_PACKAGES+=("${TEST_PACKAGES[@]}") ;;
 esac
@@ -57,7 +71,7 @@ fi
 
 # Node packages used by tests live in tests/delivery (package.json + package-lock.json).
 root=$(cd "$(dirname "$0")/.." && pwd)
-if [ "${1:-}" != --build ] && [ -f "$root/tests/delivery/package.json" ] &&
+if [ "${1:-}" != --build ] && [ "${1:-}" != --torch-suite ] && [ -f "$root/tests/delivery/package.json" ] &&
    [ ! -d "$root/tests/delivery/node_modules" ]; then
   echo "install-deps: npm ci in tests/delivery"
   (cd "$root/tests/delivery" && npm ci --no-audit --no-fund --silent)

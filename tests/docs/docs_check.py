@@ -50,7 +50,8 @@ EXTERNAL_FLAGS = {
     "--namespace", "--name", "--redirects", "--tee", "--nproc_per_node", "--nproc-per-node",
     "--max_restarts", "--max-restarts", "--nnodes", "--node_rank", "--master_addr",
     "--master_port", "--rdzv_backend", "--rdzv-backend", "--standalone", "--network",
-    "--output-on-failure", "--grace-period", "--check", "--schema",
+    "--output-on-failure", "--grace-period", "--check", "--schema", "--build-arg",
+    "--allow-shlib-undefined",
 }
 
 # Names that are Kubernetes', Helm's, PyTorch's or a scheduler's, not this project's.
