@@ -76,6 +76,8 @@ function debianStages(df) {
     const suite = debianSuite(s.base);
     if (!suite) {
       notes.push(`${df.file}:${s.line}: FROM ${s.from} is not Debian: its packages and libraries are not checked here (no package lists for it on this machine); lint and COPY sources are (delivery_node_dockerfiles)`);
+    } else if (suite === 'trixie') {
+      notes.push(`${df.file}:${s.line}: FROM ${s.from} is Debian 13: its packages and libraries are not checked against lists here (this machine's are bookworm's); make cuda-check installs the GPU image's build packages in a Debian 13 root and builds against them`);
     } else if (suite !== 'bookworm') {
       problems.push(`${df.file}:${s.line}: FROM ${s.from}: this check knows bookworm's lists only`);
     } else {
