@@ -26,6 +26,7 @@
 #include "worker/launch/standby.h"
 #include "worker/launch/supervise.h"
 #include "worker/launch/supervisor.h"
+#include "worker/train/batch_config.h"
 #include "worker/train/config.h"
 #include "worker/train/exit_codes.h"
 #include "worker/train/fault.h"
@@ -122,6 +123,11 @@ int TrainMain(const std::vector<std::string>& args) {
 
   auto rdzv_cfg = RendezvousConfigFromEnv();
   if (!rdzv_cfg.ok()) Fail(rdzv_cfg.status(), "invalid rendezvous environment");
+  // Before any peer is waited for: a rank whose peers found the same error and left would
+  // otherwise fail its rendezvous or communicator first (exit 75, not 2).
+  if (Status s = CheckBatchAtWorld(*cfg, rdzv_cfg->world_size); !s.ok()) {
+    Fail(s, "invalid configuration");
+  }
   auto device = ChooseDevice(cfg->device, rdzv_cfg->local_rank);
   if (!device.ok()) Fail(device.status(), "device");
 
