@@ -13,6 +13,7 @@
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
+#include "common/fd_limit.h"
 #include "common/group_contract.h"
 #include "common/logging.h"
 #include "worker/comm/factory.h"
@@ -258,14 +259,21 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  if (!args.empty() && args[0] == "rendezvous") return RendezvousMain();
   // In-place recovery: a pod's ddp-worker supervises itself (DESIGN.md): the process the pod
   // runs becomes the supervisor and the trainers are its children.
   const char* recovery = std::getenv(kEnvRecovery);
   const char* supervised = std::getenv(kEnvSupervised);
   const bool in_place = recovery != nullptr && std::string(recovery) == "InPlace" &&
                         (supervised == nullptr || std::string(supervised) != "1");
+  const bool rendezvous = !args.empty() && args[0] == "rendezvous";
   const bool launch = !args.empty() && args[0] == "launch";
+  // Every role, before it opens anything: the rendezvous pod holds sockets for every pod and
+  // trainer of the group, a supervisor or launcher its trainers' pipes, a trainer Gloo's mesh.
+  ddp::RaiseFileLimitAndLog(rendezvous ? "rendezvous"
+                            : in_place ? "supervisor"
+                            : launch   ? "launch"
+                                       : "trainer");
+  if (rendezvous) return RendezvousMain();
   if (launch) args.erase(args.begin());
   if (in_place) return SuperviseMain(self.c_str(), args);
   if (launch) return LaunchMain(self.c_str(), args);
