@@ -24,8 +24,10 @@ class Target {
   // FailedPrecondition when this target cannot inject it (and why); Forbidden when the
   // user's RBAC does not allow it (and which verb on which resource is missing).
   virtual StatusOr<std::string> Inject(const Failure& f) = 0;
-  // Undoes what the last injection left (freeze-pod: thaws the pod; drain-node: uncordons the
-  // node). Returns one line, "" when there was nothing to undo.
+  // Undoes what the last injection changed, and only that (freeze-pod: thaws the pod;
+  // drain-node: uncordons the node if the injection cordoned it, not one it found cordoned).
+  // Returns one line, "" when there was nothing to undo. Also after an injection that failed
+  // midway (a node cordoned, then an eviction refused).
   virtual std::string Restore() = 0;
   // Rank 0's step now, for the timeline; nullopt when it cannot be read.
   virtual std::optional<double> ReadStep() = 0;
@@ -38,7 +40,10 @@ class Target {
 // cluster's (FailedPrecondition: one machine is one node).
 StatusOr<std::unique_ptr<Target>> OpenLocal(const std::string& run_dir);
 
-// A DDPJob `ns`/`job` through `kubectl` (`kubeconfig` "" = kubectl's default).
+// A DDPJob `ns`/`job` through `kubectl` (`kubeconfig` "" = kubectl's default). It touches only
+// the job's pods in `ns` (label ddp.dev/job-name): drain-node refuses a node that holds none of
+// them (FailedPrecondition), cordons it unless it was already, and evicts the job's pods on it
+// by name (not `kubectl drain`, whose pod selector spans every namespace).
 StatusOr<std::unique_ptr<Target>> OpenCluster(const std::string& kubeconfig, const std::string& ns,
                                               const std::string& job);
 
