@@ -174,9 +174,15 @@ void NameTrainerExits(Pass* p) {
   }
 }
 
-// A lost rendezvous pod of the round: once per pod object.
+// A lost rendezvous pod of the round: once per pod object. Seen ending (deleted, failed, fenced,
+// on a lost node, or deleted by this pass for a reason of its own), or gone unseen: the pod whose
+// page the status counted before this pass (status.rendezvousUID) no longer exists at all. A
+// force delete (grace 0) sets the deletion timestamp and removes the pod in one request, so a
+// pass that runs after both watch events never sees it ending. The job's own end deletes its
+// rendezvous pod (cleanPodPolicy): that is no loss.
 void OpenRendezvousLoss(Pass* p) {
   if (!InPlace(*p)) return;
+  const bool job_ending = p->st.phase == api::kPhaseSucceeded || p->st.phase == api::kPhaseFailed;
   for (const ObservedPod& pod : p->seen->pods) {
     if (pod.role != group::kRoleRendezvous || pod.round != p->round || KnownUid(*p, pod.uid)) {
       continue;
@@ -184,7 +190,7 @@ void OpenRendezvousLoss(Pass* p) {
     bool deleted_now = false;
     for (const Delete& d : p->plan.deletes) deleted_now = deleted_now || (d.kind == "Pod" && d.uid == pod.uid);
     const bool ended = pod.deleting || pod.phase == "Failed" || pod.fenced || pod.node_lost ||
-                       pod.lost_with_store || deleted_now;
+                       pod.lost_with_store || (deleted_now && !job_ending);
     if (!ended || pod.uid.empty()) continue;
     Incident i;
     i.kind = pod.node_lost || pod.lost_with_store ? api::kIncidentNodeLost : api::kIncidentPodLost;
@@ -197,6 +203,19 @@ void OpenRendezvousLoss(Pass* p) {
                 "); the group re-registers with a new one";
     OpenIncident(p, i);
   }
+  const api::DDPJobStatus& was = p->job.status;
+  const std::string& counted = was.rendezvous_uid;
+  if (counted.empty() || was.round != p->round || KnownUid(*p, counted)) return;
+  for (const ObservedPod& pod : p->seen->pods) {
+    if (pod.uid == counted) return;  // still there: its end, if any, is seen above
+  }
+  Incident i;
+  i.kind = api::kIncidentPodLost;
+  i.pod = RendezvousPodName(p->job);
+  i.pod_uid = counted;
+  i.message = "rendezvous pod " + i.pod + " (uid " + counted + ") lost: gone without being seen "
+              "ending (a force delete); the group re-registers with a new one";
+  OpenIncident(p, i);
 }
 
 // The stall a record gives incidents it closes, and the goodput. Returns the seconds counted.

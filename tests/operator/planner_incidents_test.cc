@@ -5,6 +5,8 @@
 // Expected figures are derived from the rows' own times: a record's end minus its start, etc.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "operator/api/incident_fields.h"
 #include "operator/api/serialize.h"
 #include "operator/plan/plan.h"
@@ -348,6 +350,64 @@ TEST(Incidents, LostRendezvousPodHealsWhenAnotherReportsWithoutAStall) {
   Settle(&r.job, &r.world, At(72));
   EXPECT_EQ(r.job.status.incidents[0].outcome, api::kOutcomeHealedInPlace);
   EXPECT_EQ(r.job.status.incidents[0].stall_seconds, 0.0);
+}
+
+// A force delete (grace 0) sets the deletion timestamp and removes the pod in one request: a
+// pass that runs after both watch events never sees the rendezvous pod ending, only gone (the
+// kit's chaos run 4: no incident). The pod whose page the status counted is lost all the same:
+// one PodLost, healed once the rendezvous pod created again reports.
+TEST(Incidents, AForceDeletedRendezvousPodIsLostThoughNoPassSawItEnd) {
+  InPlaceRun r;
+  const std::string old_uid = r.Uid("mingpt-rendezvous");
+  ASSERT_EQ(r.job.status.rendezvous_uid, old_uid);
+  auto& pods = r.world.pods;
+  pods.erase(std::remove_if(pods.begin(), pods.end(),
+                            [](const ObservedPod& p) { return p.name == "mingpt-rendezvous"; }),
+             pods.end());
+  Settle(&r.job, &r.world, At(70));  // the scraper still holds the old pod's last page
+  ASSERT_EQ(r.job.status.incidents.size(), 1u);
+  const Incident& i = r.job.status.incidents[0];
+  EXPECT_EQ(i.kind, api::kIncidentPodLost);
+  EXPECT_EQ(i.pod, "mingpt-rendezvous");
+  EXPECT_EQ(i.pod_uid, old_uid);
+  EXPECT_EQ(i.rank, -1);
+  EXPECT_TRUE(i.outcome.empty());
+  EXPECT_EQ(r.job.status.incidents_total, 1);
+  EXPECT_EQ(r.job.status.round, 0);
+  // The pod the planner created again (a new object: the fixture names uids by pod name).
+  bool recreated = false;
+  for (auto& p : r.world.pods) {
+    if (p.name != "mingpt-rendezvous") continue;
+    p.uid = "mingpt-rendezvous-again";
+    recreated = true;
+  }
+  ASSERT_TRUE(recreated) << "the planner creates the rendezvous pod again";
+  StartAll(&r.world);
+  r.world.group->pod_uid = "mingpt-rendezvous-again";
+  Settle(&r.job, &r.world, At(72));
+  ASSERT_EQ(r.job.status.incidents.size(), 1u) << "once per pod object";
+  EXPECT_EQ(r.job.status.incidents[0].outcome, api::kOutcomeHealedInPlace);
+  EXPECT_EQ(r.job.status.incidents[0].stall_seconds, 0.0);
+  EXPECT_EQ(r.job.status.rendezvous_uid, "mingpt-rendezvous-again");
+}
+
+// The job's own end deletes its running rendezvous pod (cleanPodPolicy Running, the default):
+// that is the cleanup, not a lost pod (the kit's run 4 opened a PodLost for it).
+TEST(Incidents, TheJobsCleanupOfItsRendezvousPodIsNoLoss) {
+  InPlaceRun r;
+  for (int i = 0; i < 2; ++i) {
+    ObservedPod done = Exited(i, 0, 0);
+    done.message = group::FormatFinished({100, std::nullopt});
+    r.world = With(r.world, done);
+  }
+  const Plan plan = PlanReconcile(r.job, r.world, At(70));
+  ASSERT_TRUE(plan.status);
+  EXPECT_EQ(plan.status->phase, "Succeeded");
+  const auto deletes = DescribeDeletes(plan);
+  EXPECT_NE(std::find(deletes.begin(), deletes.end(), "Pod mingpt-rendezvous"), deletes.end())
+      << "the cleanup deletes the running rendezvous pod";
+  for (const Incident& i : plan.status->incidents) ADD_FAILURE() << i.kind << ": " << i.message;
+  EXPECT_EQ(plan.status->incidents_total, 0);
 }
 
 TEST(Incidents, RestartIsANewRoundAndItsStallEndsAtTheNewRanksFirstCommit) {
