@@ -32,6 +32,23 @@ constexpr double kFullRecordWait = 10.0;
 
 bool Open(const Incident& i) { return !i.Closed(); }
 
+// How far a node's clock may be from the operator's, both ways.
+constexpr double kClockSlack = 60.0;
+
+// Whether a stall record's edges are times the operator can use: none before the job started or
+// ahead of the pass's clock (each by more than kClockSlack). A trainer whose clock stepped after
+// it started, or a page forged by the job's image, would otherwise give an incident a stall of
+// decades (which the status reader then drops, with the goodput) or hold every later record off
+// until a time in the future. Such a record is no measurement: it is ignored.
+bool Plausible(const Pass& p, const metrics::StallRecord& r) {
+  const double lo = p.st.start_time ? Unix(*p.st.start_time) - kClockSlack : 0.0;
+  const double hi = Unix(p.now) + kClockSlack;
+  for (const std::optional<double>& v : {std::optional<double>(r.end), r.start, r.detected}) {
+    if (v && (*v < lo || *v > hi)) return false;
+  }
+  return true;
+}
+
 bool KnownUid(const Pass& p, const std::string& uid) {
   if (uid.empty()) return false;
   for (const Incident& i : p.st.incidents) {
@@ -103,7 +120,7 @@ void OpenTrainerExits(Pass* p) {
   TimePoint when = p->now;
   if (const ObservedProgress* prog = CurrentProgress(*p)) {
     const auto& rec = prog->snapshot.last_stall;
-    if (rec && rec->end > p->st.goodput.resumed_at + 1e-3) {
+    if (rec && rec->end > p->st.goodput.resumed_at + 1e-3 && Plausible(*p, *rec)) {
       when = std::min(when, FromUnix(rec->detected.value_or(rec->start.value_or(rec->end))));
     }
   }
@@ -359,7 +376,9 @@ void TrackIncidents(Pass* p) {
   OpenRendezvousLoss(p);
   if (const ObservedProgress* prog = CurrentProgress(*p)) {
     const metrics::ProgressSnapshot& s = prog->snapshot;
-    if (s.last_stall && s.last_stall->end > p->st.goodput.resumed_at + 1e-3) {
+    if (s.last_stall && !Plausible(*p, *s.last_stall)) {
+      // Ignored (see Plausible); the next record that is a measurement counts.
+    } else if (s.last_stall && s.last_stall->end > p->st.goodput.resumed_at + 1e-3) {
       if (!AwaitFullRecord(*p, *s.last_stall)) ApplyRecord(p, *s.last_stall);
     } else if (!s.stall_series) {
       ApplyAdvance(p, s);

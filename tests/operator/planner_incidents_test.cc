@@ -268,6 +268,44 @@ TEST(Incidents, DeletedPodIsPodLostAndASpareTakingItsRankSaysSo) {
   EXPECT_NEAR(*i.stall_seconds, end - start, 1e-9);
 }
 
+// A stall record is trusted only as times the operator can use (review F6): edges from before
+// the job started (a trainer whose clock stepped after it began) or ahead of the operator's
+// clock (skew, a forged page) make no stall. Before, the first gave the incident a stall of
+// decades, which the status reader drops, and the second held every later record off.
+TEST(Incidents, StallRecordsOutsideTheJobsTimeAreIgnored) {
+  struct Row {
+    const char* what;
+    std::optional<double> start;
+    double end;
+  };
+  const double now = Unix(At(53));
+  for (const Row& row : std::vector<Row>{{"a start near the epoch", 1.0, Unix(At(52))},
+                                         {"an end an hour ahead", Unix(At(49)), now + 3600}}) {
+    SCOPED_TRACE(row.what);
+    InPlaceRun r;
+    const double stalled_before = r.job.status.goodput.stalled_seconds;
+    for (auto& p : r.world.pods) {
+      if (p.name != "mingpt-worker-1") continue;
+      p.deleting = true;
+      p.deletion_grace_seconds = 30;
+      p.deletion_timestamp = At(80);
+    }
+    Pass(&r.job, &r.world, At(51));
+    ASSERT_EQ(r.job.status.incidents.size(), 1u);
+    r.world.progress = Page(0, 300, At(53), Record(row.start, std::nullopt, row.end, 290));
+    Pass(&r.job, &r.world, At(53));
+    EXPECT_FALSE(r.job.status.incidents[0].stall_seconds);
+    EXPECT_EQ(r.job.status.goodput.stalled_seconds, stalled_before);
+    // The next record that is a measurement closes it.
+    const double start = Unix(At(49)) + 0.9, end = Unix(At(54)) + 0.4;
+    r.world.progress = Page(0, 310, At(55), Record(start, std::nullopt, end, 290));
+    Pass(&r.job, &r.world, At(55));
+    ASSERT_TRUE(r.job.status.incidents[0].stall_seconds);
+    EXPECT_NEAR(*r.job.status.incidents[0].stall_seconds, end - start, 1e-9);
+    EXPECT_NEAR(r.job.status.goodput.stalled_seconds, stalled_before + (end - start), 1e-6);
+  }
+}
+
 TEST(Incidents, FencedSilentPodIsAHang) {
   InPlaceRun r;
   r.world.group->report.fenced = {{"mingpt-worker-1", r.Uid("mingpt-worker-1")}};
