@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <thread>
 
 #include "worker/store/net.h"
@@ -411,6 +412,40 @@ TEST(StoreServerTest, AWatchWhoseValuesPassTheBoundIsAnsweredWithAnError) {
 
 // Requests not yet whole are bounded over every connection: the one that passes the bound is
 // closed, the others are served.
+// A peer that pipelines many small requests (the job's own code can reach the port) costs the
+// loop thread time in proportion to what it sent, not its square: the server cut each frame
+// from the front of the connection's buffer, moving the rest every time (4 MiB of 13-byte
+// frames, a buffer of megabytes per read: minutes of memmove, every other peer waiting).
+// Every reply comes, in order, well within a bound the quadratic cost passes many times over.
+TEST(StoreServerTest, PipelinedSmallRequestsCostTheLoopLinearTime) {
+  auto server = Serve();
+  Peer flood(server->port());
+  Peer other(server->port());
+  ASSERT_EQ(other.Call(Q(Op::kSet, {"k"}, B("v"))).code, Code::kOk);
+  const std::string frame = EncodeRequest(Q(Op::kNumKeys));
+  const size_t frames = (4u << 20) / frame.size();
+  std::string burst;
+  burst.reserve(frames * frame.size());
+  for (size_t i = 0; i < frames; ++i) burst += frame;
+  const auto start = Clock::now();
+  std::atomic<bool> sent{false};
+  std::thread writer([&] {
+    sent = SendAll(flood.fd(), burst.data(), burst.size(), Clock::now() + std::chrono::seconds(120)).ok();
+  });
+  size_t answered = 0;
+  for (; answered < frames; ++answered) {
+    const Reply r = flood.Read();
+    if (r.code != Code::kOk || r.number != 1) break;
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  writer.join();
+  EXPECT_TRUE(sent);
+  EXPECT_EQ(answered, frames);
+  EXPECT_LT(seconds, 30.0) << frames << " frames of " << frame.size() << " bytes";
+  EXPECT_EQ(S(other.Call(Q(Op::kGet, {"k"})).value), "v");
+  std::printf("%zu of %zu pipelined requests answered in %.2f s\n", answered, frames, seconds);
+}
+
 TEST(StoreServerTest, PartialRequestsOverEveryConnectionAreBounded) {
   ServerLimits limits;
   limits.max_buffered_bytes = 1u << 20;

@@ -235,19 +235,23 @@ class StoreServer::Loop {
   }
 
   // Serves every whole frame buffered, one at a time: a parked request holds the rest back.
-  // False when the connection must close now.
+  // The frames served are cut from the buffer once, after the loop: cutting each one as it is
+  // served moved the rest of the buffer every time (a peer's pipelined small frames cost the
+  // loop thread the square of its buffer). False when the connection must close now.
   bool Frames(uint64_t id, Conn& c) {
-    while (!c.waiting && !c.closing && c.in.size() >= 4) {
+    size_t at = 0;
+    while (!c.waiting && !c.closing && c.in.size() - at >= 4) {
+      const auto* head = reinterpret_cast<const uint8_t*>(c.in.data()) + at;
       uint32_t len = 0;
-      if (Status s = FrameLength(reinterpret_cast<const uint8_t*>(c.in.data()), &len); !s.ok()) {
+      if (Status s = FrameLength(head, &len); !s.ok()) {
         Refuse(s.message());
+        Consume(c, at);
         return false;
       }
-      if (c.in.size() < 4 + static_cast<size_t>(len)) break;
+      if (c.in.size() - at < 4 + static_cast<size_t>(len)) break;
       Request req;
-      const Status s = DecodeRequest(reinterpret_cast<const uint8_t*>(c.in.data()) + 4, len, &req);
-      c.in.erase(0, 4 + static_cast<size_t>(len));
-      buffered_ -= 4 + static_cast<size_t>(len);
+      const Status s = DecodeRequest(head + 4, len, &req);
+      at += 4 + static_cast<size_t>(len);
       if (!s.ok()) {
         Refuse("a malformed request: " + s.message());
         Send(id, c, Error("malformed request: " + s.message()));
@@ -256,7 +260,15 @@ class StoreServer::Loop {
       }
       Handle(id, c, req);
     }
+    Consume(c, at);
     return Flush(id, c);
+  }
+
+  // Drops the first `n` bytes of `c`'s requests (served).
+  void Consume(Conn& c, size_t n) {
+    if (n == 0) return;
+    c.in.erase(0, n);
+    buffered_ -= n;
   }
 
   void Handle(uint64_t id, Conn& c, const Request& req) {
