@@ -36,7 +36,9 @@ class Target {
 // A local run: `run_dir` holds status.json and pods.json (operator/local/pods_file.h). Local
 // mode has no API server: delete-pod sends the pod's processes SIGTERM (what a delete does),
 // freeze-pod SIGSTOP then SIGCONT, kill-rendezvous SIGKILL to the rendezvous pod's processes,
-// kill-trainer SIGKILL to the trainer (its pid from its supervisor's log). drain-node is a
+// kill-trainer SIGKILL to the trainer (its pid from its supervisor's log, killed only while it
+// is in the pod's process group; a supervised pod whose log names no trainer of the rank is
+// refused; an unsupervised pod's process is its trainer). drain-node is a
 // cluster's (FailedPrecondition: one machine is one node).
 StatusOr<std::unique_ptr<Target>> OpenLocal(const std::string& run_dir);
 
