@@ -107,5 +107,30 @@ TEST(FileLimitE2E, EveryRoleRaisesItsSoftOpenFileLimitToTheHardOne) {
   std::filesystem::remove_all(dir);
 }
 
+// The rendezvous pod of 1,000 pods x 8 under a hard limit of 512: its store takes twice the
+// connections the group and its 64 spares hold (1,064 x (2 + 2 x 8) = 19,152 -> 38,304), and it
+// says at start that it needs (1,064 x (3 + 2 x 8) + 256 = 20,472) more open files than it has.
+TEST(FileLimitE2E, TheRendezvousPodSizesItsStoreByTheGroupAndWarnsBelowItsNeed) {
+  const std::string dir = MakeTempDir("ddp-e2e-nofile-rdzv");
+  const int pods = 1000 + 64, nproc = 8;
+  const int bound = 2 * pods * (2 + 2 * nproc), need = pods * (3 + 2 * nproc) + 256;
+  const Proc p = StartProc("/bin/sh", {"-c", "ulimit -n 512 && exec \"$0\" rendezvous", kWorkerBin},
+                           {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(FreePort())},
+                            {"DDP_STORE_ADDR", "127.0.0.1"}, {"NNODES", "1000"},
+                            {"WORLD_SIZE", "8000"}, {"NPROC_PER_NODE", "8"},
+                            {"DDP_RECOVERY", "InPlace"}, {"DDP_POD_NAME", "rendezvous"},
+                            {"DDP_POD_ROLE", "rendezvous"}, {"DDP_RENDEZVOUS_TIMEOUT", "60"}},
+                           dir, "rendezvous");
+  const std::string said = "at most " + std::to_string(bound) + " store connections";
+  const std::string warned = "need about " + std::to_string(need) + " open files, the limit is 512";
+  EXPECT_TRUE(PollUntil([&] { return ReadAll(p.err_path).find(said) != std::string::npos; },
+                        std::chrono::seconds(20)))
+      << ReadAll(p.err_path);
+  EXPECT_NE(ReadAll(p.err_path).find(warned), std::string::npos) << ReadAll(p.err_path);
+  kill(-p.pid, SIGKILL);
+  WaitProc(p, std::chrono::seconds(10));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ddp::testing
