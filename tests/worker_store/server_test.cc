@@ -446,6 +446,51 @@ TEST(StoreServerTest, PipelinedSmallRequestsCostTheLoopLinearTime) {
   std::printf("%zu of %zu pipelined requests answered in %.2f s\n", answered, frames, seconds);
 }
 
+// Parked requests' copies are bounded over every connection (review F7): each peer may park a
+// wait on many long keys, and without a bound only the connection bound held them. Here the
+// bound is 64 KiB; a wait on ten 4,000-byte keys holds over 40,000 bytes, so the second such
+// wait passes the bound: that peer gets an error and loses its connection, the first stays
+// parked and is released as before, and small requests still park.
+TEST(StoreServerTest, ParkedRequestsBytesAreBoundedOverEveryConnection) {
+  auto state = std::make_shared<StoreState>();
+  ServerLimits limits;
+  limits.max_parked_bytes = 64 << 10;
+  auto server = Serve(limits, state);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 10; ++i) keys.push_back(std::string(4000, static_cast<char>('a' + i)));
+  Request big = Q(Op::kWait, keys);
+  big.wait_ms = 20000;
+  Peer first(server->port()), second(server->port()), small(server->port());
+  auto parked = [&](uint64_t n) {
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (state->Stats().requests[static_cast<size_t>(Op::kWait)] < n && Clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+  };
+  first.Send(EncodeRequest(big));
+  parked(1);
+  second.Send(EncodeRequest(big));
+  const Reply refused = second.Read();
+  EXPECT_EQ(refused.code, Code::kError);
+  EXPECT_NE(S(refused.value).find("parked"), std::string::npos) << S(refused.value);
+  EXPECT_TRUE(second.ClosedWithin(milliseconds(5000)));
+  EXPECT_GE(server->refused(), 1);
+  Request few = Q(Op::kWait, {"few"});
+  few.wait_ms = 20000;
+  small.Send(EncodeRequest(few));
+  parked(3);
+  for (const auto& k : keys) ASSERT_TRUE(state->Set(k, B("1")).ok());
+  EXPECT_EQ(first.Read().code, Code::kOk);
+  ASSERT_TRUE(state->Set("few", B("1")).ok());
+  EXPECT_EQ(small.Read().code, Code::kOk);
+  // Released, the first's bytes are free again: the same wait parks once more.
+  Request again = Q(Op::kWait, {std::string(4000, 'z')});
+  again.wait_ms = 20000;
+  first.Send(EncodeRequest(again));
+  ASSERT_TRUE(state->Set(std::string(4000, 'z'), B("1")).ok());
+  EXPECT_EQ(first.Read().code, Code::kOk);
+}
+
 TEST(StoreServerTest, PartialRequestsOverEveryConnectionAreBounded) {
   ServerLimits limits;
   limits.max_buffered_bytes = 1u << 20;
