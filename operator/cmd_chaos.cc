@@ -3,7 +3,10 @@
 // --every/--for, a soak that ends with a table and the goodput; with --svg, a timeline picture.
 // The figures are the operator's and the workers' (docs/metrics.md "Incidents and goodput"):
 // this command only injects, waits and reads.
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -25,6 +28,21 @@ namespace {
 
 using Clock = std::chrono::system_clock;
 
+// SIGINT or SIGTERM: the waits below restore what the failure changed and return 128 + it.
+std::atomic<int> g_signal{0};
+extern "C" void OnChaosSignal(int sig) { g_signal.store(sig); }
+
+// SA_RESTART: a kubectl call in flight (its output read, its exit waited for) finishes; the
+// waits check the flag between calls.
+void CatchStopSignals() {
+  struct sigaction sa = {};
+  sa.sa_handler = OnChaosSignal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
 const char kUsage[] =
     "usage: ddp-operator chaos --run-dir DIR FAILURE [ARGS]        (a `ddp-operator local` run)\n"
     "       ddp-operator chaos [--kubeconfig FILE] -n|--namespace NAMESPACE JOB FAILURE [ARGS]\n"
@@ -39,11 +57,16 @@ const char kUsage[] =
     "  --timeout S        how long to wait for each recovery (default 300)\n"
     "  --svg FILE         write the step rate over time with each incident marked\n"
     "In a cluster every action is a kubectl call with your credentials: delete-pod and\n"
-    "kill-rendezvous need `delete pods`, drain-node `patch nodes` and `create pods/eviction`,\n"
-    "kill-trainer and freeze-pod `create pods/exec` and `get pods/log` (a container cannot stop\n"
-    "its own PID 1, the supervisor: freeze-pod stops every other process of the pod).\n"
+    "kill-rendezvous need `delete pods`, drain-node `get nodes`, `patch nodes` and\n"
+    "`create pods/eviction`, kill-trainer and freeze-pod `create pods/exec` and `get pods/log`\n"
+    "(a container cannot stop its own PID 1, the supervisor: freeze-pod stops every other\n"
+    "process of the pod).\n"
+    "drain-node acts only on a node that holds one of the job's pods: it cordons the node\n"
+    "(unless it was cordoned already) and evicts the job's pods there, in its namespace only.\n"
+    "What chaos changed (a frozen pod, a node it cordoned) is restored when the job recovered,\n"
+    "when the wait ends, and on SIGINT (Ctrl-C) or SIGTERM.\n"
     "Exit status: 0 recovered, 1 not recovered in time or the job Failed, 2 usage error or\n"
-    "failure refused.\n";
+    "failure refused, 128+N stopped by signal N (after restoring).\n";
 
 double Unix(Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
@@ -81,6 +104,7 @@ struct Run {
     auto done = target->Inject(failure);
     if (!done.ok()) {
       std::fprintf(stderr, "chaos: %s: %s\n", failure.ToString().c_str(), done.status().ToString().c_str());
+      Restore();  // what it changed before it failed (a node cordoned, then an eviction refused)
       return 2;
     }
     std::printf("%s: %s\n", Stamp(at).c_str(), done->c_str());
@@ -89,6 +113,12 @@ struct Run {
     const auto deadline = at + std::chrono::milliseconds(static_cast<int64_t>((timeout + failure.seconds) * 1000));
     std::vector<api::Incident> seen;
     while (Clock::now() < deadline) {
+      if (const int sig = g_signal.load()) {
+        if (!restored) Restore();
+        std::printf("stopped by signal %d: not waiting for the recovery\n", sig);
+        std::fflush(stdout);
+        return 128 + sig;
+      }
       Sample();
       if (!restored && Clock::now() >= at + std::chrono::milliseconds(static_cast<int64_t>(failure.seconds * 1000)) &&
           failure.kind == chaos::FailureKind::kFreezePod) {
@@ -126,6 +156,7 @@ struct Run {
   void Restore() {
     const std::string line = target->Restore();
     if (!line.empty()) std::printf("%s: %s\n", Stamp(Clock::now()).c_str(), line.c_str());
+    std::fflush(stdout);
   }
 };
 
@@ -198,6 +229,7 @@ int ChaosMain(int argc, char** argv) {
     std::fprintf(stderr, "chaos: %s\n", first.status().ToString().c_str());
     return 2;
   }
+  CatchStopSignals();
   const int64_t first_total = first->incidents_total;
   const auto started = Clock::now();
   int code = 0;
@@ -206,17 +238,18 @@ int ChaosMain(int argc, char** argv) {
   } else {
     const auto end = started + std::chrono::milliseconds(static_cast<int64_t>(for_seconds * 1000));
     for (auto next = started; next < end; next += std::chrono::milliseconds(static_cast<int64_t>(every * 1000))) {
-      while (Clock::now() < next) {
+      while (Clock::now() < next && g_signal.load() == 0) {
         run.Sample();
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
       }
+      if (const int sig = g_signal.load()) return 128 + sig;  // nothing injected is left changed
       auto st = run.target->ReadStatus();
       if (!st.ok() || st->phase == api::kPhaseSucceeded || st->phase == api::kPhaseFailed) break;
       const int c = run.Once(*st);
-      if (c == 2) return 2;
+      if (c == 2 || c > 128) return c;
       code = std::max(code, c);
     }
-    while (Clock::now() < end) {
+    while (Clock::now() < end && g_signal.load() == 0) {
       run.Sample();
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }

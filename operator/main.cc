@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/fd_limit.h"
 #include "operator/command.h"
 
 namespace ddp::controller {
@@ -36,7 +37,16 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   for (const auto& c : ddp::controller::Commands()) {
-    if (c.name == argv[1]) return c.main(argc - 1, argv + 1);
+    if (c.name != argv[1]) continue;
+    // The long-running commands (the image runs `run`; `local` runs a job's pods as its
+    // children, which inherit the limit) watch and serve many connections; the others print
+    // for a user and leave, so they raise it without a log line.
+    if (c.name == "run" || c.name == "local") {
+      ddp::RaiseFileLimitAndLog("ddp-operator " + c.name);
+    } else {
+      (void)ddp::RaiseFileLimit();
+    }
+    return c.main(argc - 1, argv + 1);
   }
   std::fprintf(stderr, "ddp-operator: unknown command \"%s\"\n", argv[1]);
   PrintUsage(stderr);

@@ -13,6 +13,7 @@
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
+#include "common/fd_limit.h"
 #include "common/group_contract.h"
 #include "common/logging.h"
 #include "worker/comm/factory.h"
@@ -26,6 +27,7 @@
 #include "worker/launch/standby.h"
 #include "worker/launch/supervise.h"
 #include "worker/launch/supervisor.h"
+#include "worker/train/batch_config.h"
 #include "worker/train/config.h"
 #include "worker/train/exit_codes.h"
 #include "worker/train/fault.h"
@@ -122,6 +124,11 @@ int TrainMain(const std::vector<std::string>& args) {
 
   auto rdzv_cfg = RendezvousConfigFromEnv();
   if (!rdzv_cfg.ok()) Fail(rdzv_cfg.status(), "invalid rendezvous environment");
+  // Before any peer is waited for: a rank whose peers found the same error and left would
+  // otherwise fail its rendezvous or communicator first (exit 75, not 2).
+  if (Status s = CheckBatchAtWorld(*cfg, rdzv_cfg->world_size); !s.ok()) {
+    Fail(s, "invalid configuration");
+  }
   auto device = ChooseDevice(cfg->device, rdzv_cfg->local_rank);
   if (!device.ok()) Fail(device.status(), "device");
 
@@ -252,14 +259,21 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  if (!args.empty() && args[0] == "rendezvous") return RendezvousMain();
   // In-place recovery: a pod's ddp-worker supervises itself (DESIGN.md): the process the pod
   // runs becomes the supervisor and the trainers are its children.
   const char* recovery = std::getenv(kEnvRecovery);
   const char* supervised = std::getenv(kEnvSupervised);
   const bool in_place = recovery != nullptr && std::string(recovery) == "InPlace" &&
                         (supervised == nullptr || std::string(supervised) != "1");
+  const bool rendezvous = !args.empty() && args[0] == "rendezvous";
   const bool launch = !args.empty() && args[0] == "launch";
+  // Every role, before it opens anything: the rendezvous pod holds sockets for every pod and
+  // trainer of the group, a supervisor or launcher its trainers' pipes, a trainer Gloo's mesh.
+  ddp::RaiseFileLimitAndLog(rendezvous ? "rendezvous"
+                            : in_place ? "supervisor"
+                            : launch   ? "launch"
+                                       : "trainer");
+  if (rendezvous) return RendezvousMain();
   if (launch) args.erase(args.begin());
   if (in_place) return SuperviseMain(self.c_str(), args);
   if (launch) return LaunchMain(self.c_str(), args);

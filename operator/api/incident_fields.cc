@@ -1,6 +1,7 @@
 // status.incidents, status.incidentsTotal and status.goodput on the wire (see incident_fields.h).
 #include "operator/api/incident_fields.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "operator/api/time_format.h"
@@ -15,6 +16,11 @@ constexpr size_t kMaxName = 253;  // a pod or node name (DNS subdomain)
 constexpr double kMaxSeconds = 1e9;
 
 double Millis(double v) { return std::round(v * 1000.0) / 1000.0; }
+// Seconds as written: within what the reader accepts (Seconds below), so a figure the writer
+// took is never one the reader drops (with the row, or the goodput with it).
+double BoundedMillis(double v) {
+  return Millis(std::isfinite(v) ? std::min(std::max(v, 0.0), kMaxSeconds) : 0.0);
+}
 
 bool OneOf(const std::string& s, std::initializer_list<const char*> names) {
   for (const char* n : names) {
@@ -74,8 +80,8 @@ json IncidentToJson(const Incident& i) {
   if (!i.pod_uid.empty()) r["podUID"] = SanitizeUtf8(TruncateUtf8(i.pod_uid, kMaxName));
   if (!i.node.empty()) r["node"] = SanitizeUtf8(TruncateUtf8(i.node, kMaxName));
   if (i.incarnation > 0) r["incarnation"] = i.incarnation;
-  if (i.detection_seconds) r["detectionSeconds"] = Millis(*i.detection_seconds);
-  if (i.stall_seconds) r["stallSeconds"] = Millis(*i.stall_seconds);
+  if (i.detection_seconds) r["detectionSeconds"] = BoundedMillis(*i.detection_seconds);
+  if (i.stall_seconds) r["stallSeconds"] = BoundedMillis(*i.stall_seconds);
   if (i.steps_lost) r["stepsLost"] = *i.steps_lost;
   if (!i.outcome.empty()) r["outcome"] = i.outcome;
   if (!i.source.empty()) r["source"] = i.source;
@@ -168,7 +174,7 @@ void IncidentsToJson(const DDPJobStatus& s, json* out) {
   }
   if (s.incidents_total > 0) (*out)["incidentsTotal"] = s.incidents_total;
   if (!(s.goodput == Goodput{})) {
-    json g = {{"stalledSeconds", Millis(s.goodput.stalled_seconds)}};
+    json g = {{"stalledSeconds", BoundedMillis(s.goodput.stalled_seconds)}};
     if (s.goodput.resumed_at > 0) g["resumedAt"] = Millis(s.goodput.resumed_at);
     if (s.goodput.unclaimed_end > 0) {
       nlohmann::json u = {{"end", Millis(s.goodput.unclaimed_end)},

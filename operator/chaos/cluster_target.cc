@@ -23,17 +23,26 @@ struct Ran {
   std::string out;  // stdout and stderr together
 };
 
-// Runs argv (no shell), capturing its output; bounded by kubectl's own --request-timeout.
-Ran Run(const std::vector<std::string>& argv) {
+// Runs argv (no shell) with `input` on its stdin, capturing its output; bounded by kubectl's
+// own --request-timeout. REQUIRES: input is smaller than a pipe's buffer (64 KiB).
+Ran Run(const std::vector<std::string>& argv, const std::string& input = "") {
   Ran r;
-  int fds[2];
+  int fds[2], in[2];
   if (::pipe(fds) != 0) return r;
+  if (::pipe(in) != 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return r;
+  }
   const pid_t pid = ::fork();
   if (pid == 0) {
+    ::dup2(in[0], 0);
     ::dup2(fds[1], 1);
     ::dup2(fds[1], 2);
     ::close(fds[0]);
     ::close(fds[1]);
+    ::close(in[0]);
+    ::close(in[1]);
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -41,6 +50,9 @@ Ran Run(const std::vector<std::string>& argv) {
     _exit(127);
   }
   ::close(fds[1]);
+  ::close(in[0]);
+  if (pid > 0 && !input.empty()) (void)!::write(in[1], input.data(), input.size());
+  ::close(in[1]);
   char buf[65536];
   for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;) {
     if (r.out.size() < (64u << 20)) r.out.append(buf, static_cast<size_t>(n));
@@ -91,14 +103,43 @@ class Cluster : public Target {
         return "deleted pod " + pod->name + " (node " + pod->node + ")";
       }
       case FailureKind::kDrainNode: {
+        // Not `kubectl drain`: its pod selector lists every namespace's pods, and it cordons any
+        // node. Only a node that holds one of this job's pods; cordoned only if it was not
+        // (Restore uncordons only what was cordoned here); the job's pods on it evicted by name
+        // in the job's namespace (the Eviction API: disruption budgets hold, as for a drain).
+        DDP_RETURN_IF_ERROR(CanI("get", "nodes", /*namespaced=*/false));
         DDP_RETURN_IF_ERROR(CanI("patch", "nodes", /*namespaced=*/false));
         DDP_RETURN_IF_ERROR(CanI("create", "pods/eviction"));
-        Ran r = Kubectl({"drain", f.node, "--pod-selector=ddp.dev/job-name=" + job_,
-                         "--ignore-daemonsets", "--delete-emptydir-data", "--force",
-                         "--timeout=120s"});
-        if (r.code != 0) return Status::Unavailable("kubectl drain " + f.node + ": " + r.out);
-        drained_ = f.node;
-        return "drained node " + f.node + ": cordoned, the job's pods on it evicted";
+        std::vector<std::string> victims, nodes;
+        for (const ClusterPod& p : pods_) {
+          if (p.node == f.node) victims.push_back(p.name);
+          if (!p.node.empty() && std::find(nodes.begin(), nodes.end(), p.node) == nodes.end()) {
+            nodes.push_back(p.node);
+          }
+        }
+        if (victims.empty()) {
+          std::string on;
+          for (const std::string& n : nodes) on += (on.empty() ? "" : ", ") + n;
+          return Status::FailedPrecondition(
+              "drain-node: node " + f.node + " holds none of job " + ns_ + "/" + job_ +
+              "'s running pods (" + (on.empty() ? "none runs" : "they run on " + on) +
+              "); chaos drains only a node of the job");
+        }
+        auto cordoned = Unschedulable(f.node);
+        if (!cordoned.ok()) return cordoned.status();
+        if (!*cordoned) {
+          Ran r = Kubectl({"cordon", f.node});
+          if (r.code != 0) return Status::Unavailable("kubectl cordon " + f.node + ": " + r.out);
+          cordoned_ = f.node;
+        }
+        std::string names;
+        for (const std::string& pod : victims) {
+          Ran r = Evict(pod);
+          if (r.code != 0) return Status::Unavailable("evict pod " + ns_ + "/" + pod + ": " + r.out);
+          names += (names.empty() ? "" : ", ") + pod;
+        }
+        return "drained node " + f.node + (*cordoned ? " (already cordoned: left as it was)" : ": cordoned") +
+               ", the job's pods on it evicted: " + names;
       }
       case FailureKind::kKillTrainer:
       case FailureKind::kFreezePod: {
@@ -140,10 +181,12 @@ class Cluster : public Target {
       out = "thawed pod " + frozen_->name + " (SIGCONT)";
       frozen_.reset();
     }
-    if (!drained_.empty()) {
-      Kubectl({"uncordon", drained_});
-      out += (out.empty() ? "" : "; ") + std::string("uncordoned node ") + drained_;
-      drained_.clear();
+    if (!cordoned_.empty()) {
+      Ran r = Kubectl({"uncordon", cordoned_});
+      out += (out.empty() ? "" : "; ") +
+             (r.code == 0 ? "uncordoned node " + cordoned_
+                          : "could not uncordon node " + cordoned_ + " (uncordon it yourself): " + r.out);
+      cordoned_.clear();
     }
     return out;
   }
@@ -167,10 +210,10 @@ class Cluster : public Target {
     a.push_back(ns_);
     return a;
   }
-  Ran Kubectl(const std::vector<std::string>& args) const {
+  Ran Kubectl(const std::vector<std::string>& args, const std::string& input = "") const {
     std::vector<std::string> a = Base();
     a.insert(a.end(), args.begin(), args.end());
-    return Run(a);
+    return Run(a, input);
   }
   StatusOr<nlohmann::json> GetJson(const std::vector<std::string>& args) const {
     Ran r = Kubectl(args);
@@ -193,6 +236,21 @@ class Cluster : public Target {
                                          std::to_string(metrics_port_) + "/proxy/metrics"});
     if (r.code != 0 || r.out.size() > (4u << 20)) return std::nullopt;
     return r.out;
+  }
+  // Whether `node` is cordoned (spec.unschedulable). NotFound/Unavailable from kubectl.
+  StatusOr<bool> Unschedulable(const std::string& node) const {
+    Ran r = Kubectl({"get", "node", node, "-o", "jsonpath={.spec.unschedulable}"});
+    if (r.code != 0) return Status::Unavailable("kubectl get node " + node + ": " + r.out);
+    return r.out.rfind("true", 0) == 0;
+  }
+  // One eviction through the API (what `kubectl drain` posts for each pod), by name.
+  Ran Evict(const std::string& pod) const {
+    const nlohmann::json body = {{"apiVersion", "policy/v1"},
+                                 {"kind", "Eviction"},
+                                 {"metadata", {{"name", pod}, {"namespace", ns_}}}};
+    return Kubectl({"create", "--raw", "/api/v1/namespaces/" + ns_ + "/pods/" + pod + "/eviction",
+                    "-f", "-"},
+                   body.dump());
   }
   Ran Exec(const ClusterPod& pod, const std::string& script) const {
     return Kubectl({"exec", pod.name, "-c", pod.container, "--", "sh", "-c", script});
@@ -268,7 +326,7 @@ class Cluster : public Target {
   int nproc_ = 1;
   std::vector<ClusterPod> pods_;
   std::optional<ClusterPod> frozen_;
-  std::string drained_;
+  std::string cordoned_;  // the node drain-node cordoned (not one it found cordoned)
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The chaos command's local target (see target.h).
 #include <signal.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <regex>
@@ -50,6 +51,15 @@ int TrainerPid(const std::string& log, int rank) {
   return pid;
 }
 
+// Whether the pod's log is a supervisor's (recovery InPlace: its trainers are its children).
+bool Supervised(const std::string& log) {
+  std::ifstream f(log);
+  for (std::string line; std::getline(f, line);) {
+    if (line.find("] supervisor: ") != std::string::npos) return true;
+  }
+  return false;
+}
+
 class Local : public Target {
  public:
   explicit Local(std::string dir) : dir_(std::move(dir)) {}
@@ -89,13 +99,30 @@ class Local : public Target {
       case FailureKind::kKillTrainer: {
         auto pod = PodOfRank(f.rank);
         if (!pod.ok()) return pod.status();
-        int pid = TrainerPid((*pod)->log, f.rank);
-        // Without a supervisor (recovery Restart, one process per pod) the pod is the trainer.
-        if (pid < 0 && (*pod)->role == "worker") pid = (*pod)->pid;
-        if (pid <= 0) return Status::NotFound("no pid of rank " + std::to_string(f.rank) + "'s trainer in " + (*pod)->log);
+        const std::string rank = std::to_string(f.rank);
+        const int pid = TrainerPid((*pod)->log, f.rank);
+        if (pid < 0) {
+          // Without a supervisor (recovery Restart, one process per pod) the pod is the trainer;
+          // a supervised pod whose log names no trainer of the rank is refused, not its
+          // supervisor killed in the trainer's stead.
+          if (Supervised((*pod)->log) || (*pod)->role != "worker") {
+            return Status::NotFound("pod " + (*pod)->name + "'s log names no trainer of rank " +
+                                    rank + " (yet): nothing killed");
+          }
+          if (::kill((*pod)->pid, SIGKILL) != 0) return Status::Unavailable("kill " + std::to_string((*pod)->pid) + " failed");
+          return "killed pod " + (*pod)->name + "'s process, pid " + std::to_string((*pod)->pid) +
+                 ": rank " + rank + "'s trainer (no supervisor: the pod is the trainer) (SIGKILL)";
+        }
+        // The pid is read from a log: the trainer may have ended since and its pid gone to
+        // another process. A pod's processes stay in its process group (the pod's pid).
+        if (pid == (*pod)->pid || ::getpgid(pid) != (*pod)->pid) {
+          return Status::FailedPrecondition("pid " + std::to_string(pid) + " that pod " + (*pod)->name +
+                                            "'s log names for rank " + rank + "'s trainer is not a "
+                                            "trainer of that pod now (it ended): nothing killed");
+        }
         if (::kill(pid, SIGKILL) != 0) return Status::Unavailable("kill " + std::to_string(pid) + " failed");
-        return "killed rank " + std::to_string(f.rank) + "'s trainer, pid " + std::to_string(pid) +
-               " in pod " + (*pod)->name + " (SIGKILL)";
+        return "killed rank " + rank + "'s trainer, pid " + std::to_string(pid) + " in pod " +
+               (*pod)->name + " (SIGKILL)";
       }
     }
     return Status::Internal("unknown failure");

@@ -32,6 +32,23 @@ constexpr double kFullRecordWait = 10.0;
 
 bool Open(const Incident& i) { return !i.Closed(); }
 
+// How far a node's clock may be from the operator's, both ways.
+constexpr double kClockSlack = 60.0;
+
+// Whether a stall record's edges are times the operator can use: none before the job started or
+// ahead of the pass's clock (each by more than kClockSlack). A trainer whose clock stepped after
+// it started, or a page forged by the job's image, would otherwise give an incident a stall of
+// decades (which the status reader then drops, with the goodput) or hold every later record off
+// until a time in the future. Such a record is no measurement: it is ignored.
+bool Plausible(const Pass& p, const metrics::StallRecord& r) {
+  const double lo = p.st.start_time ? Unix(*p.st.start_time) - kClockSlack : 0.0;
+  const double hi = Unix(p.now) + kClockSlack;
+  for (const std::optional<double>& v : {std::optional<double>(r.end), r.start, r.detected}) {
+    if (v && (*v < lo || *v > hi)) return false;
+  }
+  return true;
+}
+
 bool KnownUid(const Pass& p, const std::string& uid) {
   if (uid.empty()) return false;
   for (const Incident& i : p.st.incidents) {
@@ -103,7 +120,7 @@ void OpenTrainerExits(Pass* p) {
   TimePoint when = p->now;
   if (const ObservedProgress* prog = CurrentProgress(*p)) {
     const auto& rec = prog->snapshot.last_stall;
-    if (rec && rec->end > p->st.goodput.resumed_at + 1e-3) {
+    if (rec && rec->end > p->st.goodput.resumed_at + 1e-3 && Plausible(*p, *rec)) {
       when = std::min(when, FromUnix(rec->detected.value_or(rec->start.value_or(rec->end))));
     }
   }
@@ -174,9 +191,15 @@ void NameTrainerExits(Pass* p) {
   }
 }
 
-// A lost rendezvous pod of the round: once per pod object.
+// A lost rendezvous pod of the round: once per pod object. Seen ending (deleted, failed, fenced,
+// on a lost node, or deleted by this pass for a reason of its own), or gone unseen: the pod whose
+// page the status counted before this pass (status.rendezvousUID) no longer exists at all. A
+// force delete (grace 0) sets the deletion timestamp and removes the pod in one request, so a
+// pass that runs after both watch events never sees it ending. The job's own end deletes its
+// rendezvous pod (cleanPodPolicy): that is no loss.
 void OpenRendezvousLoss(Pass* p) {
   if (!InPlace(*p)) return;
+  const bool job_ending = p->st.phase == api::kPhaseSucceeded || p->st.phase == api::kPhaseFailed;
   for (const ObservedPod& pod : p->seen->pods) {
     if (pod.role != group::kRoleRendezvous || pod.round != p->round || KnownUid(*p, pod.uid)) {
       continue;
@@ -184,7 +207,7 @@ void OpenRendezvousLoss(Pass* p) {
     bool deleted_now = false;
     for (const Delete& d : p->plan.deletes) deleted_now = deleted_now || (d.kind == "Pod" && d.uid == pod.uid);
     const bool ended = pod.deleting || pod.phase == "Failed" || pod.fenced || pod.node_lost ||
-                       pod.lost_with_store || deleted_now;
+                       pod.lost_with_store || (deleted_now && !job_ending);
     if (!ended || pod.uid.empty()) continue;
     Incident i;
     i.kind = pod.node_lost || pod.lost_with_store ? api::kIncidentNodeLost : api::kIncidentPodLost;
@@ -197,6 +220,19 @@ void OpenRendezvousLoss(Pass* p) {
                 "); the group re-registers with a new one";
     OpenIncident(p, i);
   }
+  const api::DDPJobStatus& was = p->job.status;
+  const std::string& counted = was.rendezvous_uid;
+  if (counted.empty() || was.round != p->round || KnownUid(*p, counted)) return;
+  for (const ObservedPod& pod : p->seen->pods) {
+    if (pod.uid == counted) return;  // still there: its end, if any, is seen above
+  }
+  Incident i;
+  i.kind = api::kIncidentPodLost;
+  i.pod = RendezvousPodName(p->job);
+  i.pod_uid = counted;
+  i.message = "rendezvous pod " + i.pod + " (uid " + counted + ") lost: gone without being seen "
+              "ending (a force delete); the group re-registers with a new one";
+  OpenIncident(p, i);
 }
 
 // The stall a record gives incidents it closes, and the goodput. Returns the seconds counted.
@@ -340,7 +376,9 @@ void TrackIncidents(Pass* p) {
   OpenRendezvousLoss(p);
   if (const ObservedProgress* prog = CurrentProgress(*p)) {
     const metrics::ProgressSnapshot& s = prog->snapshot;
-    if (s.last_stall && s.last_stall->end > p->st.goodput.resumed_at + 1e-3) {
+    if (s.last_stall && !Plausible(*p, *s.last_stall)) {
+      // Ignored (see Plausible); the next record that is a measurement counts.
+    } else if (s.last_stall && s.last_stall->end > p->st.goodput.resumed_at + 1e-3) {
       if (!AwaitFullRecord(*p, *s.last_stall)) ApplyRecord(p, *s.last_stall);
     } else if (!s.stall_series) {
       ApplyAdvance(p, s);

@@ -1,8 +1,10 @@
 // `ddp-operator local` end to end: real processes, the real planner, scripted workers.
 // Shell-script workers stand in for ddp-worker wherever training itself is not the point.
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cstdlib>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -72,6 +74,31 @@ TEST_F(LocalRunTest, RetryableExitRestartsOnceThenSucceeds) {
   EXPECT_EQ(s["restarts"], 1);
   EXPECT_EQ(s["disruptions"], 0);
   EXPECT_NE(op->Output().find("round 0 -> 1"), std::string::npos) << op->Output();
+}
+
+// `ddp-operator` raises its soft open-file limit to the hard one at start (a container under
+// containerd 2.x starts at 1024), and its local pods, its children, inherit it: started here at
+// a soft limit of 256, each pod sees its soft limit equal to the hard one.
+TEST_F(LocalRunTest, TheOperatorAndItsPodsRunAtTheHardOpenFileLimit) {
+  rlimit lim{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &lim), 0);
+  if (lim.rlim_max == RLIM_INFINITY || lim.rlim_max <= 256) GTEST_SKIP() << "hard limit unlimited or too low";
+  const rlimit saved = lim;
+  lim.rlim_cur = 256;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lim), 0);
+  auto op = Start(ShellJob("nofile", 2, "ulimit -Sn > " + Dir() + "/nofile-$RANK; ulimit -Hn >> " +
+                                            Dir() + "/nofile-$RANK; exit 0"));
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  ASSERT_EQ(op->Wait(seconds(60)), 0) << op->Output();
+  for (int rank = 0; rank < 2; ++rank) {
+    std::istringstream in(ReadFile(Dir() + "/nofile-" + std::to_string(rank)));
+    std::string soft, hard;
+    in >> soft >> hard;
+    ASSERT_FALSE(hard.empty()) << "rank " << rank;
+    EXPECT_NE(soft, "256") << "rank " << rank;
+    EXPECT_EQ(soft, hard) << "rank " << rank;
+  }
+  EXPECT_NE(op->Output().find("open files: soft limit 256 -> "), std::string::npos) << op->Output();
 }
 
 TEST_F(LocalRunTest, ExitCodePolicyFailsOnAPermanentCode) {

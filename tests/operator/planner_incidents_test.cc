@@ -5,6 +5,8 @@
 // Expected figures are derived from the rows' own times: a record's end minus its start, etc.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "operator/api/incident_fields.h"
 #include "operator/api/serialize.h"
 #include "operator/plan/plan.h"
@@ -266,6 +268,44 @@ TEST(Incidents, DeletedPodIsPodLostAndASpareTakingItsRankSaysSo) {
   EXPECT_NEAR(*i.stall_seconds, end - start, 1e-9);
 }
 
+// A stall record is trusted only as times the operator can use (review F6): edges from before
+// the job started (a trainer whose clock stepped after it began) or ahead of the operator's
+// clock (skew, a forged page) make no stall. Before, the first gave the incident a stall of
+// decades, which the status reader drops, and the second held every later record off.
+TEST(Incidents, StallRecordsOutsideTheJobsTimeAreIgnored) {
+  struct Row {
+    const char* what;
+    std::optional<double> start;
+    double end;
+  };
+  const double now = Unix(At(53));
+  for (const Row& row : std::vector<Row>{{"a start near the epoch", 1.0, Unix(At(52))},
+                                         {"an end an hour ahead", Unix(At(49)), now + 3600}}) {
+    SCOPED_TRACE(row.what);
+    InPlaceRun r;
+    const double stalled_before = r.job.status.goodput.stalled_seconds;
+    for (auto& p : r.world.pods) {
+      if (p.name != "mingpt-worker-1") continue;
+      p.deleting = true;
+      p.deletion_grace_seconds = 30;
+      p.deletion_timestamp = At(80);
+    }
+    Pass(&r.job, &r.world, At(51));
+    ASSERT_EQ(r.job.status.incidents.size(), 1u);
+    r.world.progress = Page(0, 300, At(53), Record(row.start, std::nullopt, row.end, 290));
+    Pass(&r.job, &r.world, At(53));
+    EXPECT_FALSE(r.job.status.incidents[0].stall_seconds);
+    EXPECT_EQ(r.job.status.goodput.stalled_seconds, stalled_before);
+    // The next record that is a measurement closes it.
+    const double start = Unix(At(49)) + 0.9, end = Unix(At(54)) + 0.4;
+    r.world.progress = Page(0, 310, At(55), Record(start, std::nullopt, end, 290));
+    Pass(&r.job, &r.world, At(55));
+    ASSERT_TRUE(r.job.status.incidents[0].stall_seconds);
+    EXPECT_NEAR(*r.job.status.incidents[0].stall_seconds, end - start, 1e-9);
+    EXPECT_NEAR(r.job.status.goodput.stalled_seconds, stalled_before + (end - start), 1e-6);
+  }
+}
+
 TEST(Incidents, FencedSilentPodIsAHang) {
   InPlaceRun r;
   r.world.group->report.fenced = {{"mingpt-worker-1", r.Uid("mingpt-worker-1")}};
@@ -348,6 +388,64 @@ TEST(Incidents, LostRendezvousPodHealsWhenAnotherReportsWithoutAStall) {
   Settle(&r.job, &r.world, At(72));
   EXPECT_EQ(r.job.status.incidents[0].outcome, api::kOutcomeHealedInPlace);
   EXPECT_EQ(r.job.status.incidents[0].stall_seconds, 0.0);
+}
+
+// A force delete (grace 0) sets the deletion timestamp and removes the pod in one request: a
+// pass that runs after both watch events never sees the rendezvous pod ending, only gone (the
+// kit's chaos run 4: no incident). The pod whose page the status counted is lost all the same:
+// one PodLost, healed once the rendezvous pod created again reports.
+TEST(Incidents, AForceDeletedRendezvousPodIsLostThoughNoPassSawItEnd) {
+  InPlaceRun r;
+  const std::string old_uid = r.Uid("mingpt-rendezvous");
+  ASSERT_EQ(r.job.status.rendezvous_uid, old_uid);
+  auto& pods = r.world.pods;
+  pods.erase(std::remove_if(pods.begin(), pods.end(),
+                            [](const ObservedPod& p) { return p.name == "mingpt-rendezvous"; }),
+             pods.end());
+  Settle(&r.job, &r.world, At(70));  // the scraper still holds the old pod's last page
+  ASSERT_EQ(r.job.status.incidents.size(), 1u);
+  const Incident& i = r.job.status.incidents[0];
+  EXPECT_EQ(i.kind, api::kIncidentPodLost);
+  EXPECT_EQ(i.pod, "mingpt-rendezvous");
+  EXPECT_EQ(i.pod_uid, old_uid);
+  EXPECT_EQ(i.rank, -1);
+  EXPECT_TRUE(i.outcome.empty());
+  EXPECT_EQ(r.job.status.incidents_total, 1);
+  EXPECT_EQ(r.job.status.round, 0);
+  // The pod the planner created again (a new object: the fixture names uids by pod name).
+  bool recreated = false;
+  for (auto& p : r.world.pods) {
+    if (p.name != "mingpt-rendezvous") continue;
+    p.uid = "mingpt-rendezvous-again";
+    recreated = true;
+  }
+  ASSERT_TRUE(recreated) << "the planner creates the rendezvous pod again";
+  StartAll(&r.world);
+  r.world.group->pod_uid = "mingpt-rendezvous-again";
+  Settle(&r.job, &r.world, At(72));
+  ASSERT_EQ(r.job.status.incidents.size(), 1u) << "once per pod object";
+  EXPECT_EQ(r.job.status.incidents[0].outcome, api::kOutcomeHealedInPlace);
+  EXPECT_EQ(r.job.status.incidents[0].stall_seconds, 0.0);
+  EXPECT_EQ(r.job.status.rendezvous_uid, "mingpt-rendezvous-again");
+}
+
+// The job's own end deletes its running rendezvous pod (cleanPodPolicy Running, the default):
+// that is the cleanup, not a lost pod (the kit's run 4 opened a PodLost for it).
+TEST(Incidents, TheJobsCleanupOfItsRendezvousPodIsNoLoss) {
+  InPlaceRun r;
+  for (int i = 0; i < 2; ++i) {
+    ObservedPod done = Exited(i, 0, 0);
+    done.message = group::FormatFinished({100, std::nullopt});
+    r.world = With(r.world, done);
+  }
+  const Plan plan = PlanReconcile(r.job, r.world, At(70));
+  ASSERT_TRUE(plan.status);
+  EXPECT_EQ(plan.status->phase, "Succeeded");
+  const auto deletes = DescribeDeletes(plan);
+  EXPECT_NE(std::find(deletes.begin(), deletes.end(), "Pod mingpt-rendezvous"), deletes.end())
+      << "the cleanup deletes the running rendezvous pod";
+  for (const Incident& i : plan.status->incidents) ADD_FAILURE() << i.kind << ": " << i.message;
+  EXPECT_EQ(plan.status->incidents_total, 0);
 }
 
 TEST(Incidents, RestartIsANewRoundAndItsStallEndsAtTheNewRanksFirstCommit) {

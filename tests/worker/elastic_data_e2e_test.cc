@@ -153,5 +153,34 @@ TEST(ElasticDataE2E, AGlobalBatchThatDoesNotSplitIsExit2) {
   std::filesystem::remove_all(dir);
 }
 
+// The same error while the store's host is late (here: never comes): ranks 1 and 2 must not
+// wait for rank 0 to find that their own configuration is wrong. Before the check moved ahead
+// of the rendezvous they waited for the store, up to its timeout, and then exited 75: the
+// timing the suite's flake of the test above hit when rank 0's connection came last.
+TEST(ElasticDataE2E, AGlobalBatchThatDoesNotSplitIsExit2WithoutWaitingForTheHost) {
+  const std::string dir = MakeTempDir("ddp-e2e-elastic-bad-late");
+  const auto args = Args(4, {"--batch-policy", "ConstantGlobal", "--global-batch-size", "8"});
+  const std::map<std::string, std::string> env = {{"MASTER_ADDR", "127.0.0.1"},
+                                                  {"MASTER_PORT", std::to_string(FreePort())},
+                                                  {"WORLD_SIZE", "3"},
+                                                  {"DDP_RENDEZVOUS_TIMEOUT", "60"}};
+  std::vector<Proc> procs;
+  for (int r = 1; r < 3; ++r) {
+    auto e = env;
+    e["RANK"] = std::to_string(r);
+    procs.push_back(StartProc(kWorkerBin, args, e, dir, "rank" + std::to_string(r)));
+  }
+  // Far below the rendezvous timeout: an exit 2 here can only come before any wait for rank 0.
+  for (const auto& p : procs) {
+    const std::optional<int> code = WaitProc(p, std::chrono::seconds(20));
+    const std::string err = ReadAll(p.err_path);
+    ASSERT_TRUE(code.has_value()) << "still waiting after 20 s: " << err;
+    EXPECT_EQ(*code, 2) << err;
+    EXPECT_NE(err.find("does not split into whole per-rank batches at world size 3"),
+              std::string::npos) << err;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ddp::testing

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <thread>
 
 #include "worker/store/net.h"
@@ -411,6 +412,85 @@ TEST(StoreServerTest, AWatchWhoseValuesPassTheBoundIsAnsweredWithAnError) {
 
 // Requests not yet whole are bounded over every connection: the one that passes the bound is
 // closed, the others are served.
+// A peer that pipelines many small requests (the job's own code can reach the port) costs the
+// loop thread time in proportion to what it sent, not its square: the server cut each frame
+// from the front of the connection's buffer, moving the rest every time (4 MiB of 13-byte
+// frames, a buffer of megabytes per read: minutes of memmove, every other peer waiting).
+// Every reply comes, in order, well within a bound the quadratic cost passes many times over.
+TEST(StoreServerTest, PipelinedSmallRequestsCostTheLoopLinearTime) {
+  auto server = Serve();
+  Peer flood(server->port());
+  Peer other(server->port());
+  ASSERT_EQ(other.Call(Q(Op::kSet, {"k"}, B("v"))).code, Code::kOk);
+  const std::string frame = EncodeRequest(Q(Op::kNumKeys));
+  const size_t frames = (4u << 20) / frame.size();
+  std::string burst;
+  burst.reserve(frames * frame.size());
+  for (size_t i = 0; i < frames; ++i) burst += frame;
+  const auto start = Clock::now();
+  std::atomic<bool> sent{false};
+  std::thread writer([&] {
+    sent = SendAll(flood.fd(), burst.data(), burst.size(), Clock::now() + std::chrono::seconds(120)).ok();
+  });
+  size_t answered = 0;
+  for (; answered < frames; ++answered) {
+    const Reply r = flood.Read();
+    if (r.code != Code::kOk || r.number != 1) break;
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  writer.join();
+  EXPECT_TRUE(sent);
+  EXPECT_EQ(answered, frames);
+  EXPECT_LT(seconds, 30.0) << frames << " frames of " << frame.size() << " bytes";
+  EXPECT_EQ(S(other.Call(Q(Op::kGet, {"k"})).value), "v");
+  std::printf("%zu of %zu pipelined requests answered in %.2f s\n", answered, frames, seconds);
+}
+
+// Parked requests' copies are bounded over every connection (review F7): each peer may park a
+// wait on many long keys, and without a bound only the connection bound held them. Here the
+// bound is 64 KiB; a wait on ten 4,000-byte keys holds over 40,000 bytes, so the second such
+// wait passes the bound: that peer gets an error and loses its connection, the first stays
+// parked and is released as before, and small requests still park.
+TEST(StoreServerTest, ParkedRequestsBytesAreBoundedOverEveryConnection) {
+  auto state = std::make_shared<StoreState>();
+  ServerLimits limits;
+  limits.max_parked_bytes = 64 << 10;
+  auto server = Serve(limits, state);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 10; ++i) keys.push_back(std::string(4000, static_cast<char>('a' + i)));
+  Request big = Q(Op::kWait, keys);
+  big.wait_ms = 20000;
+  Peer first(server->port()), second(server->port()), small(server->port());
+  auto parked = [&](uint64_t n) {
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (state->Stats().requests[static_cast<size_t>(Op::kWait)] < n && Clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+  };
+  first.Send(EncodeRequest(big));
+  parked(1);
+  second.Send(EncodeRequest(big));
+  const Reply refused = second.Read();
+  EXPECT_EQ(refused.code, Code::kError);
+  EXPECT_NE(S(refused.value).find("parked"), std::string::npos) << S(refused.value);
+  EXPECT_TRUE(second.ClosedWithin(milliseconds(5000)));
+  EXPECT_GE(server->refused(), 1);
+  Request few = Q(Op::kWait, {"few"});
+  few.wait_ms = 20000;
+  small.Send(EncodeRequest(few));
+  parked(3);
+  for (const auto& k : keys) ASSERT_TRUE(state->Set(k, B("1")).ok());
+  EXPECT_EQ(first.Read().code, Code::kOk);
+  ASSERT_TRUE(state->Set("few", B("1")).ok());
+  EXPECT_EQ(small.Read().code, Code::kOk);
+  // Released, the first's bytes are free again: the same wait parks once more.
+  Request again = Q(Op::kWait, {std::string(4000, 'z')});
+  again.wait_ms = 20000;
+  first.Send(EncodeRequest(again));
+  ASSERT_TRUE(state->Set(std::string(4000, 'z'), B("1")).ok());
+  EXPECT_EQ(first.Read().code, Code::kOk);
+}
+
 TEST(StoreServerTest, PartialRequestsOverEveryConnectionAreBounded) {
   ServerLimits limits;
   limits.max_buffered_bytes = 1u << 20;

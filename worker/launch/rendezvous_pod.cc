@@ -2,6 +2,7 @@
 #include "worker/launch/rendezvous_pod.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +24,7 @@
 #include "worker/group/report_page.h"
 #include "worker/group/settings.h"
 #include "worker/launch/rank0_page.h"
+#include "worker/launch/rendezvous_limits.h"
 #include "worker/launch/store_page.h"
 
 namespace ddp::worker {
@@ -77,8 +79,20 @@ int RendezvousMain() {
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  // 1. The store, hosted here for the whole round; the authority uses it in process.
-  auto hosted = HostStore(gs.rendezvous.master_port, std::chrono::seconds(30));
+  // 1. The store, hosted here for the whole round; the authority uses it in process. Its
+  // connection bound and this process's open files follow the group's size (main() raised the
+  // soft limit to the hard one; a hard limit below the need is the pod's to fix).
+  store::ServerLimits limits;
+  limits.max_connections = StoreConnectionBound(gs.max_nodes, gs.nproc_per_node);
+  const uint64_t need = RendezvousDescriptors(gs.max_nodes, gs.nproc_per_node);
+  if (rlimit lim{}; ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+                    lim.rlim_cur < need) {
+    DDP_LOG(WARNING) << "rendezvous: " << gs.max_nodes << " node(s) x " << gs.nproc_per_node
+                     << " need about " << need << " open files, the limit is " << lim.rlim_cur
+                     << ": pods past it cannot connect. HINT: raise the container's nofile "
+                        "limit (its runtime's default, or the node's)";
+  }
+  auto hosted = HostStore(gs.rendezvous.master_port, std::chrono::seconds(30), limits);
   if (!hosted.ok()) {
     std::cerr << "ddp-worker rendezvous: " << hosted.status().message() << std::endl;
     return kExitRetryable;
@@ -124,7 +138,8 @@ int RendezvousMain() {
   DDP_LOG(INFO) << "rendezvous: round " << gs.rendezvous.round << ", " << gs.nodes << " node(s) x "
                 << gs.nproc_per_node << ", store on port " << gs.rendezvous.master_port
                 << ", presence on port " << (*presence)->port() << ", liveness "
-                << as.liveness_seconds << "s, budget " << gs.max_recoveries;
+                << as.liveness_seconds << "s, budget " << gs.max_recoveries << ", at most "
+                << limits.max_connections << " store connections";
   // 3. /metrics: the group's series, the store's, rank 0's page and node rank 1's stall records
   // (both pages fetched in the background: this page never waits on another pod).
   MemberPageCache rank0([&authority] { return MetricsOf(authority, 0); });

@@ -126,6 +126,7 @@ class StoreServer::Loop {
     bool closing = false;   // close once `out` is sent
     bool waiting = false;   // a kGet, kWait or kWatch is parked
     Request parked;
+    size_t parked_bytes = 0;  // what `parked` holds (counted in parked_)
     Clock::time_point opened, deadline;
     uint32_t events = 0;
   };
@@ -235,19 +236,23 @@ class StoreServer::Loop {
   }
 
   // Serves every whole frame buffered, one at a time: a parked request holds the rest back.
-  // False when the connection must close now.
+  // The frames served are cut from the buffer once, after the loop: cutting each one as it is
+  // served moved the rest of the buffer every time (a peer's pipelined small frames cost the
+  // loop thread the square of its buffer). False when the connection must close now.
   bool Frames(uint64_t id, Conn& c) {
-    while (!c.waiting && !c.closing && c.in.size() >= 4) {
+    size_t at = 0;
+    while (!c.waiting && !c.closing && c.in.size() - at >= 4) {
+      const auto* head = reinterpret_cast<const uint8_t*>(c.in.data()) + at;
       uint32_t len = 0;
-      if (Status s = FrameLength(reinterpret_cast<const uint8_t*>(c.in.data()), &len); !s.ok()) {
+      if (Status s = FrameLength(head, &len); !s.ok()) {
         Refuse(s.message());
+        Consume(c, at);
         return false;
       }
-      if (c.in.size() < 4 + static_cast<size_t>(len)) break;
+      if (c.in.size() - at < 4 + static_cast<size_t>(len)) break;
       Request req;
-      const Status s = DecodeRequest(reinterpret_cast<const uint8_t*>(c.in.data()) + 4, len, &req);
-      c.in.erase(0, 4 + static_cast<size_t>(len));
-      buffered_ -= 4 + static_cast<size_t>(len);
+      const Status s = DecodeRequest(head + 4, len, &req);
+      at += 4 + static_cast<size_t>(len);
       if (!s.ok()) {
         Refuse("a malformed request: " + s.message());
         Send(id, c, Error("malformed request: " + s.message()));
@@ -256,7 +261,15 @@ class StoreServer::Loop {
       }
       Handle(id, c, req);
     }
+    Consume(c, at);
     return Flush(id, c);
+  }
+
+  // Drops the first `n` bytes of `c`'s requests (served).
+  void Consume(Conn& c, size_t n) {
+    if (n == 0) return;
+    c.in.erase(0, n);
+    buffered_ -= n;
   }
 
   void Handle(uint64_t id, Conn& c, const Request& req) {
@@ -348,7 +361,25 @@ class StoreServer::Loop {
     return true;
   }
 
+  // The bytes a parked request's copy holds: its keys, its conditions' keys and operands.
+  static size_t RequestBytes(const Request& req) {
+    size_t n = sizeof(Request) + req.value.size() + req.expected.size();
+    for (const auto& k : req.keys) n += sizeof(std::string) + k.size();
+    for (const auto& c : req.conditions) n += sizeof(Condition) + c.key.size() + c.operand.size();
+    return n;
+  }
+
   void Park(uint64_t id, Conn& c, const Request& req) {
+    const size_t bytes = RequestBytes(req);
+    if (parked_ + bytes > limits_.max_parked_bytes) {
+      Refuse("parked requests would pass " + std::to_string(limits_.max_parked_bytes) +
+             " bytes over every connection; closing the one that parked the last");
+      Send(id, c, Error("the store holds too many parked requests' bytes"));
+      c.closing = true;
+      return;
+    }
+    parked_ += bytes;
+    c.parked_bytes = bytes;
     c.waiting = true;
     c.parked = req;
     c.deadline = Clock::now() + std::chrono::milliseconds(req.wait_ms);
@@ -365,6 +396,8 @@ class StoreServer::Loop {
 
   void Unpark(uint64_t id, Conn& c) {
     c.waiting = false;
+    parked_ -= c.parked_bytes;
+    c.parked_bytes = 0;
     timers_.erase({c.deadline, id});
     for (const auto& k : WatchedKeys(c.parked)) {
       auto w = waiters_.find(k);
@@ -477,6 +510,7 @@ class StoreServer::Loop {
   size_t buffered_ = 0;  // the sum of every connection's `in`
   std::set<std::pair<Clock::time_point, uint64_t>> timers_;  // greetings and parked requests
   std::map<std::string, std::set<uint64_t>> waiters_;         // key -> parked connections
+  size_t parked_ = 0;  // the parked requests' bytes over every connection (RequestBytes)
   bool accept_paused_ = false;
   Clock::time_point accept_resume_;
   std::atomic<std::thread::id> loop_thread_{};

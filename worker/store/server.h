@@ -7,7 +7,8 @@
 // closed at once), a first frame that must be a greeting within a few seconds, frames
 // (wire.h kMaxFrameBytes; a larger length closes the connection before anything is allocated),
 // the bytes of requests not yet whole over every connection (the one that passes the bound is
-// closed), a watch's reply (kMaxWatchValueBytes),
+// closed), the bytes of parked requests over every connection (likewise), a watch's reply
+// (kMaxWatchValueBytes),
 // replies a peer does not read (its connection is closed past kMaxUnreadBytes), the bytes held
 // (StoreState's bound), and accept() failing for want of descriptors (the listener pauses
 // instead of spinning). Dead peers' connections are reaped by TCP keepalive.
@@ -31,6 +32,7 @@ struct ServerLimits {
   std::chrono::milliseconds greeting{5000};  // a connection must say hello within this
   size_t max_unread_bytes = 256u << 20;      // replies queued for a peer that does not read
   size_t max_buffered_bytes = 1u << 30;     // requests not yet whole, over every connection
+  size_t max_parked_bytes = 1u << 30;       // parked requests' copies, over every connection
 };
 
 // Thread-safe: its own thread serves; the accessors from any.

@@ -19,6 +19,7 @@
 #include "worker/data/sampler.h"
 #include "worker/ddp/reducer.h"
 #include "worker/train/autocast.h"
+#include "worker/train/batch_config.h"
 #include "worker/train/checkpoint_store.h"
 #include "worker/train/clip.h"
 #include "worker/train/heal.h"
@@ -73,16 +74,6 @@ struct PhaseTotals {
     return a;
   }
 };
-
-BatchSettings BatchSettingsOf(const TrainConfig& cfg) {
-  BatchSettings b;
-  ParseBatchPolicy(cfg.batch_policy, &b.policy);  // ValidateConfig checked the name
-  b.batch_size = cfg.batch_size;
-  b.grad_accum = cfg.grad_accum;
-  b.global_batch_size = cfg.global_batch_size;
-  b.global_batch_ranks = cfg.global_batch_ranks;
-  return b;
-}
 
 }  // namespace
 
