@@ -34,4 +34,9 @@ COPY --from=build /src/build/operator/ddp-operator /usr/local/bin/ddp-operator
 USER 65532:65532
 # 8080: /metrics, 8081: /healthz and /readyz.
 EXPOSE 8080 8081
+# The release: CMakeLists.txt's project(VERSION), passed by scripts/build-images.sh; the
+# default is the same (tests/delivery/version_test.py). `ddp-operator --version` says it too.
+ARG DDP_VERSION=0.1.0
+LABEL org.opencontainers.image.title="ddp-operator" \
+      org.opencontainers.image.version="${DDP_VERSION}"
 ENTRYPOINT ["ddp-operator", "run"]
