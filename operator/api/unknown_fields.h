@@ -36,7 +36,7 @@ std::string NearestName(const std::string& name, const std::vector<std::string>&
 // One message per unknown field of a DDPJob object (its top-level keys, spec and the pod
 // template; status is the operator's to write and is not checked), against the compiled-in CRD:
 //   unknown field "spec.failurePolicy.livenessTimeoutSecond" (did you mean livenessTimeoutSeconds?)
-//   unknown field "spec.foo" (not a field of spec; the nearest is nprocPerNode)
+//   unknown field "spec.foo" (not a field of spec; the nearest is elastic)
 std::vector<std::string> UnknownFieldProblems(const nlohmann::json& object);
 
 }  // namespace ddp::api
