@@ -12,7 +12,7 @@ FROM debian:bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       cmake ninja-build g++ pkg-config \
-      libtorch-dev libgloo-dev libyaml-cpp-dev \
+      libtorch-dev libgloo-dev libyaml-cpp-dev prometheus-cpp-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what the worker build reads; .dockerignore keeps build outputs out of the context.
@@ -26,11 +26,12 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
  && strip build/worker/ddp-worker
 
 FROM debian:bookworm-slim
-# Runtime libraries of ddp-worker: LibTorch (with c10d and Gloo), yaml-cpp (config files), and
-# OpenBLAS with threads: without it LibTorch's BLAS is the reference one, about 15x slower.
+# Runtime libraries of ddp-worker: LibTorch (with c10d and Gloo), yaml-cpp (config files),
+# prometheus-cpp's core (its metrics), and OpenBLAS with threads: without it LibTorch's BLAS is
+# the reference one, about 15x slower.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libtorch1.13 libopenblas0-pthread libyaml-cpp0.7 \
+      libtorch1.13 libopenblas0-pthread libyaml-cpp0.7 libprometheus-cpp-core1.0 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/worker/ddp-worker /usr/local/bin/ddp-worker
 # Non-root. Checkpoint volumes need the group 65532: the operator adds fsGroup 65532 to pods of

@@ -22,6 +22,20 @@ RUN pip3 install --no-cache-dir "torch==${TORCH_VERSION}" --index-url "${TORCH_I
 RUN python3 -c "import os, torch; d = os.path.dirname(torch.__file__); raise SystemExit(0 if os.path.isdir(os.path.join(d, 'include', 'gloo')) else 1)" \
  || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libgloo-dev \
      && rm -rf /var/lib/apt/lists/*)
+# prometheus-cpp's core library (metric families and their exposition, common/prometheus.cc):
+# Ubuntu 22.04 does not package it (Debian 12 and Ubuntu 24.04 do), so it is built here from the
+# release Debian 12 ships, static, without its HTTP pull and push parts.
+ARG PROMETHEUS_CPP_VERSION=1.0.1
+RUN python3 -c "import urllib.request as u; u.urlretrieve('https://github.com/jupp0r/prometheus-cpp/archive/refs/tags/v${PROMETHEUS_CPP_VERSION}.tar.gz', '/tmp/prometheus-cpp.tar.gz')" \
+ && mkdir /tmp/prometheus-cpp \
+ && tar -xzf /tmp/prometheus-cpp.tar.gz -C /tmp/prometheus-cpp --strip-components=1 \
+ && cmake -S /tmp/prometheus-cpp -B /tmp/prometheus-cpp/build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DENABLE_PULL=OFF \
+      -DENABLE_PUSH=OFF -DENABLE_COMPRESSION=OFF -DENABLE_TESTING=OFF \
+      -DUSE_THIRDPARTY_LIBRARIES=OFF \
+ && cmake --build /tmp/prometheus-cpp/build \
+ && cmake --install /tmp/prometheus-cpp/build \
+ && rm -rf /tmp/prometheus-cpp /tmp/prometheus-cpp.tar.gz
 WORKDIR /src
 COPY CMakeLists.txt ./
 COPY common/ common/
