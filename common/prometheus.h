@@ -34,6 +34,9 @@ class Counter {
   void Inc(double v = 1.0);
   double value() const;
 
+  // The library's metric (Registry::Render reads it).
+  const prometheus::Counter& metric() const { return *c_; }
+
  private:
   prometheus::Counter* const c_;
 };
@@ -47,6 +50,9 @@ class Gauge {
   void Add(double v);
   double value() const;
 
+  // The library's metric (Registry::Render reads it).
+  const prometheus::Gauge& metric() const { return *g_; }
+
  private:
   prometheus::Gauge* const g_;
 };
@@ -58,6 +64,9 @@ class Histogram {
   Histogram& operator=(const Histogram&) = delete;
   // Counted in the first bucket whose bound is >= v (le is inclusive).
   void Observe(double v);
+
+  // The library's metric (Registry::Render reads it).
+  const prometheus::Histogram& metric() const { return *h_; }
 
  private:
   prometheus::Histogram* const h_;
@@ -125,8 +134,9 @@ class Registry {
   HistogramFamily& AddHistogram(const std::string& name, const std::string& help,
                                 std::vector<double> bounds,
                                 std::vector<std::string> label_names = {});
-  // The whole exposition by prometheus::TextSerializer: families in registration order (a family
-  // without children as its HELP and TYPE), children in the order of their label sets.
+  // The whole exposition by prometheus::TextSerializer from the library's metrics: families in
+  // registration order (a family without children as its HELP and TYPE), children in the order
+  // of their label values, labels in the order of label_names().
   std::string Render() const;
 
  private:

@@ -20,12 +20,12 @@ TEST(PrometheusTest, RendersCounterGaugeAndHistogramInTextFormat) {
   h.Get().Observe(0.5);
   h.Get().Observe(7);
   // Written from the text format's rules (HELP, TYPE, cumulative buckets with le, +Inf, sum,
-  // count) in prometheus-cpp's layout: a sample's labels in name order, a histogram's count and
-  // sum before its buckets; families in registration order.
+  // count) in prometheus-cpp's layout: a histogram's count and sum before its buckets; families
+  // in registration order, labels in the order the family declares them.
   const std::string want =
       "# HELP ddp_requests_total Requests by verb.\n"
       "# TYPE ddp_requests_total counter\n"
-      "ddp_requests_total{code=\"200\",verb=\"GET\"} 3\n"
+      "ddp_requests_total{verb=\"GET\",code=\"200\"} 3\n"
       "# HELP ddp_queue_depth Keys waiting.\n"
       "# TYPE ddp_queue_depth gauge\n"
       "ddp_queue_depth 2.5\n"
