@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
 
 #include "common/exposition.h"
@@ -103,6 +104,24 @@ TEST(PrometheusTest, ARemovedSeriesStartsAgainFromZero) {
   int children = 0;
   c.ForEach([&](const std::vector<std::string>&, const Counter&) { ++children; });
   EXPECT_EQ(children, 1);
+}
+
+// prometheus-cpp writes NaN as "Nan" and infinities as +Inf/-Inf: our parser and promtool read them.
+TEST(PrometheusTest, NanAndInfinitiesReadBack) {
+  Registry reg;
+  auto& g = reg.AddGauge("ddp_test_value", "Value.", {"k"});
+  g.Labels({"nan"}).Set(std::nan(""));
+  g.Labels({"inf"}).Set(HUGE_VAL);
+  g.Labels({"third"}).Set(1.0 / 3);
+  const std::string text = reg.Render();
+  auto parsed = ParseExposition(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString() << "\n" << text;
+  EXPECT_TRUE(std::isnan(FindSample(*parsed, "ddp_test_value", {{"k", "nan"}}).value_or(0))) << text;
+  EXPECT_EQ(FindSample(*parsed, "ddp_test_value", {{"k", "inf"}}), HUGE_VAL) << text;
+  EXPECT_NEAR(FindSample(*parsed, "ddp_test_value", {{"k", "third"}}).value_or(0), 1.0 / 3, 1e-15);
+  if (!ddp::testing::HavePromtool()) return;
+  std::string out;
+  EXPECT_EQ(ddp::testing::PromtoolCheck(text, &out), 0) << out << text;
 }
 
 TEST(PrometheusTest, PromtoolAcceptsRealOutput) {
