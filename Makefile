@@ -62,8 +62,10 @@ image-test:
 e2e-cluster:
 	bash tests/cluster/run.sh || [ $$? -eq 77 ]
 
+# The demo runs two binaries: it builds those, not every test, benchmark and fuzz target.
 demo: DEPS_ARGS = --build
-demo: build
+demo: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target ddp-operator ddp-worker
 	$(BUILD)/operator/ddp-operator local -f examples/local-demo.yaml
 
 # libFuzzer with ASan and UBSan (clang) in a build of its own: every fuzz/*_fuzz.cc for

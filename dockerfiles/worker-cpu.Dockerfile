@@ -12,7 +12,7 @@ FROM debian:bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       cmake ninja-build g++ pkg-config \
-      libtorch-dev libgloo-dev libyaml-cpp-dev \
+      libtorch-dev libgloo-dev libyaml-cpp-dev prometheus-cpp-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what the worker build reads; .dockerignore keeps build outputs out of the context.
@@ -26,11 +26,12 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
  && strip build/worker/ddp-worker
 
 FROM debian:bookworm-slim
-# Runtime libraries of ddp-worker: LibTorch (with c10d and Gloo), yaml-cpp (config files), and
-# OpenBLAS with threads: without it LibTorch's BLAS is the reference one, about 15x slower.
+# Runtime libraries of ddp-worker: LibTorch (with c10d and Gloo), yaml-cpp (config files),
+# prometheus-cpp's core (its metrics), and OpenBLAS with threads: without it LibTorch's BLAS is
+# the reference one, about 15x slower.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libtorch1.13 libopenblas0-pthread libyaml-cpp0.7 \
+      libtorch1.13 libopenblas0-pthread libyaml-cpp0.7 libprometheus-cpp-core1.0 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/worker/ddp-worker /usr/local/bin/ddp-worker
 # Non-root. Checkpoint volumes need the group 65532: the operator adds fsGroup 65532 to pods of
@@ -39,4 +40,9 @@ USER 65532:65532
 WORKDIR /tmp
 # 9400: /metrics and /healthz (when DDP_METRICS_PORT is set); 29500: rendezvous on rank 0.
 EXPOSE 9400 29500
+# The release: CMakeLists.txt's project(VERSION), passed by scripts/build-images.sh; the
+# default is the same (tests/delivery/version_test.py). `ddp-worker --version` says it too.
+ARG DDP_VERSION=0.1.0
+LABEL org.opencontainers.image.title="ddp-worker-cpu" \
+      org.opencontainers.image.version="${DDP_VERSION}"
 ENTRYPOINT ["ddp-worker"]

@@ -20,7 +20,7 @@ RUN sh /usr/local/sbin/debian-gpu-stand-ins.sh "${ACCEPT_NVIDIA_CUDNN_LICENSE}" 
  && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       cmake ninja-build g++ pkg-config ca-certificates curl \
-      libyaml-cpp-dev libgloo-cuda-dev libnccl-dev nvidia-cuda-toolkit \
+      libyaml-cpp-dev prometheus-cpp-dev libgloo-cuda-dev libnccl-dev nvidia-cuda-toolkit \
       /tmp/stand-ins/ddp-host-libcuda.deb libtorch-cuda-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -37,14 +37,15 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
 FROM debian:trixie-slim
 ARG ACCEPT_NVIDIA_CUDNN_LICENSE=
 COPY dockerfiles/debian-gpu-stand-ins.sh /usr/local/sbin/debian-gpu-stand-ins.sh
-# Runtime: CUDA LibTorch (with c10d, Gloo and NCCL), yaml-cpp, OpenBLAS with threads. No static
-# libraries: nothing links here, and nvidia-cuda-dev (which nvidia-cudnn needs) carries 2.6 GB.
+# Runtime: CUDA LibTorch (with c10d, Gloo and NCCL), yaml-cpp, prometheus-cpp's core, OpenBLAS
+# with threads. No static libraries: nothing links here, and nvidia-cuda-dev (which nvidia-cudnn
+# needs) carries 2.6 GB of them.
 RUN sh /usr/local/sbin/debian-gpu-stand-ins.sh "${ACCEPT_NVIDIA_CUDNN_LICENSE}" \
  && echo 'path-exclude /usr/lib/x86_64-linux-gnu/*.a' >/etc/dpkg/dpkg.cfg.d/no-static-libs \
  && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates curl /tmp/stand-ins/ddp-host-libcuda.deb \
-      libtorch-cuda-2.6 libnccl2 libyaml-cpp0.8 libopenblas0-pthread \
+      libtorch-cuda-2.6 libnccl2 libyaml-cpp0.8 libprometheus-cpp-core1.0 libopenblas0-pthread \
  && rm -rf /var/lib/apt/lists/* /tmp/stand-ins
 COPY --from=build /src/build/worker/ddp-worker /usr/local/bin/ddp-worker
 # Non-root. Checkpoint volumes need the group 65532: the operator adds fsGroup 65532 to pods of

@@ -22,6 +22,20 @@ RUN pip3 install --no-cache-dir "torch==${TORCH_VERSION}" --index-url "${TORCH_I
 RUN python3 -c "import os, torch; d = os.path.dirname(torch.__file__); raise SystemExit(0 if os.path.isdir(os.path.join(d, 'include', 'gloo')) else 1)" \
  || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libgloo-dev \
      && rm -rf /var/lib/apt/lists/*)
+# prometheus-cpp's core library (metric families and their exposition, common/prometheus.cc):
+# Ubuntu 22.04 does not package it (Debian 12 and Ubuntu 24.04 do), so it is built here from the
+# release Debian 12 ships, static, without its HTTP pull and push parts.
+ARG PROMETHEUS_CPP_VERSION=1.0.1
+RUN python3 -c "import urllib.request as u; u.urlretrieve('https://github.com/jupp0r/prometheus-cpp/archive/refs/tags/v${PROMETHEUS_CPP_VERSION}.tar.gz', '/tmp/prometheus-cpp.tar.gz')" \
+ && mkdir /tmp/prometheus-cpp \
+ && tar -xzf /tmp/prometheus-cpp.tar.gz -C /tmp/prometheus-cpp --strip-components=1 \
+ && cmake -S /tmp/prometheus-cpp -B /tmp/prometheus-cpp/build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DENABLE_PULL=OFF \
+      -DENABLE_PUSH=OFF -DENABLE_COMPRESSION=OFF -DENABLE_TESTING=OFF \
+      -DUSE_THIRDPARTY_LIBRARIES=OFF \
+ && cmake --build /tmp/prometheus-cpp/build \
+ && cmake --install /tmp/prometheus-cpp/build \
+ && rm -rf /tmp/prometheus-cpp /tmp/prometheus-cpp.tar.gz
 WORKDIR /src
 COPY CMakeLists.txt ./
 COPY common/ common/
@@ -49,4 +63,9 @@ USER 65532:65532
 WORKDIR /tmp
 # 9400: /metrics and /healthz (when DDP_METRICS_PORT is set); 29500: rendezvous on rank 0.
 EXPOSE 9400 29500
+# The release: CMakeLists.txt's project(VERSION), passed by scripts/build-images.sh; the
+# default is the same (tests/delivery/version_test.py). `ddp-worker --version` says it too.
+ARG DDP_VERSION=0.1.0
+LABEL org.opencontainers.image.title="ddp-worker" \
+      org.opencontainers.image.version="${DDP_VERSION}"
 ENTRYPOINT ["ddp-worker"]

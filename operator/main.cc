@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/fd_limit.h"
+#include "common/version.h"
 #include "operator/command.h"
 
 namespace ddp::controller {
@@ -26,7 +27,8 @@ void PrintUsage(FILE* out) {
   for (const auto& c : ddp::controller::Commands()) {
     std::fprintf(out, "  %-10s %s\n", c.name.c_str(), c.summary.c_str());
   }
-  std::fprintf(out, "\n`ddp-operator <command> --help` describes a command's flags.\n");
+  std::fprintf(out, "\n`ddp-operator <command> --help` describes a command's flags;\n"
+                    "`ddp-operator --version` prints the release.\n");
 }
 }  // namespace
 
@@ -35,6 +37,10 @@ int main(int argc, char** argv) {
       !std::strcmp(argv[1], "-h")) {
     PrintUsage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::printf("ddp-operator %s\n", ddp::Version());
+    return 0;
   }
   for (const auto& c : ddp::controller::Commands()) {
     if (c.name != argv[1]) continue;

@@ -6,12 +6,15 @@
 #     (no option)  build ddp-operator:$TAG and ddp-worker-cpu:$TAG
 #     --builder    print the builder's name and exit (exit 1 with the reason when there is none)
 #
-# Environment: TAG (default 0.1.0), IMAGES (default "operator worker-cpu"), BUILDER (force one),
-# BUILD_FLAGS (extra flags for the build command, e.g. "--network host --pull=never" where no
+# Environment: TAG (default: the project's version, CMakeLists.txt's project(VERSION), also
+# the images' org.opencontainers.image.version label), IMAGES (default "operator worker-cpu"),
+# BUILDER (force one), BUILD_FLAGS (extra flags for the build command, e.g. "--network host --pull=never" where no
 # registry is reachable and the base images were loaded by hand).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TAG=${TAG:-0.1.0}
+VERSION=$(sed -n 's/^project(ddp VERSION \([0-9][0-9.]*\) .*/\1/p' CMakeLists.txt)
+[ -n "$VERSION" ] || { echo "build-images: no project(ddp VERSION x.y.z ...) in CMakeLists.txt" >&2; exit 2; }
+TAG=${TAG:-$VERSION}
 IMAGES=${IMAGES:-operator worker-cpu}
 
 # find_builder: the first of docker, podman, buildah that can build; prints its name, or the
@@ -40,9 +43,9 @@ for image in $IMAGES; do
   start=$(date +%s)
   # shellcheck disable=SC2086  # BUILD_FLAGS is a list of flags
   case $builder in
-    docker) docker build ${BUILD_FLAGS:-} -f "$df" -t "$name" . ;;
-    podman) podman build --layers ${BUILD_FLAGS:-} -f "$df" -t "$name" . ;;
-    buildah) buildah bud --layers ${BUILD_FLAGS:-} -f "$df" -t "$name" . ;;
+    docker) docker build ${BUILD_FLAGS:-} --build-arg "DDP_VERSION=$VERSION" -f "$df" -t "$name" . ;;
+    podman) podman build --layers ${BUILD_FLAGS:-} --build-arg "DDP_VERSION=$VERSION" -f "$df" -t "$name" . ;;
+    buildah) buildah bud --layers ${BUILD_FLAGS:-} --build-arg "DDP_VERSION=$VERSION" -f "$df" -t "$name" . ;;
     *) echo "build-images: unknown builder $builder" >&2; exit 2 ;;
   esac
   # A builder stopped by a signal may still exit 0: believe the image store, not the status.

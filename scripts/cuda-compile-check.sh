@@ -45,7 +45,7 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 root=trixie-cuda
 t0=$SECONDS
 bash "$here/debian-root.sh" ensure "$root" cmake ninja-build g++ pkg-config ccache binutils \
-  libyaml-cpp-dev libgtest-dev libgloo-cuda-dev libnccl-dev nvidia-cuda-toolkit
+  libyaml-cpp-dev prometheus-cpp-dev libgtest-dev libgloo-cuda-dev libnccl-dev nvidia-cuda-toolkit
 r=$(bash "$here/debian-root.sh" path "$root")
 if ! as_root chroot "$r" dpkg-query -W -f='${Status}' libtorch-cuda-dev 2>/dev/null | grep -q "install ok installed"; then
   stub=$(mktemp -d)

@@ -29,6 +29,7 @@ BUILD_PACKAGES=(
   libopenblas0-pthread    # without it LibTorch uses reference BLAS and trains ~15x slower
   libcpprest-dev libssl-dev libyaml-cpp-dev nlohmann-json3-dev
   libjemalloc-dev         # the operator's allocator (see operator/CMakeLists.txt)
+  prometheus-cpp-dev      # metric families and their text exposition, both binaries (common/)
   libgtest-dev            # the build builds the tests too
 )
 TEST_PACKAGES=(

@@ -16,6 +16,7 @@
 #include "common/fd_limit.h"
 #include "common/group_contract.h"
 #include "common/logging.h"
+#include "common/version.h"
 #include "worker/comm/factory.h"
 #include "worker/comm/rendezvous.h"
 #include "worker/group/membership.h"
@@ -65,7 +66,8 @@ void PrintHelp() {
                "       ddp-worker rendezvous            (an InPlace job's rendezvous pod)\n"
                "options (YAML key, flag, env; flags win over env over YAML):\n";
   for (const auto& k : ConfigKeys()) std::cout << "  " << k << "\n";
-  std::cout << "exit codes: 0 done, 2 invalid configuration, 3 invalid data, 75 retryable\n";
+  std::cout << "exit codes: 0 done, 2 invalid configuration, 3 invalid data, 75 retryable\n"
+               "ddp-worker --version prints the release.\n";
 }
 
 // A spare's standby makes its device's context while it waits (its GPU is idle): the rank it
@@ -256,6 +258,10 @@ int main(int argc, char** argv) {
   for (const auto& a : args) {
     if (a == "--help" || a == "-h") {
       PrintHelp();
+      return 0;
+    }
+    if (a == "--version") {
+      std::printf("ddp-worker %s\n", ddp::Version());
       return 0;
     }
   }

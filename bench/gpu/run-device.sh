@@ -8,8 +8,10 @@
 #
 # DEBS_DIR (default .device/debs) holds the Debian packages the build needs besides LibTorch,
 # unpacked with `dpkg -x` into a private prefix; fetch them on a Debian machine with
-#   apt-get download libgtest-dev libyaml-cpp-dev libyaml-cpp0.7 libgloo-dev ninja-build
-# (libgloo-dev for Gloo's headers, which PyTorch wheels do not ship). Every phase is time-boxed
+#   apt-get download libgtest-dev libyaml-cpp-dev libyaml-cpp0.7 libgloo-dev ninja-build \
+#     prometheus-cpp-dev libprometheus-cpp-core1.0
+# (libgloo-dev for Gloo's headers, which PyTorch wheels do not ship; prometheus-cpp for
+# common/, found through CMAKE_PREFIX_PATH). Every phase is time-boxed
 # and the whole run keeps to BUDGET seconds (default 380): a phase that does not fit is skipped.
 # OUT_DIR gets summary.txt (what stdout shows) and logs.tgz (every log). Knobs: STEPS (40),
 # BATCH (16), PEAK_TFLOPS (989: H100 SXM and H200 dense bf16), SKIP_BUILD=1 (Python only),

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "operator/api/serialize.h"
+#include "operator/api/unknown_fields.h"
 #include "operator/api/validate.h"
 #include "operator/api/yaml_json.h"
 
@@ -141,7 +142,9 @@ StatusOr<std::vector<ManifestDocument>> LoadManifest(const std::string& command,
 
 std::vector<std::string> DocumentProblems(const ManifestDocument& doc) {
   if (!doc.parse_status.ok()) return {doc.parse_status.message()};
-  return Validate(doc.job);
+  std::vector<std::string> problems = UnknownFieldProblems(doc.job.raw);
+  for (std::string& p : Validate(doc.job)) problems.push_back(std::move(p));
+  return problems;
 }
 
 }  // namespace ddp::api

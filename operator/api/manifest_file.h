@@ -35,8 +35,9 @@ StatusOr<std::vector<ManifestDocument>> ParseManifestDocuments(const std::string
 StatusOr<std::vector<ManifestDocument>> LoadManifest(const std::string& command,
                                                      const std::string& path);
 
-// Why a DDPJob document cannot be used: its parse error, else every validation problem; empty
-// when it is a valid job. REQUIRES: doc.other_kind is empty (a DDPJob document).
+// Why a DDPJob document cannot be used: its parse error, else every unknown field (strict field
+// validation against the compiled-in CRD, as the API server's) and every validation problem;
+// empty when it is a valid job. REQUIRES: doc.other_kind is empty (a DDPJob document).
 std::vector<std::string> DocumentProblems(const ManifestDocument& doc);
 
 }  // namespace ddp::api

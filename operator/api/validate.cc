@@ -222,9 +222,12 @@ void CheckSchedulingPolicy(const DDPJobSpec& spec, std::vector<std::string>* err
   const SchedulingPolicy& g = *spec.run_policy.scheduling_policy;
   const std::string p = "spec.runPolicy.schedulingPolicy.";
   if (g.min_available) {
-    // The largest round the job can have; a gang bigger than that could never start.
+    // The largest round the job can have; a gang bigger than that could never start. Under
+    // InPlace the round's rendezvous pod is in the gang too (plan/gang.h GangMinMember), so the
+    // job can ask for its own default, workers plus the rendezvous pod.
     int most = spec.replicas;
     if (spec.elastic) most = std::max(most, spec.elastic->max_replicas);
+    if (spec.failure_policy.recovery == Recovery::kInPlace) ++most;
     if (*g.min_available < 1) {
       errs->push_back(p + "minAvailable " + Num(*g.min_available) + " must be >= 1");
     } else if (*g.min_available > most) {

@@ -304,6 +304,8 @@ Status Controller::Reconcile(const std::string& key) {
     if (!entry) {
       expectations_.Forget(key);  // deleted: its pods go by owner-reference garbage collection
       ForgetProgress(key);
+      std::lock_guard<std::mutex> lock(unknown_mu_);
+      unknown_warned_.erase(key);
       return Status::OK();
     }
     SteadyClock::duration wait{};
@@ -317,6 +319,7 @@ Status Controller::Reconcile(const std::string& key) {
     auto job = api::ParseDDPJobJson(*entry->raw);
     plan::Plan p;
     if (job.ok()) {
+      WarnUnknownFields(*job, *entry->raw);
       plan::Observed seen = Observe(key);
       ObserveProgress(*job, &seen);
       ObserveSuspectNodes(*job, &seen);

@@ -112,6 +112,11 @@ class Controller {
   void ObserveStragglers(const api::DDPJob& job, const plan::ObservedPod& rank0);
   // Stops reading `key` and drops its straggler state.
   void ForgetProgress(const std::string& key);
+  // Strict field validation, warned instead of refused (controller_unknown_fields.cc): a job
+  // carrying fields the CRD compiled into this operator does not declare (a CRD newer than the
+  // operator, or an object stored with validation off) gets one log line and one Warning Event
+  // per generation, and runs with those fields ignored.
+  void WarnUnknownFields(const api::DDPJob& job, const nlohmann::json& raw);
   // Nodes (controller_nodes.cc). A node that becomes lost or comes back, or is deleted,
   // re-queues the jobs with pods on it; one log line when it hosts any.
   void OnNodeChange(const std::string& node, const plan::NodeHealth* old,
@@ -155,6 +160,8 @@ class Controller {
   };
   mutable std::mutex stragglers_mu_;  // guards the map stragglers_ only, held for a lookup
   std::map<std::string, std::shared_ptr<JobStragglers>> stragglers_;  // jobs with busy reads
+  std::mutex unknown_mu_;  // guards unknown_warned_
+  std::map<std::string, std::string> unknown_warned_;  // key -> "uid/generation" warned about
   std::mutex panics_mu_;                       // guards panicked_
   std::map<std::string, std::string> panicked_;  // key -> last exception logged for it
   std::atomic<bool> stopped_{false};

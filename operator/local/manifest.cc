@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "operator/api/serialize.h"
+#include "operator/api/unknown_fields.h"
 #include "operator/api/validate.h"
 
 namespace ddp::controller::local {
@@ -21,7 +22,10 @@ StatusOr<api::DDPJob> ParseLocalManifest(const std::string& text, const std::str
   }
   api::DDPJob job = std::move(jobs.value()[0]);
   api::ApplyDefaults(&job);
-  std::vector<std::string> problems = api::Validate(job);
+  // A misspelt field must not quietly run with its default (a `recovry: InPlace` running
+  // Restart): refused here as the API server refuses it at apply.
+  std::vector<std::string> problems = api::UnknownFieldProblems(job.raw);
+  for (std::string& p : api::Validate(job)) problems.push_back(std::move(p));
   if (!problems.empty()) {
     std::string msg = source + ": invalid DDPJob:";
     for (const std::string& p : problems) msg += "\n  " + p;

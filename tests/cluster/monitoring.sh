@@ -18,6 +18,12 @@ global: {scrape_interval: 2s, evaluation_interval: 2s}
 scrape_configs:
   - job_name: ddp
     file_sd_configs: [{files: ["$PROM_DIR/targets.json"], refresh_interval: 2s}]
+    # examples/prometheus/prometheus.yaml's and the PodMonitor's rule: rank 0's series on the
+    # rendezvous pod's page are kept from rank 0's pod alone.
+    metric_relabel_configs:
+      - source_labels: [pod, __name__]
+        regex: .+-rendezvous;ddp_worker_.+
+        action: drop
 YAML
   ( while :; do
       kubectl get pods -A -l app.kubernetes.io/name=ddp-operator -o json > "$PROM_DIR/op.json" 2>/dev/null
@@ -53,7 +59,7 @@ monitoring_hook() {
 }
 
 scenario_monitoring() {
-  local name=monitored start end inc pod node rank stall logged count goodput
+  local name=monitored start end inc pod node rank stall logged count goodput dup
   prom_start || { check "monitoring: a Prometheus runs" false; prom_stop; return; }
   check "monitoring: a Prometheus runs" true
   start=$(date +%s)
@@ -81,6 +87,10 @@ scenario_monitoring() {
     bash -c '[ -n "$1" ] && [ "$1" != 0 ]' _ "$count"
   goodput=$(python3 "$ROOT/tests/cluster/prom_util.py" value "$PROM" "max(ddp_job_goodput_ratio{ddp_job=\"$name\"})")
   check "monitoring: ddp_job_goodput_ratio read (${goodput:-none})" [ -n "$goodput" ]
+  # The rendezvous pod's page ends with rank 0's: none of those may be stored twice.
+  dup=$(python3 "$ROOT/tests/cluster/prom_util.py" value "$PROM" \
+          "max_over_time(count(ddp_worker_info{ddp_job=\"$name\",pod=~\".+-rendezvous\"})[$((end + 6 - start))s:2s])")
+  check "monitoring: no ddp_worker_* series stored from the rendezvous pod (${dup:-none})" [ -z "$dup" ]
   # GPU memory: no series without a GPU (docs/metrics.md), which this cluster has not.
   check "monitoring: every dashboard panel returns data over the run" \
     python3 "$ROOT/tests/cluster/prom_util.py" panels "$ROOT/charts/ddp-operator/dashboards/ddp.json" \

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
 
 #include "common/exposition.h"
@@ -19,7 +20,9 @@ TEST(PrometheusTest, RendersCounterGaugeAndHistogramInTextFormat) {
   h.Get().Observe(0.05);
   h.Get().Observe(0.5);
   h.Get().Observe(7);
-  // Written from the text format's rules: HELP, TYPE, cumulative buckets with le, +Inf, sum, count.
+  // Written from the text format's rules (HELP, TYPE, cumulative buckets with le, +Inf, sum,
+  // count) in prometheus-cpp's layout: a histogram's count and sum before its buckets; families
+  // in registration order, labels in the order the family declares them.
   const std::string want =
       "# HELP ddp_requests_total Requests by verb.\n"
       "# TYPE ddp_requests_total counter\n"
@@ -29,11 +32,11 @@ TEST(PrometheusTest, RendersCounterGaugeAndHistogramInTextFormat) {
       "ddp_queue_depth 2.5\n"
       "# HELP ddp_step_seconds Step time.\n"
       "# TYPE ddp_step_seconds histogram\n"
+      "ddp_step_seconds_count 3\n"
+      "ddp_step_seconds_sum 7.55\n"
       "ddp_step_seconds_bucket{le=\"0.1\"} 1\n"
       "ddp_step_seconds_bucket{le=\"1\"} 2\n"
-      "ddp_step_seconds_bucket{le=\"+Inf\"} 3\n"
-      "ddp_step_seconds_sum 7.55\n"
-      "ddp_step_seconds_count 3\n";
+      "ddp_step_seconds_bucket{le=\"+Inf\"} 3\n";
   EXPECT_EQ(reg.Render(), want);
 }
 
@@ -78,6 +81,47 @@ TEST(PrometheusTest, RemoveDropsASeries) {
   const std::string text = reg.Render();
   EXPECT_EQ(text.find("job=\"a\""), std::string::npos);
   EXPECT_NE(text.find("job=\"b\""), std::string::npos);
+}
+
+TEST(PrometheusTest, FamilyWithoutChildrenKeepsHelpAndTypeAndChildrenComeInLabelOrder) {
+  Registry reg;
+  reg.AddGauge("ddp_empty", "Nothing yet.", {"job"});
+  auto& c = reg.AddCounter("ddp_jobs_total", "Jobs.", {"job"});
+  for (const char* job : {"c", "a", "b"}) c.Labels({job}).Inc();
+  EXPECT_EQ(reg.Render(),
+            "# HELP ddp_empty Nothing yet.\n# TYPE ddp_empty gauge\n"
+            "# HELP ddp_jobs_total Jobs.\n# TYPE ddp_jobs_total counter\n"
+            "ddp_jobs_total{job=\"a\"} 1\nddp_jobs_total{job=\"b\"} 1\nddp_jobs_total{job=\"c\"} 1\n");
+}
+
+TEST(PrometheusTest, ARemovedSeriesStartsAgainFromZero) {
+  Registry reg;
+  auto& c = reg.AddCounter("c_total", "c", {"job"});
+  c.Labels({"a"}).Inc(5);
+  c.Remove({"a"});
+  c.Remove({"never"});
+  EXPECT_EQ(c.Labels({"a"}).value(), 0);
+  int children = 0;
+  c.ForEach([&](const std::vector<std::string>&, const Counter&) { ++children; });
+  EXPECT_EQ(children, 1);
+}
+
+// prometheus-cpp writes NaN as "Nan" and infinities as +Inf/-Inf: our parser and promtool read them.
+TEST(PrometheusTest, NanAndInfinitiesReadBack) {
+  Registry reg;
+  auto& g = reg.AddGauge("ddp_test_value", "Value.", {"k"});
+  g.Labels({"nan"}).Set(std::nan(""));
+  g.Labels({"inf"}).Set(HUGE_VAL);
+  g.Labels({"third"}).Set(1.0 / 3);
+  const std::string text = reg.Render();
+  auto parsed = ParseExposition(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString() << "\n" << text;
+  EXPECT_TRUE(std::isnan(FindSample(*parsed, "ddp_test_value", {{"k", "nan"}}).value_or(0))) << text;
+  EXPECT_EQ(FindSample(*parsed, "ddp_test_value", {{"k", "inf"}}), HUGE_VAL) << text;
+  EXPECT_NEAR(FindSample(*parsed, "ddp_test_value", {{"k", "third"}}).value_or(0), 1.0 / 3, 1e-15);
+  if (!ddp::testing::HavePromtool()) return;
+  std::string out;
+  EXPECT_EQ(ddp::testing::PromtoolCheck(text, &out), 0) << out << text;
 }
 
 TEST(PrometheusTest, PromtoolAcceptsRealOutput) {

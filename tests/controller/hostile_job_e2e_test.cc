@@ -89,6 +89,36 @@ TEST(HostileJobE2e, BadTemplatesFailAloneAndTheOperatorLives) {
   EXPECT_FALSE(op->ExitCode().has_value());
 }
 
+// Strict field validation in the operator warns instead of refusing: a job carrying a field this
+// operator's CRD does not declare (a newer CRD, or validation off) still runs, and one Warning
+// Event names the field and the one meant.
+TEST(HostileJobE2e, UnknownFieldsAreWarnedAboutAndTheJobRuns) {
+  World w;
+  auto op = w.StartOperator("op");
+  json job = World::Job("misspelt", 2);
+  job["spec"]["failurePolicy"]["livenessTimeoutSecond"] = 10;
+  w.CreateJob(job);
+  ASSERT_TRUE(w.RunRound("misspelt", 0, 2, kWait)) << op->Log();
+  ASSERT_TRUE(WaitFor([&] { return w.JobStatus("misspelt").value("phase", "") == "Running"; },
+                      kWait))
+      << op->Log();
+  const std::string want =
+      "unknown field \"spec.failurePolicy.livenessTimeoutSecond\" (did you mean "
+      "livenessTimeoutSeconds?)";
+  ASSERT_TRUE(WaitFor([&] { return EventsAbout(w, "misspelt").find(want) != std::string::npos; },
+                      kWait))
+      << EventsAbout(w, "misspelt");
+  int warnings = 0;
+  for (const json& e : w.server().Objects("/api/v1/namespaces/ml/events")) {
+    if (e["involvedObject"].value("name", "") == "misspelt" && e.value("reason", "") == "UnknownFields") {
+      EXPECT_EQ(e.value("type", ""), "Warning");
+      ++warnings;
+    }
+  }
+  EXPECT_EQ(warnings, 1) << "one Event per generation, not one per pass";
+  EXPECT_NE(op->Log().find(want), std::string::npos) << op->Log();
+}
+
 // A client that throws on one job's status write: stands for any bug an object could still
 // reach. The controller must contain it to that job's key.
 class ThrowingClient : public controller::KubeClient {

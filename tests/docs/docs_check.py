@@ -31,6 +31,24 @@ The conventions a doc follows (docs/README.md, "Conventions the docs test checks
    [bench/RESULTS.md](../bench/RESULTS.md#<heading-anchor>). Every link to RESULTS.md that has
    an anchor must name an existing heading (GitHub's anchors), and so must every relative link
    to a Markdown file of this repository.
+Rules 6-11 live in docs_facts.py:
+6. figures against RESULTS.md. Every figure (a number with a unit, or a decimal) of a paragraph
+   or table that links a RESULTS.md section, or of any paragraph under a heading where one does,
+   is a number of those sections, at the figure's precision (0.92 quotes 0.922).
+7. the chart. A value in backticks or a comment of values.yaml whose first part is a top-level
+   key of values.yaml (`networkPolicy.jobs`, `--set podMonitor.enabled=true`) is a path of it;
+   `kubectl`/`helm` lines name the chart's objects as it renders them for release `ddp`
+   (`deployment/ddp-ddp-operator`); `<release>-x` and `<fullname>-x` are names the chart makes.
+8. positional words. A hyphenated word given to a `ddp-operator` subcommand (`kill-trainer`)
+   is a word of its --help.
+9. quoted log lines. A quoted line that starts as the binaries' lines do (`rank 0: ...`,
+   `ml/mingpt: round ...`, `ddp-operator local: ...`) has each constant piece, between its
+   numbers, names and placeholders, in one string literal of the code.
+10. YAML. A yaml block holding a DDPJob (or starting at `spec:`) has no field its CRD does not
+   declare (`ddp-operator validate`'s strict field check).
+11. columns. `kubectl get ddpj  # NAME PHASE ...` lists the columns kubectl prints, in order;
+   the upper-case words of an example comment on `kubectl get ddpj` are columns, and an env var
+   an example comment names is in the code.
 """
 import argparse
 import os
@@ -41,6 +59,7 @@ import sys
 
 sys.dont_write_bytecode = True  # nothing written into the source tree
 from docs_markdown import LINK_RE, SPAN_RE, anchors_of, blocks, read, spans  # noqa: E402
+import docs_facts as facts  # noqa: E402
 
 # Flags of tools that are not ours (kubectl, helm, kind, torchrun, podman, ctest, cmake), which
 # docs quote in prose. A flag of ours must never be added here.
@@ -81,7 +100,7 @@ REGISTER_RE = re.compile(r'RegisterCommand\(\s*\{\s*"([a-z][a-z-]*)"')
 CODE_DIRS = ["operator", "worker", "common", "charts", "crds", "scripts", "dockerfiles"]
 CODE_EXTS = (".cc", ".h", ".py", ".sh", ".yaml", ".yml", ".json", ".tpl", ".txt", ".Dockerfile")
 FLAG_RE = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
-METRIC_RE = re.compile(r"^((?:ddp_(?:operator|worker|group)|process)_[a-z0-9_]+)(?:\{[^}]*\})?(?:\s.*)?$")
+METRIC_RE = re.compile(r"^((?:ddp_(?:operator|worker|group|job)|process)_[a-z0-9_]+)(?:\{[^}]*\})?(?:\s.*)?$")
 ENV_RE = re.compile(r"^([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?:=.*)?$")
 ENV_OURS = re.compile(r"^(DDP_|PET_|TORCHELASTIC_|MASTER_|LOCAL_|NODE_RANK$|RANK$|WORLD_SIZE$|NNODES$|NPROC_PER_NODE$)")
 # A path of this repository named in a span or a command: it must exist.
@@ -163,6 +182,27 @@ class Checker:
         self.make_targets, self.make_vars = self._makefile()
         self.ran = {}
         self.known_flags = bins.all_flags()
+        self._cache = {}
+
+    def cached(self, key, make):
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def results(self):
+        return self.cached("results", lambda: facts.results_sections(self.root))
+
+    def chart_values(self):
+        return self.cached("values", lambda: facts.chart_values(self.code_root))
+
+    def chart_objects(self):
+        return self.cached("objects", lambda: facts.chart_object_names(self.code_root))
+
+    def code_words(self):
+        return self.cached("code_words", lambda: facts.code_words(self.code_root))
+
+    def columns(self):
+        return self.cached("columns", lambda: facts.default_columns(self.code_root))
 
     def rel(self, path):
         return os.path.relpath(path, self.root)
@@ -223,6 +263,7 @@ class Checker:
                 return  # worker not built
             if args and args[0] in ("launch", "rendezvous"):
                 args.pop(0)
+        facts.check_positionals(self, where, line, cmd, sub)
         known = self.bins.flags(name, "" if sub == "help" else sub)
         label = "%s%s --help" % (name, " " + sub if sub and sub != "help" else "")
         i = 0
@@ -383,6 +424,7 @@ class Checker:
     def check_markdown(self, path):
         where = self.rel(path)
         columns, worker_env = self.printer_columns(), self.bins.worker_env()
+        anchors_at = facts.section_results_anchors(path)
         # A table right after a paragraph is that paragraph's ("Measured on ...:" then the rows).
         unit = []
         for kind, block in blocks(path):
@@ -392,11 +434,17 @@ class Checker:
                 continue
             if unit:
                 self.check_figures(path, unit)
+                facts.check_figures_against_results(self, path, unit, anchors_at(unit[0][0]))
             unit = list(block) if kind == "text" else []
         if unit:
             self.check_figures(path, unit)
+            facts.check_figures_against_results(self, path, unit, anchors_at(unit[0][0]))
+        file_lines = read(path).split("\n")
         for kind, block in blocks(path):
             if kind == "code":
+                fence = file_lines[block[0][0] - 2] if block and block[0][0] >= 2 else ""
+                if re.match(r"^\s*(```|~~~)\s*ya?ml\b", fence):
+                    facts.check_yaml_block(self, where, block[0][0], [t for _, t in block])
                 logical, start = "", None
                 for line, text in block:
                     start = start or line
@@ -406,6 +454,11 @@ class Checker:
                     for cmd in self.commands_in(logical + text, comments=True):
                         self.check_command(path, start, cmd)
                     self.check_paths(where, start, logical + text)
+                    facts.check_object_names(self, where, start, logical + text)
+                    facts.check_column_list(self, where, start, logical + text)
+                    facts.check_log_line(self, where, start, logical + text)
+                    for word in re.findall(r"--set(?:-string)?[ =](\S+)", logical + text):
+                        facts.check_chart_value(self, where, start, word.split("=", 1)[0])
                     logical, start = "", None
                 continue
             self.check_links(path, block)
@@ -418,6 +471,9 @@ class Checker:
                     self.check_loose_flag(where, line, span)
                 self.check_paths(where, line, span)
                 self.check_name(where, line, span, columns, worker_env, about_columns)
+                facts.check_chart_value(self, where, line, span)
+                facts.check_object_names(self, where, line, span)
+                facts.check_log_line(self, where, line, span)
 
     def check_example(self, path):
         where = self.rel(path)
@@ -427,6 +483,7 @@ class Checker:
                 for cmd in self.commands_in(m.group(1), comments=True):
                     self.check_command(path, i, cmd)
                 self.check_paths(where, i, m.group(1))
+                self.check_example_comment(where, i, m.group(1))
         code, out = self.run_operator("validate", path)
         if code != 0:
             self.f.add(where, 1, "examples", "`ddp-operator validate` exits %d: %s"
@@ -437,6 +494,35 @@ class Checker:
             if code != 0:
                 self.f.add(where, 1, "examples", "`ddp-operator render` exits %d: %s"
                            % (code, "; ".join(out.strip().splitlines()[-5:])))
+
+    def check_example_comment(self, where, line, text):
+        """Rule 11 in an example's comment: env vars it names, columns of `kubectl get ddpj`."""
+        worker_env = self.bins.worker_env()
+        for word in re.findall(r"(?<![\w$])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?==|\b)", text):
+            self.check_name(where, line, word, set(), worker_env, False)
+        m = re.search(r"kubectl get ddpj[^#]*#(.*)$", text)
+        if m:
+            words = {w for c in self.columns() for w in c.split()}
+            for w in re.findall(r"\b[A-Z]{3,}\b", m.group(1)):
+                if w not in words:
+                    self.f.add(where, line, "names", "`%s` is not a column of `kubectl get ddpj` "
+                               "(%s)" % (w, " ".join(self.columns())))
+        facts.check_object_names(self, where, line, text)
+
+    def check_values_comments(self):
+        """Rule 7 in the comments of the chart's values.yaml."""
+        rel = os.path.join("charts", "ddp-operator", "values.yaml")
+        path = os.path.join(self.code_root, rel)
+        if not os.path.exists(path):
+            return
+        for i, line in enumerate(read(path).split("\n"), 1):
+            m = re.match(r"^\s*#\s?(.*)$", line)
+            if not m:
+                continue
+            for word in re.findall(r"(?<![\w.-])[a-z][A-Za-z0-9]*(?:\.[a-z][A-Za-z0-9]*)+(?![\w/-])",
+                                   m.group(1)):
+                facts.check_chart_value(self, rel, i, word)
+            facts.check_object_names(self, rel, i, m.group(1))
 
     def check_help_sources(self):
         sources = dict(HELP_SOURCES)
@@ -464,7 +550,8 @@ class Checker:
 
 
 def markdown_files(root):
-    files = [os.path.join(root, "README.md")]
+    files = [os.path.join(root, "README.md"),
+             os.path.join(root, "charts", "ddp-operator", "README.md")]
     docs = os.path.join(root, "docs")
     if os.path.isdir(docs):
         files += sorted(os.path.join(docs, f) for f in os.listdir(docs) if f.endswith(".md"))
@@ -493,6 +580,7 @@ def main(argv):
         examples = [f for f in examples if f in wanted]
     else:
         checker.check_help_sources()
+        checker.check_values_comments()
     for path in md:
         checker.check_markdown(path)
     for path in examples:

@@ -22,7 +22,7 @@ sys.dont_write_bytecode = True  # nothing written into the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import docs_check  # noqa: E402
 
-RESULTS = "# Benchmark results\n\n## Worker: a measured thing (CPU)\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+RESULTS = "# Benchmark results\n\n## Worker: a measured thing (CPU)\n\n| a | b |\n|---|---|\n| 1 | 12 s |\n"
 with open(os.path.join(SOURCE_DIR, "examples", "cpu-mlp.yaml"), encoding="utf-8") as _f:
     GOOD_EXAMPLE = _f.read()
 
@@ -131,6 +131,15 @@ class DocsCheckTest(unittest.TestCase):
         _, findings = self.run_doc("It takes 4 s.\n\nMeasured here:\n\n| case | stall |\n|---|---|\n| a | 13 s |\n")
         self.assertFinding(findings, "docs/x.md:3:", "[figures]")
         _, findings = self.run_doc("The rate measured over two minutes of reads, every 10 s.\n")
+        self.assertEqual(findings, [])
+
+    def test_a_figure_the_cited_section_does_not_hold(self):
+        link = "([bench/RESULTS.md](../bench/RESULTS.md#worker-a-measured-thing-cpu))"
+        _, findings = self.run_doc("x\n\nMeasured on a laptop: 13 s %s.\n" % link)
+        self.assertFinding(findings, "docs/x.md:3:", "[figures] 13 is in none")
+        # The same section's figure, rounded to the quote's precision, passes; so does an
+        # estimate ("about").
+        _, findings = self.run_doc("x\n\nMeasured: 12.0 s, about 14 s in all %s.\n" % link)
         self.assertEqual(findings, [])
 
     def test_a_link_to_a_section_that_does_not_exist(self):

@@ -46,6 +46,18 @@ TEST(ParseLocalManifest, ErrorsNameTheFileAndField) {
   EXPECT_FALSE(ParseLocalManifest("spec: [unclosed", "j.yaml").ok());
 }
 
+// A misspelt key must not quietly run with its default: `recovry: InPlace` would run Restart.
+TEST(ParseLocalManifest, UnknownFieldsAreRefused) {
+  std::string bad = kValid;
+  bad.replace(bad.find("  replicas: 2\n"), 14, "  replicas: 2\n  failurePolicy: {recovry: InPlace}\n");
+  StatusOr<api::DDPJob> job = ParseLocalManifest(bad, "job.yaml");
+  ASSERT_FALSE(job.ok());
+  EXPECT_NE(job.status().message().find(
+                "unknown field \"spec.failurePolicy.recovry\" (did you mean recovery?)"),
+            std::string::npos)
+      << job.status().message();
+}
+
 TEST(DiffJson, LeafPaths) {
   nlohmann::json a = {{"replicas", 2}, {"runPolicy", {{"suspend", false}}}};
   nlohmann::json b = {{"replicas", 3}, {"runPolicy", {{"suspend", true}}}, {"x", 1}};

@@ -164,6 +164,29 @@ TEST(ValidateCommand, AMisspeltDDPJobIsAnError) {
   }
 }
 
+// Strict field validation, as the API server's: validate, render and local refuse a misspelt
+// field, naming its path and the field meant (docs-2026-12-06 U4), and run nothing.
+TEST(StrictFields, ValidateRenderAndLocalRefuseAMisspeltField) {
+  std::string job = kTwoJobs;
+  job = job.substr(0, job.find("---"));
+  job.replace(job.find("  replicas: 2\n"), 14, "  replicas: 2\n  failurePolicy: {recovry: InPlace}\n");
+  const std::string want =
+      "unknown field \"spec.failurePolicy.recovry\" (did you mean recovery?)";
+  Result r = RunOperator("validate -f -", job);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("document 1 (alpha): " + want), std::string::npos) << r.out;
+  r = RunOperator("render -f -", job);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("kind: Pod"), std::string::npos) << "rendered anyway:\n" << r.out;
+  const std::string file = ::testing::TempDir() + "ddp_cli_strict_" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(file) << job;
+  r = RunOperator("local -f " + Quote(file));
+  std::remove(file.c_str());
+  EXPECT_EQ(r.code, 2) << r.out;  // `local --help`: 2 is an invalid manifest
+  EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
+}
+
 TEST(RenderCommand, JsonListHasServiceAndPodsOfEveryDocument) {
   const Result r = RunOperator("render -f - -o json --round 2 --network-policy=false", kTwoJobs);
   ASSERT_EQ(r.code, 0) << r.out;

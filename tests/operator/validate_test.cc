@@ -236,6 +236,15 @@ TEST(Validate, OneBadManifestPerRule) {
        },
        "spec.runPolicy.schedulingPolicy.minAvailable (9) exceeds the job's largest round (8 "
        "pods): the gang could never start"},
+      // docs-2026-12-06 N4: the default minMember of an InPlace job (workers + the rendezvous
+      // pod) was refused when asked for; one more is still refused.
+      {"minAvailable under InPlace counts the rendezvous pod",
+       [](json& m) {
+         m["spec"]["failurePolicy"] = {{"recovery", "InPlace"}};
+         m["spec"]["runPolicy"] = {{"schedulingPolicy", {{"minAvailable", 6}}}};
+       },
+       "spec.runPolicy.schedulingPolicy.minAvailable (6) exceeds the job's largest round (5 "
+       "pods): the gang could never start"},
       {"queue is a name",
        [](json& m) { m["spec"]["runPolicy"] = {{"schedulingPolicy", {{"queue", "Team A"}}}}; },
        "spec.runPolicy.schedulingPolicy.queue (\"Team A\") must be a queue's name (DNS-1123 "
@@ -342,6 +351,14 @@ TEST(Validate, AFullSchedulingPolicyAndAKueueLabelAreValid) {
                                                 {"nvidia.com/gpu", "8"}, {"hugepages-2Mi", "1e3"},
                                                 {"ephemeral-storage", "500m"}}},
                               {"scheduleTimeoutSeconds", 120}}}};
+  EXPECT_EQ(Problems(m), std::vector<std::string>{});
+}
+
+// An InPlace job of 4 workers asks for its whole gang: the workers and the rendezvous pod.
+TEST(Validate, AnInPlaceJobMayAskForItsDefaultGang) {
+  json m = GoodManifest();
+  m["spec"]["failurePolicy"] = {{"recovery", "InPlace"}};
+  m["spec"]["runPolicy"] = {{"schedulingPolicy", {{"minAvailable", 5}}}};
   EXPECT_EQ(Problems(m), std::vector<std::string>{});
 }
 

@@ -1,43 +1,41 @@
-// The store's series (see store_page.h).
+// The store's series (see store_page.h), written by prometheus-cpp through common/prometheus.h:
+// a registry per page, filled from the server's counters.
 #include "worker/launch/store_page.h"
 
-#include <sstream>
-
+#include "common/prometheus.h"
 #include "worker/store/wire.h"
 
 namespace ddp::worker {
 
 std::string RenderStorePage(store::StoreServer& server, const std::string& job, int round) {
   const store::StoreStats st = server.state().Stats();
-  std::string quoted;
-  for (char c : job) {
-    if (c == '"' || c == '\\') quoted.push_back('\\');
-    quoted.push_back(c == '\n' ? ' ' : c);
-  }
-  const std::string common = "job=\"" + quoted + "\",round=\"" + std::to_string(round) + "\"";
-  std::ostringstream o;
-  o << "# HELP " << kStoreRequests
-    << " Requests the group's store served, by kind and by who asked: the pods over the network,"
-       " or the rendezvous pod's own authority in process.\n# TYPE "
-    << kStoreRequests << " counter\n";
+  const std::string round_text = std::to_string(round);
+  metrics::Registry reg;
+  auto& requests = reg.AddCounter(
+      kStoreRequests,
+      "Requests the group's store served, by kind and by who asked: the pods over the network, "
+      "or the rendezvous pod's own authority in process.",
+      {"job", "round", "op", "from"});
   for (int op = 1; op < store::kOpCount; ++op) {
     const auto i = static_cast<size_t>(op);
     const std::string kind = store::OpName(static_cast<store::Op>(op));
-    o << kStoreRequests << "{" << common << ",op=\"" << kind << "\",from=\"network\"} "
-      << st.requests[i] << "\n";
-    o << kStoreRequests << "{" << common << ",op=\"" << kind << "\",from=\"process\"} "
-      << st.in_process[i] << "\n";
+    requests.Labels({job, round_text, kind, "network"}).Inc(static_cast<double>(st.requests[i]));
+    requests.Labels({job, round_text, kind, "process"}).Inc(static_cast<double>(st.in_process[i]));
   }
-  auto one = [&](const char* name, const char* type, const char* help, int64_t v) {
-    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n"
-      << name << "{" << common << "} " << v << "\n";
-  };
-  one(kStoreConnections, "gauge", "Connections open to the group's store.", server.open_connections());
-  one(kStoreRefused, "counter", "Connections the store closed unheard (bounds, bad greetings).",
-      server.refused());
-  one(kStoreKeys, "gauge", "Keys the group's store holds.", st.keys);
-  one(kStoreBytes, "gauge", "Bytes of keys and values the group's store holds.", st.bytes);
-  return o.str();
+  reg.AddGauge(kStoreConnections, "Connections open to the group's store.", {"job", "round"})
+      .Labels({job, round_text})
+      .Set(static_cast<double>(server.open_connections()));
+  reg.AddCounter(kStoreRefused, "Connections the store closed unheard (bounds, bad greetings).",
+                 {"job", "round"})
+      .Labels({job, round_text})
+      .Inc(static_cast<double>(server.refused()));
+  reg.AddGauge(kStoreKeys, "Keys the group's store holds.", {"job", "round"})
+      .Labels({job, round_text})
+      .Set(static_cast<double>(st.keys));
+  reg.AddGauge(kStoreBytes, "Bytes of keys and values the group's store holds.", {"job", "round"})
+      .Labels({job, round_text})
+      .Set(static_cast<double>(st.bytes));
+  return reg.Render();
 }
 
 }  // namespace ddp::worker
