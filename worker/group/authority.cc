@@ -235,8 +235,18 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
   for (int n = 0; n < cur; ++n) {
     if (!w.holders[static_cast<size_t>(n)].empty() || rejoin.waiting.count(n)) continue;
     const std::string* pick = nullptr;
+    // An old member back with a new store gets the node rank it held, whatever pod was created
+    // for that rank (I4): it holds the state, and it may have moved there (rule 10) or be the
+    // spare that took it.
+    if (auto prev = v.previous.find(n); prev != v.previous.end()) {
+      auto it = v.pods.find(PodOfIdentity(prev->second));
+      if (it != v.pods.end() && it->second.identity == prev->second && idle(it->second)) {
+        pick = &it->first;
+      }
+    }
+    const bool back = pick != nullptr;
     for (const auto& [name, p] : v.pods) {
-      if (idle(p) && p.home_node == n) pick = &name;
+      if (!back && idle(p) && p.home_node == n) pick = &name;
     }
     // At start-up a rank waits for its own pod (a spare taking it would shuffle every rank),
     // unless that pod does not come.
@@ -254,8 +264,10 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
     const PodView& p = v.pods.at(*pick);
     w.holders[static_cast<size_t>(n)] = p.identity;
     w.a.assign.push_back({n, p.identity});
-    w.a.log.push_back((p.home_node == n ? "pod " : "spare ") + *pick + " takes node rank " +
-                      std::to_string(n));
+    w.a.log.push_back(back ? "pod " + *pick + " takes node rank " + std::to_string(n) +
+                                 " back: it held it with the lost store"
+                           : (p.home_node == n ? "pod " : "spare ") + *pick + " takes node rank " +
+                                 std::to_string(n));
   }
   // 10. A loss without a spare: go on smaller at once (the highest members fill the holes).
   const bool shrunk = ShrinkOnLoss(&w, v, s, rejoin, &cur);

@@ -3,6 +3,24 @@
 // and the presence connections into a GroupView, calls Decide, and applies the Actions); this
 // file only decides, so every rule is a table row in tests/worker/authority_test.cc.
 //
+// The group's invariants (the rules below cite them; keys.h names the keys):
+//   I1 one writer per key: the authority alone writes node/, assigned/, verdict/, fenced/,
+//      stall/, moved/, world, members, stop, abandon and finished; a pod's supervisor writes
+//      pod/<name>/ (the name by compareSet, never over an identity the group has not fenced or
+//      given a verdict), leaving/, trainer/<rank>/id, done/, prepare/, then bumps registrations;
+//      trainers write their heartbeats and the gen<G>/ keys;
+//   I2 order: moved/ before node/, node/ before world, world before gen moves (a member reads
+//      gen, then world, so it never joins a generation at a size it was not formed for);
+//   I3 a fenced identity or one given a verdict never holds a node rank again; held node ranks
+//      are below the group's size, and every member keeps its node rank unless a rule moves it;
+//   I4 a new store knows what the old one knew: the members' copy (members: generation, the
+//      group's size, the holders, so also where rule 10 moved a pod) seeds a store that
+//      replaced a lost one: it trains at that size, each old holder that registers again within
+//      the rejoin window gets its node rank back before any other pod, a rank kept for one is
+//      neither given nor cut off by a shrink, and one not back in time is lost as in rule 1;
+//   I5 a change of membership (a loss, a departure, a shrink, a stall) moves the generation at
+//      once; only a growth alone of a formed generation lets it train on (rule 9c).
+//
 // The rules, in order:
 //   1. a pod that is registered, has no verdict, has ranks still training and whose presence
 //      connection closed (its process died: the kernel closed the socket) or stayed silent
@@ -19,7 +37,8 @@
 //      leaving members depart once the first has been leaving for the stop window (so a whole-job
 //      stop whose signals arrive a second or two apart is still one stop); a leaving spare
 //      departs at once. A departed pod is fenced and its node rank freed;
-//   4. a free node rank goes to the live pod created for it (the authority alone assigns node
+//   4. a free node rank goes to the old member back with a new store that held it (I4), else to
+//      the live pod created for it (the authority alone assigns node
 //      ranks, so start-up follows the pod names), else, once it was held before (a member was
 //      lost) or its pod has not come for the liveness timeout, to an idle spare (registered,
 //      live, no node rank, not leaving; a pod whose own rank is held by a spare is a spare too);

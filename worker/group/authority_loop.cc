@@ -102,12 +102,29 @@ void AuthorityLoop::Run() {
   }
 }
 
+void AuthorityLoop::SeedSize(const Membership& old) {
+  seeded_generation_ = old.generation;
+  const int n = SeedNodes(old, settings_, nodes_);
+  if (n == nodes_) return;
+  c10d::Store& s = *store_;
+  const int from = world_;
+  nodes_ = n;
+  world_ = nodes_ * per_node_;
+  for (int rank = world_; rank < static_cast<int>(trainers_.size()); ++rank) done_.erase(rank);
+  s.set(kWorldKey, Bytes(std::to_string(world_)));
+  shrunk_ = settings_.min_nodes > 0 ? std::max(0, asked_ - nodes_) : 0;
+  DDP_LOG(INFO) << "group authority: the lost store's group trained at " << nodes_
+                << " node rank(s): " << from << " -> " << world_ << " rank(s)"
+                << (shrunk_ > 0 ? ", " + std::to_string(shrunk_) + " below the size asked" : "");
+  // A member that arrived here at the size this store started with: that generation ends.
+  const int64_t g = s.add(kGenKey, 0);
+  if (s.add(ArrivalsKey(g), 0) > 0) TryAdvance(s, g);
+}
+
 void AuthorityLoop::Tick() {
   c10d::Store& s = *store_;
   const auto now = Clock::now();
   GroupView v;
-  v.world = world_;
-  v.nodes = nodes_;
   // Rule 10 shrinks a group below the size it wants: the last size asked for (or its first, before
   // any) is what it grows back to.
   const int asked = desired_ ? desired_() : -1;
@@ -147,6 +164,8 @@ void AuthorityLoop::Tick() {
                       << old.holders.size() << " node rank(s), generation " << old.generation
                       << ") have " << RejoinWindowSeconds(settings_) << "s to register again";
       }
+      // I4 (authority.h): the size the group trains at, until this store resized it itself.
+      if (old.generation > seeded_generation_ && resizes_ == 0) SeedSize(old);
       previous_ = std::move(old.holders);
     }
     for (int rank = 0; rank < world_; ++rank) {
@@ -253,6 +272,8 @@ void AuthorityLoop::Tick() {
     t.silent_seconds = m.beaten ? SecondsSince(m.changed, now) : 0;
     t.stall_reported = stalls_.count(rank) && stalls_[rank] == t.identity;
   }
+  v.world = world_;  // after the reads: a lost store's copy may have set the size (SeedSize)
+  v.nodes = nodes_;
   v.previous = previous_;
   v.previous_seconds =
       previous_since_ == Clock::time_point{} ? 0 : SecondsSince(previous_since_, now);
@@ -345,9 +366,11 @@ void AuthorityLoop::Tick() {
                     << shrunk_ << " below the size asked (" << asked_ << ")";
     }
   }
-  // Who holds which node rank, for the pods to hand to a store that replaces this one.
-  if (!a.assign.empty()) {
-    s.set(kMembersKey, Bytes(FormatMembers(a.advance || resize ? moved + 1 : moved, holders_)));
+  // Who holds which node rank, and the group's size, for the pods to hand to a store that
+  // replaces this one (I4).
+  if (!a.assign.empty() || resize) {
+    s.set(kMembersKey,
+          Bytes(FormatMembers(a.advance || resize ? moved + 1 : moved, holders_, nodes_)));
   }
   // Rule 9c: said before the generation moves, so a member that sees it moved sees this too.
   if (resize && a.graceful && moved == g) s.set(GracefulKey(moved + 1), Bytes("1"));

@@ -80,6 +80,9 @@ class AuthorityLoop {
  private:
   void Run();
   void Tick();
+  // Invariant I4 (authority.h): a store that replaced a lost one trains at the size the old
+  // one's membership copy names (rule 10 may have shrunk the group there).
+  void SeedSize(const Membership& old);
 
   c10::intrusive_ptr<c10d::Store> store_;
   PresenceServer* presence_;
@@ -142,6 +145,7 @@ class AuthorityLoop {
   bool ever_formed_ = false;
   std::map<int, std::string> previous_;  // a lost store's membership (rejoin.h)
   Clock::time_point previous_since_{};    // its first copy; unset before one
+  int64_t seeded_generation_ = -1;        // the copy whose size this store took (SeedSize)
 
   mutable std::mutex mu_;
   GroupReport report_;
