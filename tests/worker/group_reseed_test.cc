@@ -2,7 +2,8 @@
 // the old one knew. The members' copy carries the group's size; an old holder that registers
 // again gets its node rank back before the pod created for that rank; a shrink never cuts off a
 // rank kept for an old member. Expected actions are written from the invariant, not read off the
-// program. The first two rows fail on the code before it (the review's F1 scenarios A and C).
+// program. The first three rows fail on the code before it (the review's F1 scenarios A and C,
+// and F4).
 #include <gtest/gtest.h>
 
 #include "tests/worker/authority_rows.h"
@@ -80,6 +81,30 @@ TEST(ReseedTest, APodMovedByAShrinkKeepsItsRankWhenItsNameSortsFirst) {
   EXPECT_TRUE(a.fence.empty());
   EXPECT_TRUE(a.moves.empty());
   EXPECT_EQ(a.resize_to, 12);
+}
+
+// F4: in a new store w1 registered again and then died, while w3 is still inside its rejoin
+// window. Shrinking 4 -> 3 would cut off node rank 3, which w3 may still come back to: the shrink
+// waits for the window's end. Then w3 is lost too and the group shrinks by both.
+TEST(ReseedTest, AShrinkWaitsForARankKeptForAnOldMember) {
+  GroupView v = NewStore({"w0", "w1", "w2", "w3"}, 4, 4);
+  v.pods.erase("w3");
+  v.node_holders = {Id("w0"), Id("w1"), Id("w2"), ""};
+  v.pods["w1"].presence_closed = true;
+  const Actions a = Decide(v, Room(4, 2));
+  EXPECT_EQ(Fenced(a), Strings{Id("w1")});
+  EXPECT_EQ(Assigns(a), Strings{"1="});
+  EXPECT_EQ(a.resize_to, -1);
+  EXPECT_TRUE(a.moves.empty());
+  // The window over: w3 is lost as well; holes 1 and 3, so the group goes on at 2, w2 in hole 1.
+  v.node_holders[1] = "";
+  v.fenced = {Id("w1")};
+  v.pods["w1"].verdict = kVerdictFenced;
+  v.previous_seconds = RejoinWindowSeconds(Room(4, 2)) + 1;
+  const Actions b = Decide(v, Room(4, 2));
+  EXPECT_EQ(Fenced(b), Strings{Id("w3")});
+  EXPECT_EQ(Assigns(b), (Strings{"2=", "1=" + Id("w2")}));
+  EXPECT_EQ(b.resize_to, 2);
 }
 
 // F1 B, the rules' half (the size itself comes from the copy: SeedNodes below, and the

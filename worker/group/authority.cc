@@ -77,6 +77,9 @@ bool ShrinkOnLoss(Work* w, const GroupView& v, const AuthoritySettings& s,
   }
   if (holes.empty()) return false;
   const int to = *cur - std::min(static_cast<int>(holes.size()), *cur - s.min_nodes);
+  // Never past a rank an old member may still register again for (I4): it would come back
+  // outside the group. The window is seconds; the shrink waits for its end.
+  if (!rejoin.waiting.empty() && *rejoin.waiting.rbegin() >= to) return false;
   size_t next = 0;  // the lowest hole not filled yet
   for (int n = *cur - 1; n >= to; --n) {
     const std::string id = w->holders[static_cast<size_t>(n)];

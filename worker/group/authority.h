@@ -86,8 +86,9 @@
 //      ended it: then the others are behind it by that step and are healed from it. The group
 //      still wants its size (the desired size, else the size it had): rule 9b grows it back
 //      once the replacement is there (and ready, when it prepares for the node rank the moved
-//      pod left: its home). Never in the decision that grows, nor for a rank an old member
-//      may still register again for (rejoin.h), nor in an abandoned group.
+//      pod left: its home). Never in the decision that grows, nor while a rank at or past the
+//      new size waits for an old member to register again (I4, rejoin.h), nor in an abandoned
+//      group.
 // And for a store that replaced a lost rendezvous pod (rejoin.h): a member of the old store that
 // has not registered again within the rejoin window, or whose pod name another pod registered
 // under (its pod was replaced), is lost like in rule 1 (fenced, the generation moves on, its node
