@@ -1,7 +1,7 @@
 // The group authority's decisions, pure (DESIGN.md "Drains, silent nodes and the budget", "Hot
 // spares"). The rendezvous pod runs one authority per round (authority_loop.h reads the store
 // and the presence connections into a GroupView, calls Decide, and applies the Actions); this
-// file only decides, so every rule is a table row in tests/worker/authority_test.cc.
+// file only decides, so every rule is a table row in tests/worker/group_*_test.cc.
 //
 // The group's invariants (the rules below cite them; keys.h names the keys):
 //   I1 one writer per key: the authority alone writes node/, assigned/, verdict/, fenced/,
@@ -21,7 +21,12 @@
 //   I5 a change of membership (a loss, a departure, a shrink, a stall) moves the generation at
 //      once; only a growth alone of a formed generation lets it train on (rule 9c).
 //
-// The rules, in order:
+// Decide applies the rules as named steps (authority_rules.h), in this order, each one seeing
+// the decisions of those before it: Finished (8), LostPods (1), RejoinLost (1b, I4), DeadHolders
+// (2), StopTogether and Departures (3), ShrinkAsked (9a), AssignFree (4, I4), ShrinkOnLoss (10,
+// I4), Grow (9b), Stalls (5), Graceful (9c), Abandon (7); rule 6 is every step's `advance` (I5).
+//
+// The rules, by the numbers the docs and tests use:
 //   1. a pod that is registered, has no verdict, has ranks still training and whose presence
 //      connection closed (its process died: the kernel closed the socket) or stayed silent
 //      longer than the liveness timeout (a frozen process, a silent node) is lost: fenced, and
