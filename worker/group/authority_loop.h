@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "worker/group/authority.h"
@@ -79,6 +80,9 @@ class AuthorityLoop {
 
  private:
   void Run();
+  // One pass: Observe (the store and the presence connections as a GroupView), Decide
+  // (authority.h), Apply (the actions, in the order invariant I2 asks for), Summarize (the
+  // report). The loop's thread only, as every function below.
   void Tick();
   // Invariant I4 (authority.h): a store that replaced a lost one trains at the size the old
   // one's membership copy names (rule 10 may have shrunk the group there).
@@ -100,6 +104,17 @@ class AuthorityLoop {
 
   // Memory between ticks (the loop thread only).
   using Clock = std::chrono::steady_clock;
+  using PresenceSnapshot = decltype(std::declval<PresenceServer>().Snapshot());
+  GroupView Observe(Clock::time_point now, GroupReport* r);
+  // The pods' and supervisors' keys, read again only when `registrations` moved.
+  void ReadRegistrations(Clock::time_point now);
+  void ObservePods(Clock::time_point now, const PresenceSnapshot& seen, GroupView* v,
+                   GroupReport* r);
+  void ObserveGeneration(Clock::time_point now, GroupView* v);
+  void ObserveTrainers(Clock::time_point now, GroupView* v);
+  void Say(const Actions& a, const GroupView& v, Clock::time_point now);  // the decisions' log
+  void Apply(const Actions& a, GroupView* v);
+  void Summarize(const Actions& a, const GroupView& v, GroupReport* r);
   std::vector<std::string> names_;  // pod_at/0..
   struct PodMemory {
     Clock::time_point first_seen{};
