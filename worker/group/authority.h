@@ -33,7 +33,11 @@
 //      its node rank freed (a pod whose ranks all finished leaves on purpose). Silence counts
 //      only while the authority hears from at least half the pods and its tick is not late by
 //      half the liveness timeout: more than half silent at once is the authority itself starved
-//      or cut off (a quorum's reasoning), so it waits;
+//      or cut off (a quorum's reasoning), so it waits. A mass silence (kMassSilenceMin pods and
+//      more than kMassSilenceShare of them silent at once, fewer than half) is likelier the host,
+//      the network or the store than that many deaths: one of them is declared lost per
+//      liveness timeout, the longest silent first, while the others wait for the silence to
+//      clear (a closed connection is a loss whatever the count);
 //   2. a node rank whose holder is not a live registered pod (it re-registered under a new
 //      identity, or was fenced) is freed, and the holder fenced with the fenced verdict (its
 //      trainers' exits are then the group's doing, never charged); a member with the stop
@@ -119,6 +123,11 @@ struct AuthoritySettings {
   int min_nodes = 0;
 };
 
+// Rule 1's mass silence: at least this many pods, and more than this share of those that could be
+// lost, silent past the liveness timeout at once.
+inline constexpr int kMassSilenceMin = 3;
+inline constexpr double kMassSilenceShare = 0.125;
+
 // How long a growth waits for the rest of the pods it needs once one of them is there.
 inline constexpr double kGrowWaitSeconds = 2;
 // How long a growth waits for a preparing pod's trainers to be ready (a start that hangs must not
@@ -169,6 +178,7 @@ struct GroupView {
   bool finished = false;
   double tick_late_seconds = 0;  // how much later than its period this tick came (rule 5)
   double since_slowdown_seconds = 1e9;  // since the last tick rule 5 read as a slowdown
+  double since_silence_lost_seconds = 1e9;  // since rule 1 last declared a pod lost by silence
   int done_ranks = 0;
   int world = 1;
   // A store that replaced a lost one: who held each node rank there, as the surviving pods said
@@ -195,6 +205,8 @@ struct Actions {
   std::vector<std::string> log;  // one line per decision
   int slowdown = 0;  // rule 5: trainers silent together, not declared stalled (0: none)
   int unheard = 0;   // rule 1: pods silent while the authority hears too few (none declared lost)
+  int mass_silent = 0;   // rule 1: pods silent together (a mass silence), lost or not
+  int silence_lost = 0;  // rule 1: pods declared lost by their silence alone
 
   bool empty() const;
 };

@@ -165,6 +165,8 @@ GroupView AuthorityLoop::Observe(Clock::time_point now, GroupReport* r) {
   }
   last_tick_ = now;
   v.since_slowdown_seconds = last_slowdown_ == Clock::time_point{} ? 1e9 : SecondsSince(last_slowdown_, now);
+  v.since_silence_lost_seconds =
+      last_silence_lost_ == Clock::time_point{} ? 1e9 : SecondsSince(last_silence_lost_, now);
   return v;
 }
 
@@ -336,6 +338,16 @@ void AuthorityLoop::Say(const Actions& a, const GroupView& v, Clock::time_point 
   }
   slowdown_ = a.slowdown > 0;
   if (slowdown_) last_slowdown_ = now;
+  if (a.silence_lost > 0) last_silence_lost_ = now;
+  const int held = a.mass_silent - a.silence_lost;
+  if (a.mass_silent > 0 && !mass_silent_) {
+    DDP_LOG(WARNING) << "group authority: " << a.mass_silent
+                     << " pod(s) silent together past the liveness timeout: a mass silence (the "
+                        "host, the network or the store, likelier than that many losses); one "
+                        "declared lost per liveness timeout, the longest silent first, "
+                     << held << " waiting for the silence to clear";
+  }
+  mass_silent_ = a.mass_silent > 0;
 }
 
 void AuthorityLoop::Apply(const Actions& a, GroupView* v) {
@@ -463,6 +475,7 @@ void AuthorityLoop::Summarize(const Actions& a, const GroupView& v, GroupReport*
     if (id.empty() || last == std::string::npos) continue;
     r->trainers[rank] = {PodOfIdentity(id), std::atoi(id.c_str() + last + 1)};
   }
+  r->silent_held = std::max(a.unheard, a.mass_silent - a.silence_lost);
   r->abandoned = abandoned_;
   r->finished = finished_;
   r->stopping = r->stopping || stopped_;

@@ -49,6 +49,9 @@ struct GroupReport {
   bool stopping = false;
   bool any_leaving = false;
   int open_connections = 0;  // pods whose presence connection is open
+  // Pods silent past the liveness timeout and not declared lost: a mass silence held back (rule
+  // 1), or the authority hearing too few.
+  int silent_held = 0;
 };
 
 // Moves generation `g` on to g+1 unless someone already did (one mover per g, via gen<g>/advance).
@@ -150,6 +153,8 @@ class AuthorityLoop {
   bool slowdown_ = false;          // rule 5's slowdown, as last logged
   bool unheard_ = false;           // rule 1's deafness, as last logged
   Clock::time_point last_slowdown_{};  // the last tick rule 5 read as a slowdown
+  Clock::time_point last_silence_lost_{};  // the last tick rule 1 declared a pod lost by silence
+  bool mass_silent_ = false;               // rule 1's mass silence, as last logged
   Charge budget_;
   std::vector<TrainerMemory> trainers_;
   std::set<std::string> fenced_;

@@ -48,7 +48,8 @@ bool Work::Live(const std::string& id) const {
   if (it == v.pods.end() || it->second.identity != id) return false;
   // A stopping member stays one: it writes the stop's checkpoint with the others.
   const std::string& verdict = it->second.verdict;
-  return (verdict.empty() || verdict == kVerdictStop) && LostWhy(it->second, s, deaf).empty();
+  return (verdict.empty() || verdict == kVerdictStop) &&
+         (LostWhy(it->second, s, deaf).empty() || spared.count(id) > 0);
 }
 
 bool Work::Idle(const PodView& p) const {
@@ -95,9 +96,30 @@ void LostPods(Work* w) {
   w->deaf = (unheard >= 2 && unheard * 2 > candidates) ||
             v.tick_late_seconds > s.liveness_seconds / 2;
   if (w->deaf && unheard > 0) w->a.unheard = unheard;
+  // A mass silence: one pod declared lost by silence per liveness timeout, the longest silent
+  // (a dead node's pod stays silent; a slow one beats again and leaves the count).
+  const bool mass = !w->deaf && unheard >= kMassSilenceMin && unheard > candidates * kMassSilenceShare;
+  std::string first;  // the one silence may declare lost now, under a mass silence
+  if (mass) {
+    w->a.mass_silent = unheard;
+    double longest = -1;
+    for (const auto& [name, p] : v.pods) {
+      if (!p.verdict.empty() || p.done || p.presence_closed || w->gone.count(p.identity)) continue;
+      if (p.silent_seconds > s.liveness_seconds && p.silent_seconds > longest) {
+        longest = p.silent_seconds;
+        first = p.identity;
+      }
+    }
+    if (v.since_silence_lost_seconds < s.liveness_seconds) first.clear();
+  }
   for (const auto& [name, p] : v.pods) {
     const std::string why = LostWhy(p, s, w->deaf);
     if (why.empty() || w->gone.count(p.identity)) continue;
+    if (mass && !p.presence_closed && p.identity != first) {
+      w->spared.insert(p.identity);
+      continue;
+    }
+    if (!p.presence_closed) ++w->a.silence_lost;
     w->Fence(p.identity, why);  // I3
     w->a.verdicts.push_back({p.identity, kVerdictFenced});
     w->a.log.push_back("pod " + name + " lost: " + why);

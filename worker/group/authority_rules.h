@@ -23,6 +23,7 @@ struct Work {
   Actions a;
   std::vector<std::string> holders;  // node rank -> identity, as the rules so far leave it
   std::set<std::string> gone;        // identities fenced or departed in this call or before
+  std::set<std::string> spared;      // rule 1: silent in a mass silence, not declared lost yet
   bool deaf = false;                 // rule 1: silence does not count this call
   int cur = 0;                       // the group's node ranks, as the rules so far leave it
   int want = 0;                      // the size it wants (rule 9a sets it)
