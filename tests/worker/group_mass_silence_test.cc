@@ -97,6 +97,30 @@ TEST(MassSilenceTest, OnceTheSilenceClearsAPodStillSilentIsLostAtOnce) {
   EXPECT_EQ(a.mass_silent, 0);
 }
 
+// Pods go quiet a beat apart: the first past the timeout while the others are quiet for half of
+// it is already a mass silence; the next tick, the one declared lost still counts.
+TEST(MassSilenceTest, PodsCrossingTheTimeoutATickApartAreOneSilence) {
+  GroupView v = Group(6, 0);
+  v.pods[Name(1)].silent_seconds = 10.1;
+  v.pods[Name(2)].silent_seconds = 9.9;
+  v.pods[Name(3)].silent_seconds = 9.8;
+  Actions a = Decide(v, Settings(6));
+  EXPECT_EQ(Fenced(a), Strings{Id(1)});
+  EXPECT_EQ(a.silence_lost, 1);
+  // A tick later: pod 1 declared lost, pods 2 and 3 past the timeout; one liveness timeout must
+  // pass before the next.
+  v.pods[Name(1)].verdict = kVerdictFenced;
+  v.fenced = {Id(1)};
+  v.node_holders[1] = "";
+  v.pods[Name(2)].silent_seconds = 10.1;
+  v.pods[Name(3)].silent_seconds = 10.05;
+  v.recent_silence_lost = 1;
+  v.since_silence_lost_seconds = 0.2;
+  a = Decide(v, Settings(6));
+  EXPECT_TRUE(a.fence.empty());
+  EXPECT_EQ(a.mass_silent, 2);
+}
+
 TEST(MassSilenceTest, FewSilentPodsAreLossesAsBefore) {
   // Two of sixty-four: below kMassSilenceMin.
   EXPECT_EQ(Fenced(Decide(Group(64, 2), Settings(64))), (Strings{Id(0), Id(1)}));

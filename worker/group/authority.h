@@ -34,7 +34,7 @@
 //      only while the authority hears from at least half the pods and its tick is not late by
 //      half the liveness timeout: more than half silent at once is the authority itself starved
 //      or cut off (a quorum's reasoning), so it waits. A mass silence (kMassSilenceMin pods and
-//      more than kMassSilenceShare of them silent at once, fewer than half) is likelier the host,
+//      more than kMassSilenceShare of them quiet at once, fewer than half) is likelier the host,
 //      the network or the store than that many deaths: one of them is declared lost per
 //      liveness timeout, the longest silent first, while the others wait for the silence to
 //      clear (a closed connection is a loss whatever the count);
@@ -124,7 +124,9 @@ struct AuthoritySettings {
 };
 
 // Rule 1's mass silence: at least this many pods, and more than this share of those that could be
-// lost, silent past the liveness timeout at once.
+// lost, quiet at once (silent for half the liveness timeout: a live pod beats every tenth of
+// it), counting those declared lost by silence within the last two liveness timeouts (the same
+// silence, one declared lost per timeout).
 inline constexpr int kMassSilenceMin = 3;
 inline constexpr double kMassSilenceShare = 0.125;
 
@@ -179,6 +181,7 @@ struct GroupView {
   double tick_late_seconds = 0;  // how much later than its period this tick came (rule 5)
   double since_slowdown_seconds = 1e9;  // since the last tick rule 5 read as a slowdown
   double since_silence_lost_seconds = 1e9;  // since rule 1 last declared a pod lost by silence
+  int recent_silence_lost = 0;  // pods rule 1 declared lost by silence, two liveness timeouts back
   int done_ranks = 0;
   int world = 1;
   // A store that replaced a lost one: who held each node rank there, as the surviving pods said

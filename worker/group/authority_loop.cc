@@ -1,6 +1,7 @@
 // The group authority's store adapter (see authority_loop.h).
 #include "worker/group/authority_loop.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "common/logging.h"
@@ -167,6 +168,12 @@ GroupView AuthorityLoop::Observe(Clock::time_point now, GroupReport* r) {
   v.since_slowdown_seconds = last_slowdown_ == Clock::time_point{} ? 1e9 : SecondsSince(last_slowdown_, now);
   v.since_silence_lost_seconds =
       last_silence_lost_ == Clock::time_point{} ? 1e9 : SecondsSince(last_silence_lost_, now);
+  const double recent = 2 * settings_.liveness_seconds;
+  silence_lost_at_.erase(
+      std::remove_if(silence_lost_at_.begin(), silence_lost_at_.end(),
+                     [&](Clock::time_point t) { return SecondsSince(t, now) >= recent; }),
+      silence_lost_at_.end());
+  v.recent_silence_lost = static_cast<int>(silence_lost_at_.size());
   return v;
 }
 
@@ -339,6 +346,7 @@ void AuthorityLoop::Say(const Actions& a, const GroupView& v, Clock::time_point 
   slowdown_ = a.slowdown > 0;
   if (slowdown_) last_slowdown_ = now;
   if (a.silence_lost > 0) last_silence_lost_ = now;
+  silence_lost_at_.insert(silence_lost_at_.end(), static_cast<size_t>(a.silence_lost), now);
   const int held = a.mass_silent - a.silence_lost;
   if (a.mass_silent > 0 && !mass_silent_) {
     DDP_LOG(WARNING) << "group authority: " << a.mass_silent

@@ -154,6 +154,7 @@ class AuthorityLoop {
   bool unheard_ = false;           // rule 1's deafness, as last logged
   Clock::time_point last_slowdown_{};  // the last tick rule 5 read as a slowdown
   Clock::time_point last_silence_lost_{};  // the last tick rule 1 declared a pod lost by silence
+  std::vector<Clock::time_point> silence_lost_at_;  // each such pod's, two liveness timeouts back
   bool mass_silent_ = false;               // rule 1's mass silence, as last logged
   Charge budget_;
   std::vector<TrainerMemory> trainers_;

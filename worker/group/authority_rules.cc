@@ -97,8 +97,16 @@ void LostPods(Work* w) {
             v.tick_late_seconds > s.liveness_seconds / 2;
   if (w->deaf && unheard > 0) w->a.unheard = unheard;
   // A mass silence: one pod declared lost by silence per liveness timeout, the longest silent
-  // (a dead node's pod stays silent; a slow one beats again and leaves the count).
-  const bool mass = !w->deaf && unheard >= kMassSilenceMin && unheard > candidates * kMassSilenceShare;
+  // (a dead node's pod stays silent; a slow one beats again and leaves the count). Pods go quiet
+  // a beat apart, so the count takes those quiet for half the timeout, and those declared lost
+  // by silence within the last two (the same event: one declared lost per timeout).
+  int quiet = v.recent_silence_lost;
+  for (const auto& [name, p] : v.pods) {
+    if (!p.verdict.empty() || p.done || p.presence_closed || w->gone.count(p.identity)) continue;
+    if (p.silent_seconds > s.liveness_seconds / 2) ++quiet;
+  }
+  const bool mass = !w->deaf && quiet >= kMassSilenceMin &&
+                    quiet > (candidates + v.recent_silence_lost) * kMassSilenceShare;
   std::string first;  // the one silence may declare lost now, under a mass silence
   if (mass) {
     w->a.mass_silent = unheard;
