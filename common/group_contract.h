@@ -102,6 +102,9 @@ inline constexpr char kGroupResizes[] = "ddp_group_resizes_total";
 // Node ranks the group runs without because members were lost with no idle pod to take their
 // ranks (elastic in place: it went on smaller; it grows back as their replacements are ready).
 inline constexpr char kGroupShrunkNodes[] = "ddp_group_shrunk_nodes";
+// Pods silent past the liveness timeout that the authority has not declared lost: a mass silence
+// it waits out, or too few pods heard (worker/group/authority.h rule 1).
+inline constexpr char kGroupSilentHeld[] = "ddp_group_silent_pods_held";
 // Failures healed in place this round, charged to maxRestarts (trainer restarts in the pods and
 // replaced pods), and the budget left of this round's maxRestarts.
 inline constexpr char kGroupRecoveries[] = "ddp_group_recoveries";

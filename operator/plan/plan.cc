@@ -212,15 +212,22 @@ bool AllSucceeded(const Pass& p) {
   if (internal::InPlace(p)) {
     std::vector<const ObservedPod*> pods = internal::CurrentPods(p);
     for (const ObservedPod* s : internal::CurrentSpares(p)) pods.push_back(s);
-    int finished = 0, running = 0;
+    int finished = 0, unfinished = 0;  // members that said Finished; members not (yet)
     for (const ObservedPod* pod : pods) {
       if (pod && pod->phase == "Succeeded" && group::ParseFinished(pod->message)) ++finished;
-      if (pod && pod->phase == "Running") ++running;
+      // Only a pod that holds a rank is a member still finishing (its last checkpoint): a
+      // replacement still starting, or a spare, holds none (the group's report says; without
+      // one, every worker pod counts).
+      if (pod && pod->phase == "Running" && internal::HeldARank(p, *pod)) ++unfinished;
+      // A member that failed is decided as a failure (healed, or a new round), never a finish.
+      if (pod && pod->phase == "Failed" && !pod->deleting && internal::HeldARank(p, *pod)) {
+        ++unfinished;
+      }
     }
     // Elastic in place: the group may have trained below the round's size (a pod unschedulable
-    // all along, never a member); a finish is every rank's, so one finished member and no
-    // member still running is the end.
-    if (internal::ResizesInPlace(p) && finished > 0 && running == 0) return true;
+    // all along, or the group shrank on a loss and finished before the replacement joined); a
+    // finish is every rank's, so one finished member and no member still running is the end.
+    if (internal::ResizesInPlace(p) && finished > 0 && unfinished == 0) return true;
     // Nothing else: a pod that exited 0 without finishing is a failure, one released from a
     // finished group (held no rank) finished nothing.
     return finished >= p.size;
@@ -229,6 +236,22 @@ bool AllSucceeded(const Pass& p) {
     if (!pod || ClassifyPod(*pod) != PodOutcome::kSucceeded) return false;
   }
   return true;
+}
+
+Plan Succeed(Pass* p) {
+  std::vector<const ObservedPod*> pods = internal::CurrentPods(*p);
+  for (const ObservedPod* s : internal::CurrentSpares(*p)) pods.push_back(s);
+  int finished = 0;
+  for (const ObservedPod* pod : pods) {
+    if (pod && pod->phase == "Succeeded") ++finished;
+  }
+  const std::string which = finished >= p->size || !internal::InPlace(*p)
+                                ? "all " + std::to_string(p->size) + " pods exited 0"
+                                : "the group finished training; " + std::to_string(finished) +
+                                      " of " + std::to_string(p->size) +
+                                      " pods exited 0, the others held no rank";
+  return EndJob(p, true, "AllPodsSucceeded",
+                "round " + std::to_string(p->round) + ": " + which + internal::FinishedSteps(*p));
 }
 
 // Rule 4: resize when the spec changed (a new generation) and asks for another size.
@@ -264,6 +287,10 @@ std::optional<int> ShrinkTarget(Pass* p) {
 // alone (recovery InPlace) is appended to p->replaced.
 std::optional<Plan> DecideForRound(Pass* p) {
   const int round = p->round;
+  // A group that finished at a size within its bounds has finished, whatever a pod that held no
+  // rank did meanwhile (a replacement still starting found no store and ended GroupAbandoned):
+  // decided before that pod's end could start a new round.
+  if (internal::ResizesInPlace(*p) && AllSucceeded(*p)) return Succeed(p);
   if (std::optional<Plan> ended = internal::DecideGroup(p)) return ended;
   if (p->round != round) return std::nullopt;  // the group was abandoned: a new round
   const auto current = internal::MemberPods(*p);
@@ -362,9 +389,7 @@ std::optional<Plan> DecideForRound(Pass* p) {
                       std::to_string(policy.max_restarts),
                   true);
   } else if (AllSucceeded(*p)) {
-    return EndJob(p, true, "AllPodsSucceeded",
-                  "round " + std::to_string(p->round) + ": all " + std::to_string(p->size) +
-                      " pods exited 0" + internal::FinishedSteps(*p));
+    return Succeed(p);
   } else if (ResizeRequested(*p) && internal::ResizesInPlace(*p)) {
     internal::ResizeInPlace(p, internal::DesiredSize(p->job), "spec.replicas changed");
   } else if (ResizeRequested(*p)) {

@@ -26,6 +26,7 @@ struct Expect {
   int group_size = -1;         // the annotation patched; -1: no patch
   Strings events;              // exact, in order
   std::string below;           // "Status/Reason" of BelowSize; "" = not checked
+  std::string phase;           // "" = not checked
 };
 
 struct Row {
@@ -64,6 +65,21 @@ Observed ShrunkOnLoss(Observed w) {
   w.group->report.world_size = 3;
   w.group->report.shrunk_nodes = 1;
   return w;
+}
+
+// The group shrank 3 -> 2 on pod 1's loss with no spare (pod 2 moved to node rank 1) and trains
+// on; the replacement of pod 1 was created under its name and has not registered yet.
+Observed ShrunkTo2(Observed w) {
+  w.group = Report(0, {{"mingpt-worker-0", 0}, {"mingpt-worker-2", 1}});
+  w.group->report.world_size = 2;
+  w.group->report.shrunk_nodes = 1;
+  return w;
+}
+// Pod `index` of round 0 trained to the last step: exit 0, `ddp: Finished`.
+ObservedPod FinishedPod(int index) {
+  ObservedPod p = Exited(index, 0, 0);
+  p.message = group::FormatFinished({1600, 1});
+  return p;
 }
 
 std::vector<Row> Rows() {
@@ -118,6 +134,27 @@ std::vector<Row> Rows() {
        {.deletes = {"Pod mingpt-worker-0", "Pod mingpt-worker-1", "Pod mingpt-worker-2",
                     "Pod mingpt-worker-3", "Pod mingpt-rendezvous"},
         .round = 1, .replicas = 3, .group_size = -1, .events = {"PendingTimeout", "DeletingPods"}}},
+      // Issue 51: a group that finished at a size within its bounds has finished. Both members
+      // said Finished while the replacement still starts (it holds no rank): Succeeded in round
+      // 0, the replacement stopped by cleanPodPolicy Running, never waited for.
+      {"a_group_that_finished_while_shrunk_has_finished", Running(3),
+       ShrunkTo2(Round0(3, 3, {FinishedPod(0), FinishedPod(2)})), At(50),
+       {.deletes = {"Pod mingpt-worker-1", "Pod mingpt-rendezvous", "Service mingpt"}, .round = 0,
+        .events = {"AllPodsSucceeded", "CleaningPods"}, .phase = "Succeeded"}},
+      // The operator saw it late: the replacement had found no store (the rendezvous pod ended
+      // with the group) and ended GroupAbandoned. Not a new round from the checkpoint.
+      {"a_replacement_that_found_no_store_after_the_finish_starts_no_round", Running(3),
+       ShrunkTo2(Round0(3, 3,
+                        {FinishedPod(0), FinishedPod(2),
+                         Ends(Pod(1, 0, "Running"), group::EndReason::kGroupAbandoned,
+                              "the group's store stayed unreachable")})),
+       At(170),
+       {.deletes = {"Pod mingpt-rendezvous", "Service mingpt"}, .round = 0,
+        .events = {"AllPodsSucceeded", "CleaningPods"}, .phase = "Succeeded"}},
+      // A member still running (its last checkpoint) is waited for, as before.
+      {"a_member_still_running_holds_the_finish_back", Running(3),
+       ShrunkTo2(Round0(3, 3, {FinishedPod(0)})), At(50),
+       {.round = 0, .events = {}, .phase = "Running"}},
       {"restart_recovery_still_resizes_with_a_new_round",
        [] {
          DDPJob j = Scaled(Running(4), 3);
@@ -147,6 +184,7 @@ TEST_P(ResizeTable, Decides) {
   if (want.round >= 0) { EXPECT_EQ(st.round, want.round); }
   if (want.replicas >= 0) { EXPECT_EQ(st.replicas, want.replicas); }
   if (want.world_size >= 0) { EXPECT_EQ(st.world_size, want.world_size); }
+  if (!want.phase.empty()) { EXPECT_EQ(st.phase, want.phase); }
   if (want.group_size < 0) {
     EXPECT_TRUE(plan.patches.empty());
   } else {

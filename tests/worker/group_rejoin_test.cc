@@ -53,15 +53,15 @@ Strings Fenced(const Actions& a) {
 }
 
 TEST(RejoinTest, MembersRoundTripAndLeaveFreeRanksOut) {
-  const std::string text = FormatMembers(7, {Id("w0"), "", Id("s0")});
-  EXPECT_EQ(text, "7;0=w0/u-w0,2=s0/u-s0");
+  const std::string text = FormatMembers(7, {Id("w0"), "", Id("s0")}, 3);
+  EXPECT_EQ(text, "7:3;0=w0/u-w0,2=s0/u-s0");
   auto m = ParseMembers(text, 3);
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->generation, 7);
   EXPECT_EQ(m->holders, (std::map<int, std::string>{{0, Id("w0")}, {2, Id("s0")}}));
-  EXPECT_EQ(FormatMembers(0, {"", ""}), "0;");
-  ASSERT_TRUE(ParseMembers("0;", 2).has_value());
-  EXPECT_TRUE(ParseMembers("0;", 2)->holders.empty());
+  EXPECT_EQ(FormatMembers(0, {"", ""}, 2), "0:2;");
+  ASSERT_TRUE(ParseMembers("0:2;", 2).has_value());
+  EXPECT_TRUE(ParseMembers("0:2;", 2)->holders.empty());
 }
 
 TEST(RejoinTest, AMalformedCopyIsIgnoredWhole) {

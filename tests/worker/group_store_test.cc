@@ -309,5 +309,46 @@ TEST(AuthorityLoopTest, TheRendezvousClockRunsFromTheFirstArrivalOnly) {
   EXPECT_GE(std::chrono::duration<double>(Clock::now() - arrived).count(), 0.3);
 }
 
+// Invariant I4 (authority.h), the review's F1 B: the group shrank 4 -> 3 on a loss (w3 moved to
+// node rank 1) before the rendezvous pod was lost. The new one starts at the size asked (4); the
+// first pod back hands over the old membership, which says 3: the store trains at 3, says it
+// runs one node rank below the size asked (the status's BelowSize), and gives w3 node rank 1.
+// Fails on the code before it (the copy had no size: `world` stayed 4, shrunk_nodes 0).
+TEST(AuthorityLoopTest, ANewStoreTrainsAtTheSizeTheLostOneHad) {
+  auto store = NewStore();
+  ASSERT_TRUE(InitBudget(*store, 3).ok());
+  auto server = PresenceServer::Start(0);
+  ASSERT_TRUE(server.ok());
+  store->set(kWorldKey, Bytes("8"));  // 4 node ranks x 2, as the rendezvous pod writes it
+  const std::string copy = "12:3;0=w0/uid-w0,1=w3/uid-w3,2=w2/uid-w2";
+  for (const auto& [name, node] : {std::pair<const char*, int>{"w0", 0}, {"w3", 1}, {"w2", 2}}) {
+    store->set(PodKey(name, "members"), Bytes(copy));
+    Register(*store, name, node);
+  }
+  std::vector<std::unique_ptr<PresenceClient>> presence;
+  for (const char* id : {"w0/uid-w0", "w3/uid-w3", "w2/uid-w2"}) {
+    auto c = PresenceClient::Connect("127.0.0.1", (*server)->port(), id, std::chrono::milliseconds(50));
+    ASSERT_TRUE(c.ok());
+    presence.push_back(std::move(*c));
+  }
+  AuthoritySettings as;
+  as.nodes = 4;
+  as.min_nodes = 2;
+  as.liveness_seconds = 5;
+  AuthorityLoop loop(store, server->get(), as, 8, std::chrono::milliseconds(20), 4);
+  ASSERT_EQ(PollUntil(Clock::now() + std::chrono::seconds(10), std::chrono::milliseconds(20),
+                      [&] { return loop.Report().members.size() == 3; }),
+            PollOutcome::kDone);
+  EXPECT_EQ(Text(store->get(kWorldKey)), "6");
+  EXPECT_EQ(Text(store->get(NodeKey(1))), "w3/uid-w3");
+  const GroupReport r = loop.Report();
+  EXPECT_EQ(r.world_size, 6);
+  EXPECT_EQ(r.shrunk_nodes, 1);
+  EXPECT_TRUE(r.fenced.empty());
+  EXPECT_EQ(store->add(kGenKey, 0), 0) << "nobody arrived here: the group trains on";
+  // The copy this store hands on says the same size.
+  EXPECT_EQ(Text(store->get(kMembersKey)), "0:3;0=w0/uid-w0,1=w3/uid-w3,2=w2/uid-w2");
+}
+
 }  // namespace
 }  // namespace ddp::worker::group

@@ -1,16 +1,43 @@
 // The group authority's decisions, pure (DESIGN.md "Drains, silent nodes and the budget", "Hot
 // spares"). The rendezvous pod runs one authority per round (authority_loop.h reads the store
 // and the presence connections into a GroupView, calls Decide, and applies the Actions); this
-// file only decides, so every rule is a table row in tests/worker/authority_test.cc.
+// file only decides, so every rule is a table row in tests/worker/group_*_test.cc.
 //
-// The rules, in order:
+// The group's invariants (the rules below cite them; keys.h names the keys):
+//   I1 one writer per key: the authority alone writes node/, assigned/, verdict/, fenced/,
+//      stall/, moved/, world, members, stop, abandon and finished; a pod's supervisor writes
+//      pod/<name>/ (the name by compareSet, never over an identity the group has not fenced or
+//      given a verdict), leaving/, trainer/<rank>/id, done/, prepare/, then bumps registrations;
+//      trainers write their heartbeats and the gen<G>/ keys;
+//   I2 order: moved/ before node/, node/ before world, world before gen moves (a member reads
+//      gen, then world, so it never joins a generation at a size it was not formed for);
+//   I3 a fenced identity or one given a verdict never holds a node rank again; held node ranks
+//      are below the group's size, and every member keeps its node rank unless a rule moves it;
+//   I4 a new store knows what the old one knew: the members' copy (members: generation, the
+//      group's size, the holders, so also where rule 10 moved a pod) seeds a store that
+//      replaced a lost one: it trains at that size, each old holder that registers again within
+//      the rejoin window gets its node rank back before any other pod, a rank kept for one is
+//      neither given nor cut off by a shrink, and one not back in time is lost as in rule 1;
+//   I5 a change of membership (a loss, a departure, a shrink, a stall) moves the generation at
+//      once; only a growth alone of a formed generation lets it train on (rule 9c).
+//
+// Decide applies the rules as named steps (authority_rules.h), in this order, each one seeing
+// the decisions of those before it: Finished (8), LostPods (1), RejoinLost (1b, I4), DeadHolders
+// (2), StopTogether and Departures (3), ShrinkAsked (9a), AssignFree (4, I4), ShrinkOnLoss (10,
+// I4), Grow (9b), Stalls (5), Graceful (9c), Abandon (7); rule 6 is every step's `advance` (I5).
+//
+// The rules, by the numbers the docs and tests use:
 //   1. a pod that is registered, has no verdict, has ranks still training and whose presence
 //      connection closed (its process died: the kernel closed the socket) or stayed silent
 //      longer than the liveness timeout (a frozen process, a silent node) is lost: fenced, and
 //      its node rank freed (a pod whose ranks all finished leaves on purpose). Silence counts
 //      only while the authority hears from at least half the pods and its tick is not late by
 //      half the liveness timeout: more than half silent at once is the authority itself starved
-//      or cut off (a quorum's reasoning), so it waits;
+//      or cut off (a quorum's reasoning), so it waits. A mass silence (kMassSilenceMin pods and
+//      more than kMassSilenceShare of them quiet at once, fewer than half) is likelier the host,
+//      the network or the store than that many deaths: one of them is declared lost per
+//      liveness timeout, the longest silent first, while the others wait for the silence to
+//      clear (a closed connection is a loss whatever the count);
 //   2. a node rank whose holder is not a live registered pod (it re-registered under a new
 //      identity, or was fenced) is freed, and the holder fenced with the fenced verdict (its
 //      trainers' exits are then the group's doing, never charged); a member with the stop
@@ -19,7 +46,8 @@
 //      leaving members depart once the first has been leaving for the stop window (so a whole-job
 //      stop whose signals arrive a second or two apart is still one stop); a leaving spare
 //      departs at once. A departed pod is fenced and its node rank freed;
-//   4. a free node rank goes to the live pod created for it (the authority alone assigns node
+//   4. a free node rank goes to the old member back with a new store that held it (I4), else to
+//      the live pod created for it (the authority alone assigns node
 //      ranks, so start-up follows the pod names), else, once it was held before (a member was
 //      lost) or its pod has not come for the liveness timeout, to an idle spare (registered,
 //      live, no node rank, not leaving; a pod whose own rank is held by a spare is a spare too);
@@ -67,8 +95,9 @@
 //      ended it: then the others are behind it by that step and are healed from it. The group
 //      still wants its size (the desired size, else the size it had): rule 9b grows it back
 //      once the replacement is there (and ready, when it prepares for the node rank the moved
-//      pod left: its home). Never in the decision that grows, nor for a rank an old member
-//      may still register again for (rejoin.h), nor in an abandoned group.
+//      pod left: its home). Never in the decision that grows, nor while a rank at or past the
+//      new size waits for an old member to register again (I4, rejoin.h), nor in an abandoned
+//      group.
 // And for a store that replaced a lost rendezvous pod (rejoin.h): a member of the old store that
 // has not registered again within the rejoin window, or whose pod name another pod registered
 // under (its pod was replaced), is lost like in rule 1 (fenced, the generation moves on, its node
@@ -93,6 +122,13 @@ struct AuthoritySettings {
   // wait for the replacements).
   int min_nodes = 0;
 };
+
+// Rule 1's mass silence: at least this many pods, and more than this share of those that could be
+// lost, quiet at once (silent for half the liveness timeout: a live pod beats every tenth of
+// it), counting those declared lost by silence within the last two liveness timeouts (the same
+// silence, one declared lost per timeout).
+inline constexpr int kMassSilenceMin = 3;
+inline constexpr double kMassSilenceShare = 0.125;
 
 // How long a growth waits for the rest of the pods it needs once one of them is there.
 inline constexpr double kGrowWaitSeconds = 2;
@@ -144,6 +180,8 @@ struct GroupView {
   bool finished = false;
   double tick_late_seconds = 0;  // how much later than its period this tick came (rule 5)
   double since_slowdown_seconds = 1e9;  // since the last tick rule 5 read as a slowdown
+  double since_silence_lost_seconds = 1e9;  // since rule 1 last declared a pod lost by silence
+  int recent_silence_lost = 0;  // pods rule 1 declared lost by silence, two liveness timeouts back
   int done_ranks = 0;
   int world = 1;
   // A store that replaced a lost one: who held each node rank there, as the surviving pods said
@@ -170,6 +208,8 @@ struct Actions {
   std::vector<std::string> log;  // one line per decision
   int slowdown = 0;  // rule 5: trainers silent together, not declared stalled (0: none)
   int unheard = 0;   // rule 1: pods silent while the authority hears too few (none declared lost)
+  int mass_silent = 0;   // rule 1: pods silent together (a mass silence), lost or not
+  int silence_lost = 0;  // rule 1: pods declared lost by their silence alone
 
   bool empty() const;
 };

@@ -1,6 +1,7 @@
 // The group authority's store adapter (see authority_loop.h).
 #include "worker/group/authority_loop.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "common/logging.h"
@@ -102,59 +103,123 @@ void AuthorityLoop::Run() {
   }
 }
 
-void AuthorityLoop::Tick() {
+void AuthorityLoop::SeedSize(const Membership& old) {
+  seeded_generation_ = old.generation;
+  const int n = SeedNodes(old, settings_, nodes_);
+  if (n == nodes_) return;
   c10d::Store& s = *store_;
+  const int from = world_;
+  nodes_ = n;
+  world_ = nodes_ * per_node_;
+  for (int rank = world_; rank < static_cast<int>(trainers_.size()); ++rank) done_.erase(rank);
+  s.set(kWorldKey, Bytes(std::to_string(world_)));
+  shrunk_ = settings_.min_nodes > 0 ? std::max(0, asked_ - nodes_) : 0;
+  DDP_LOG(INFO) << "group authority: the lost store's group trained at " << nodes_
+                << " node rank(s): " << from << " -> " << world_ << " rank(s)"
+                << (shrunk_ > 0 ? ", " + std::to_string(shrunk_) + " below the size asked" : "");
+  // A member that arrived here at the size this store started with: that generation ends.
+  const int64_t g = s.add(kGenKey, 0);
+  if (s.add(ArrivalsKey(g), 0) > 0) TryAdvance(s, g);
+}
+
+// One pass, as the operator's controller makes one: observe, decide, apply, report.
+void AuthorityLoop::Tick() {
   const auto now = Clock::now();
+  GroupReport r;
+  GroupView v = Observe(now, &r);          // 1. the store and the presence connections
+  const Actions a = Decide(v, settings_);  // 2. the group's rules (authority.h), pure
+  Say(a, v, now);
+  Apply(a, &v);                            // 3. the actions, in the order I2 asks for
+  Summarize(a, v, &r);                     // 4. what the rendezvous pod's /metrics says
+  std::lock_guard<std::mutex> lock(mu_);
+  report_ = std::move(r);
+}
+
+GroupView AuthorityLoop::Observe(Clock::time_point now, GroupReport* r) {
   GroupView v;
-  v.world = world_;
-  v.nodes = nodes_;
   // Rule 10 shrinks a group below the size it wants: the last size asked for (or its first, before
   // any) is what it grows back to.
   const int asked = desired_ ? desired_() : -1;
   if (asked > 0) asked_ = asked;
   v.desired_nodes = settings_.min_nodes > 0 ? asked_ : asked;
-  GroupReport r;
   // Presence first: a pod's done keys are written before its process ends, so a connection seen
   // closed here has its done keys in the reads below.
   const auto seen = presence_->Snapshot();
   // What pods and their supervisors wrote (registrations, trainer identities, ranks done) is read
   // again only when the registrations counter moved; what the authority writes itself (node
   // ranks, verdicts, stop, abandon) is remembered. A tick is a few round trips per pod and rank.
-  if (const int64_t regs = s.add(kRegistrationsKey, 0); regs != registrations_) {
-    registrations_ = regs;
-    const int64_t registered = s.add(kPodsKey, 0);
-    while (static_cast<int64_t>(names_.size()) < registered &&
-           s.check({PodAtKey(static_cast<int64_t>(names_.size()))})) {
-      names_.push_back(Text(s.get(PodAtKey(static_cast<int64_t>(names_.size())))));
-    }
-    for (const std::string& name : names_) {
-      PodInfo& info = pods_[name];
-      info.identity = ValueOr(s, PodKey(name, "id"));
-      const std::string home = ValueOr(s, PodKey(name, "home"));
-      info.home = home.empty() ? -1 : std::atoi(home.c_str());
-      info.metrics = ValueOr(s, PodKey(name, "metrics"));
-      info.members = ValueOr(s, PodKey(name, "members"));
-      info.prepare = info.identity.empty() ? "" : ValueOr(s, PrepareKey(info.identity));
-    }
-    std::vector<std::string> copies;
-    for (const auto& [name, info] : pods_) {
-      if (!info.members.empty()) copies.push_back(info.members);
-    }
-    if (Membership old = NewestMembers(copies, settings_.nodes); old.generation >= 0) {
-      if (previous_since_ == Clock::time_point{}) {
-        previous_since_ = now;
-        DDP_LOG(INFO) << "group authority: this store replaced a lost one; its members ("
-                      << old.holders.size() << " node rank(s), generation " << old.generation
-                      << ") have " << RejoinWindowSeconds(settings_) << "s to register again";
-      }
-      previous_ = std::move(old.holders);
-    }
-    for (int rank = 0; rank < world_; ++rank) {
-      trainers_[static_cast<size_t>(rank)].identity = ValueOr(s, TrainerKey(rank, "id"));
-      if (!done_.count(rank) && s.check({DoneKey(rank)})) done_.insert(rank);
-    }
+  ReadRegistrations(now);
+  ObservePods(now, seen, &v, r);
+  ObserveGeneration(now, &v);
+  ObserveTrainers(now, &v);
+  v.world = world_;  // after the reads: a lost store's copy may have set the size (SeedSize)
+  v.nodes = nodes_;
+  v.previous = previous_;
+  v.previous_seconds =
+      previous_since_ == Clock::time_point{} ? 0 : SecondsSince(previous_since_, now);
+  v.stop = stopped_;
+  v.abandon = abandoned_;
+  v.finished = finished_;
+  if (last_tick_ != Clock::time_point{}) {
+    v.tick_late_seconds = std::max(0.0, SecondsSince(last_tick_, now) -
+                                            std::chrono::duration<double>(tick_).count());
   }
-  const int per_node = per_node_;
+  last_tick_ = now;
+  v.since_slowdown_seconds = last_slowdown_ == Clock::time_point{} ? 1e9 : SecondsSince(last_slowdown_, now);
+  v.since_silence_lost_seconds =
+      last_silence_lost_ == Clock::time_point{} ? 1e9 : SecondsSince(last_silence_lost_, now);
+  const double recent = 2 * settings_.liveness_seconds;
+  silence_lost_at_.erase(
+      std::remove_if(silence_lost_at_.begin(), silence_lost_at_.end(),
+                     [&](Clock::time_point t) { return SecondsSince(t, now) >= recent; }),
+      silence_lost_at_.end());
+  v.recent_silence_lost = static_cast<int>(silence_lost_at_.size());
+  return v;
+}
+
+void AuthorityLoop::ReadRegistrations(Clock::time_point now) {
+  c10d::Store& s = *store_;
+  const int64_t regs = s.add(kRegistrationsKey, 0);
+  if (regs == registrations_) return;
+  registrations_ = regs;
+  const int64_t registered = s.add(kPodsKey, 0);
+  while (static_cast<int64_t>(names_.size()) < registered &&
+         s.check({PodAtKey(static_cast<int64_t>(names_.size()))})) {
+    names_.push_back(Text(s.get(PodAtKey(static_cast<int64_t>(names_.size())))));
+  }
+  for (const std::string& name : names_) {
+    PodInfo& info = pods_[name];
+    info.identity = ValueOr(s, PodKey(name, "id"));
+    const std::string home = ValueOr(s, PodKey(name, "home"));
+    info.home = home.empty() ? -1 : std::atoi(home.c_str());
+    info.metrics = ValueOr(s, PodKey(name, "metrics"));
+    info.members = ValueOr(s, PodKey(name, "members"));
+    info.prepare = info.identity.empty() ? "" : ValueOr(s, PrepareKey(info.identity));
+  }
+  std::vector<std::string> copies;
+  for (const auto& [name, info] : pods_) {
+    if (!info.members.empty()) copies.push_back(info.members);
+  }
+  if (Membership old = NewestMembers(copies, settings_.nodes); old.generation >= 0) {
+    if (previous_since_ == Clock::time_point{}) {
+      previous_since_ = now;
+      DDP_LOG(INFO) << "group authority: this store replaced a lost one; its members ("
+                    << old.holders.size() << " node rank(s), generation " << old.generation
+                    << ") have " << RejoinWindowSeconds(settings_) << "s to register again";
+    }
+    // I4 (authority.h): the size the group trains at, until this store resized it itself.
+    if (old.generation > seeded_generation_ && resizes_ == 0) SeedSize(old);
+    previous_ = std::move(old.holders);
+  }
+  for (int rank = 0; rank < world_; ++rank) {
+    trainers_[static_cast<size_t>(rank)].identity = ValueOr(s, TrainerKey(rank, "id"));
+    if (!done_.count(rank) && s.check({DoneKey(rank)})) done_.insert(rank);
+  }
+}
+
+void AuthorityLoop::ObservePods(Clock::time_point now, const PresenceSnapshot& seen, GroupView* v,
+                                GroupReport* r) {
+  c10d::Store& s = *store_;
   for (const auto& [name, info] : pods_) {
     if (info.identity.empty()) continue;
     PodView p;
@@ -190,26 +255,29 @@ void AuthorityLoop::Tick() {
     } else {
       p.presence_closed = !it->second.open;
       p.silent_seconds = SecondsSince(it->second.last, now);
-      if (it->second.open) ++r.open_connections;
+      if (it->second.open) ++r->open_connections;
     }
     for (size_t n = 0; n < holders_.size(); ++n) {
       if (holders_[n] != p.identity) continue;
       p.done = true;
-      for (int k = 0; k < per_node; ++k) {
-        p.done = p.done && done_.count(static_cast<int>(n) * per_node + k) > 0;
+      for (int k = 0; k < per_node_; ++k) {
+        p.done = p.done && done_.count(static_cast<int>(n) * per_node_ + k) > 0;
       }
     }
-    if (p.verdict == kVerdictStop) r.stopping = true;
-    if (p.leaving) r.any_leaving = true;
-    r.metrics_of[name] = info.metrics;
-    v.pods[name] = p;
+    if (p.verdict == kVerdictStop) r->stopping = true;
+    if (p.leaving) r->any_leaving = true;
+    r->metrics_of[name] = info.metrics;
+    v->pods[name] = p;
   }
   holders_.resize(static_cast<size_t>(settings_.nodes));
   ever_held_.resize(static_cast<size_t>(settings_.nodes), false);
-  v.node_holders = holders_;
-  v.ever_held = ever_held_;
-  v.fenced.assign(fenced_.begin(), fenced_.end());
-  // The generation and whether it formed.
+  v->node_holders = holders_;
+  v->ever_held = ever_held_;
+  v->fenced.assign(fenced_.begin(), fenced_.end());
+}
+
+void AuthorityLoop::ObserveGeneration(Clock::time_point now, GroupView* v) {
+  c10d::Store& s = *store_;
   const int64_t g = s.add(kGenKey, 0);
   if (g != generation_) {
     generation_ = g;
@@ -222,19 +290,23 @@ void AuthorityLoop::Tick() {
   }
   std::vector<std::string> arrived;
   for (int rank = 0; rank < world_; ++rank) arrived.push_back(ArrivedKey(g, rank));
-  v.formed = s.check(arrived);
-  ever_formed_ = ever_formed_ || v.formed || s.check({kFormedKey});
-  v.ever_formed = ever_formed_;
-  v.unformed_seconds = v.formed || generation_since_ == Clock::time_point{}
-                           ? 0
-                           : SecondsSince(generation_since_, now);
+  v->formed = s.check(arrived);
+  ever_formed_ = ever_formed_ || v->formed || s.check({kFormedKey});
+  v->ever_formed = ever_formed_;
+  v->unformed_seconds = v->formed || generation_since_ == Clock::time_point{}
+                            ? 0
+                            : SecondsSince(generation_since_, now);
+}
+
+void AuthorityLoop::ObserveTrainers(Clock::time_point now, GroupView* v) {
+  c10d::Store& s = *store_;
   // Trainers' heartbeats (not of ranks that are done: they stopped beating on purpose).
-  v.trainers.resize(static_cast<size_t>(world_));
-  v.done_ranks = static_cast<int>(done_.size());
+  v->trainers.resize(static_cast<size_t>(world_));
+  v->done_ranks = static_cast<int>(done_.size());
   for (int rank = 0; rank < world_; ++rank) {
     if (done_.count(rank)) continue;
     TrainerMemory& m = trainers_[static_cast<size_t>(rank)];
-    TrainerView& t = v.trainers[static_cast<size_t>(rank)];
+    TrainerView& t = v->trainers[static_cast<size_t>(rank)];
     t.identity = m.identity;
     const int64_t hb = s.add(TrainerKey(rank, "hb"), 0);
     // A trainer's clock starts at its first beat: starting (exec, loading LibTorch, creating
@@ -253,42 +325,15 @@ void AuthorityLoop::Tick() {
     t.silent_seconds = m.beaten ? SecondsSince(m.changed, now) : 0;
     t.stall_reported = stalls_.count(rank) && stalls_[rank] == t.identity;
   }
-  v.previous = previous_;
-  v.previous_seconds =
-      previous_since_ == Clock::time_point{} ? 0 : SecondsSince(previous_since_, now);
-  v.stop = stopped_;
-  v.abandon = abandoned_;
-  v.finished = finished_;
-  if (last_tick_ != Clock::time_point{}) {
-    v.tick_late_seconds = std::max(0.0, SecondsSince(last_tick_, now) -
-                                            std::chrono::duration<double>(tick_).count());
-  }
-  last_tick_ = now;
-  v.since_slowdown_seconds = last_slowdown_ == Clock::time_point{} ? 1e9 : SecondsSince(last_slowdown_, now);
+}
 
-  const Actions a = Decide(v, settings_);
-  for (const std::string& line : a.log) DDP_LOG(INFO) << "group authority: " << line;
-  if (a.unheard > 0 && !unheard_) {
-    DDP_LOG(WARNING) << "group authority: " << a.unheard
-                     << " pod(s) silent while this authority hears from fewer than half of them"
-                        " (or its tick came late): none declared lost until it hears again";
-  }
-  unheard_ = a.unheard > 0;
-  if (a.slowdown > 0 && !slowdown_) {
-    DDP_LOG(WARNING) << "group authority: " << a.slowdown
-                     << " trainer(s) silent together past the liveness timeout"
-                     << (v.tick_late_seconds > settings_.liveness_seconds / 2
-                             ? " (and this authority's own tick came late)"
-                             : "")
-                     << ": a group-wide slowdown, none declared stalled";
-  }
-  slowdown_ = a.slowdown > 0;
-  if (slowdown_) last_slowdown_ = now;
+void AuthorityLoop::Apply(const Actions& a, GroupView* v) {
+  c10d::Store& s = *store_;
   for (const auto& [id, why] : a.fence) {
     fenced_.insert(id);
     s.set(FencedKey(id), Bytes(why));
-    auto it = v.pods.find(PodOfIdentity(id));
-    if (it != v.pods.end() && it->second.identity == id && it->second.presence_closed) {
+    auto it = v->pods.find(PodOfIdentity(id));
+    if (it != v->pods.end() && it->second.identity == id && it->second.presence_closed) {
       PodMemory& m = pod_memory_[id];
       m.exited = true;
       for (size_t n = 0; n < holders_.size(); ++n) {
@@ -314,7 +359,7 @@ void AuthorityLoop::Tick() {
       s.set(AssignedKey(id), Bytes(std::to_string(node)));
     }
     holders_[static_cast<size_t>(node)] = id;
-    v.node_holders[static_cast<size_t>(node)] = id;
+    v->node_holders[static_cast<size_t>(node)] = id;
     if (!id.empty()) ever_held_[static_cast<size_t>(node)] = true;
   }
   for (const auto& [rank, id] : a.stalls) {
@@ -323,7 +368,7 @@ void AuthorityLoop::Tick() {
   }
   const bool resize = a.resize_to > 0 && a.resize_to != nodes_;
   // The generation the group moves to: a resize ends whatever generation members arrived in.
-  const int64_t moved = resize ? s.add(kGenKey, 0) : g;
+  const int64_t moved = resize ? s.add(kGenKey, 0) : generation_;
   if (resize) {
     // `world` first, then the generation: a member that reads the new generation reads the new
     // size. Members that arrived in `moved` may have read the old size, so `moved` ends too.
@@ -334,7 +379,8 @@ void AuthorityLoop::Tick() {
     ++resizes_;
     DDP_LOG(INFO) << "group authority: the group resizes in place: " << from << " -> " << world_
                   << " rank(s)"
-                  << (a.graceful && moved == g ? ", its members leaving at a step agreement" : "");
+                  << (a.graceful && moved == generation_ ? ", its members leaving at a step agreement"
+                                                         : "");
     for (int rank = world_; rank < static_cast<int>(trainers_.size()); ++rank) {
       done_.erase(rank);  // a rank outside the group is not waited for, nor counted done
     }
@@ -345,12 +391,14 @@ void AuthorityLoop::Tick() {
                     << shrunk_ << " below the size asked (" << asked_ << ")";
     }
   }
-  // Who holds which node rank, for the pods to hand to a store that replaces this one.
-  if (!a.assign.empty()) {
-    s.set(kMembersKey, Bytes(FormatMembers(a.advance || resize ? moved + 1 : moved, holders_)));
+  // Who holds which node rank, and the group's size, for the pods to hand to a store that
+  // replaces this one (I4).
+  if (!a.assign.empty() || resize) {
+    s.set(kMembersKey,
+          Bytes(FormatMembers(a.advance || resize ? moved + 1 : moved, holders_, nodes_)));
   }
   // Rule 9c: said before the generation moves, so a member that sees it moved sees this too.
-  if (resize && a.graceful && moved == g) s.set(GracefulKey(moved + 1), Bytes("1"));
+  if (resize && a.graceful && moved == generation_) s.set(GracefulKey(moved + 1), Bytes("1"));
   if (resize || a.advance) TryAdvance(s, moved);
   if (a.stop) s.set(kStopKey, Bytes("1"));
   if (!a.abandon.empty()) s.set(kAbandonKey, Bytes(a.abandon));
@@ -358,54 +406,6 @@ void AuthorityLoop::Tick() {
   stopped_ = stopped_ || a.stop;
   abandoned_ = abandoned_ || !a.abandon.empty();
   finished_ = finished_ || a.finished;
-
-  // The report (the budget's counters every few ticks: they change only at failures).
-  r.generation = a.advance ? g + 1 : g;
-  r.world_size = world_;
-  r.resizes = resizes_;
-  r.shrunk_nodes = shrunk_;
-  if (ticks_++ % 4 == 0) {
-    if (auto b = ReadBudget(s); b.ok()) budget_ = *b;
-  }
-  r.recoveries = budget_.recoveries;
-  r.budget_left = budget_.left;
-  for (int n = 0; n < settings_.nodes; ++n) {
-    const std::string& h = v.node_holders[static_cast<size_t>(n)];
-    if (!h.empty()) r.members[n] = PodOfIdentity(h);
-  }
-  for (const auto& [name, p] : v.pods) {
-    bool holds = false;
-    for (const auto& h : v.node_holders) holds = holds || h == p.identity;
-    if (!holds && IsLive(v, settings_, p.identity) && !p.leaving && !fenced_.count(p.identity)) {
-      r.spares.push_back(name);
-    }
-  }
-  for (const std::string& id : fenced_) {
-    const size_t slash = id.find('/');
-    if (auto m = pod_memory_.find(id); m != pod_memory_.end() && m->second.exited) {
-      r.ended.push_back({id.substr(0, slash), slash == std::string::npos ? "" : id.substr(slash + 1),
-                         m->second.held});
-    }
-    // A departed pod leaves by itself (SIGTERM reached it), and a pod whose process ended reports
-    // its own exit (a crash is a failure, not a disruption): nothing for the operator to force.
-    if (auto m = pod_memory_.find(id);
-        m != pod_memory_.end() && (m->second.verdict == kVerdictDepart ||
-                                   m->second.verdict == kVerdictResized || m->second.exited)) {
-      continue;
-    }
-    r.fenced.push_back({id.substr(0, slash), slash == std::string::npos ? "" : id.substr(slash + 1)});
-  }
-  for (int rank = 0; rank < world_; ++rank) {
-    const std::string& id = trainers_[static_cast<size_t>(rank)].identity;
-    const size_t last = id.rfind('/');
-    if (id.empty() || last == std::string::npos) continue;
-    r.trainers[rank] = {PodOfIdentity(id), std::atoi(id.c_str() + last + 1)};
-  }
-  r.abandoned = abandoned_;
-  r.finished = finished_;
-  r.stopping = r.stopping || stopped_;
-  std::lock_guard<std::mutex> lock(mu_);
-  report_ = std::move(r);
 }
 
 }  // namespace ddp::worker::group

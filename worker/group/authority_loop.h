@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "worker/group/authority.h"
@@ -48,6 +49,9 @@ struct GroupReport {
   bool stopping = false;
   bool any_leaving = false;
   int open_connections = 0;  // pods whose presence connection is open
+  // Pods silent past the liveness timeout and not declared lost: a mass silence held back (rule
+  // 1), or the authority hearing too few.
+  int silent_held = 0;
 };
 
 // Moves generation `g` on to g+1 unless someone already did (one mover per g, via gen<g>/advance).
@@ -79,7 +83,13 @@ class AuthorityLoop {
 
  private:
   void Run();
+  // One pass: Observe (the store and the presence connections as a GroupView), Decide
+  // (authority.h), Apply (the actions, in the order invariant I2 asks for), Summarize (the
+  // report). The loop's thread only, as every function below.
   void Tick();
+  // Invariant I4 (authority.h): a store that replaced a lost one trains at the size the old
+  // one's membership copy names (rule 10 may have shrunk the group there).
+  void SeedSize(const Membership& old);
 
   c10::intrusive_ptr<c10d::Store> store_;
   PresenceServer* presence_;
@@ -97,6 +107,17 @@ class AuthorityLoop {
 
   // Memory between ticks (the loop thread only).
   using Clock = std::chrono::steady_clock;
+  using PresenceSnapshot = decltype(std::declval<PresenceServer>().Snapshot());
+  GroupView Observe(Clock::time_point now, GroupReport* r);
+  // The pods' and supervisors' keys, read again only when `registrations` moved.
+  void ReadRegistrations(Clock::time_point now);
+  void ObservePods(Clock::time_point now, const PresenceSnapshot& seen, GroupView* v,
+                   GroupReport* r);
+  void ObserveGeneration(Clock::time_point now, GroupView* v);
+  void ObserveTrainers(Clock::time_point now, GroupView* v);
+  void Say(const Actions& a, const GroupView& v, Clock::time_point now);  // the decisions' log
+  void Apply(const Actions& a, GroupView* v);
+  void Summarize(const Actions& a, const GroupView& v, GroupReport* r);
   std::vector<std::string> names_;  // pod_at/0..
   struct PodMemory {
     Clock::time_point first_seen{};
@@ -132,6 +153,9 @@ class AuthorityLoop {
   bool slowdown_ = false;          // rule 5's slowdown, as last logged
   bool unheard_ = false;           // rule 1's deafness, as last logged
   Clock::time_point last_slowdown_{};  // the last tick rule 5 read as a slowdown
+  Clock::time_point last_silence_lost_{};  // the last tick rule 1 declared a pod lost by silence
+  std::vector<Clock::time_point> silence_lost_at_;  // each such pod's, two liveness timeouts back
+  bool mass_silent_ = false;               // rule 1's mass silence, as last logged
   Charge budget_;
   std::vector<TrainerMemory> trainers_;
   std::set<std::string> fenced_;
@@ -142,6 +166,7 @@ class AuthorityLoop {
   bool ever_formed_ = false;
   std::map<int, std::string> previous_;  // a lost store's membership (rejoin.h)
   Clock::time_point previous_since_{};    // its first copy; unset before one
+  int64_t seeded_generation_ = -1;        // the copy whose size this store took (SeedSize)
 
   mutable std::mutex mu_;
   GroupReport report_;

@@ -19,8 +19,8 @@ int64_t Number(const std::string& s, int64_t limit) {
 
 }  // namespace
 
-std::string FormatMembers(int64_t generation, const std::vector<std::string>& holders) {
-  std::string out = std::to_string(generation) + ";";
+std::string FormatMembers(int64_t generation, const std::vector<std::string>& holders, int nodes) {
+  std::string out = std::to_string(generation) + ":" + std::to_string(nodes) + ";";
   bool first = true;
   for (size_t n = 0; n < holders.size(); ++n) {
     if (holders[n].empty()) continue;
@@ -34,8 +34,15 @@ std::optional<Membership> ParseMembers(const std::string& text, int nodes) {
   const size_t semi = text.find(';');
   if (semi == std::string::npos) return std::nullopt;
   Membership m;
-  m.generation = Number(text.substr(0, semi), INT64_MAX);
+  const std::string head = text.substr(0, semi);
+  const size_t colon = head.find(':');
+  m.generation = Number(head.substr(0, colon), INT64_MAX);
   if (m.generation < 0) return std::nullopt;
+  if (colon != std::string::npos) {
+    const int64_t size = Number(head.substr(colon + 1), int64_t{nodes} + 1);
+    if (size < 1) return std::nullopt;
+    m.nodes = static_cast<int>(size);
+  }
   std::string rest = text.substr(semi + 1);
   while (!rest.empty()) {
     const size_t comma = rest.find(',');
@@ -67,6 +74,13 @@ Membership NewestMembers(const std::vector<std::string>& copies, int nodes) {
 
 double RejoinWindowSeconds(const AuthoritySettings& settings) {
   return std::max(3.0, settings.liveness_seconds / 4);
+}
+
+int SeedNodes(const Membership& old, const AuthoritySettings& settings, int nodes_now) {
+  if (old.generation < 0 || old.nodes < 1 || old.nodes > settings.nodes) return nodes_now;
+  // A holder past the size it names is a copy that contradicts itself: not trusted.
+  if (!old.holders.empty() && old.holders.rbegin()->first >= old.nodes) return nodes_now;
+  return old.nodes;
 }
 
 RejoinDecision DecideRejoin(const GroupView& v, const AuthoritySettings& s) {

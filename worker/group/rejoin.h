@@ -3,8 +3,9 @@
 // the generation the group trains in. The surviving pods know: the authority publishes who holds
 // each node rank (kMembersKey), every supervisor keeps the last copy it read, and a supervisor
 // that registers with a new store hands its copy over (pod/<name>/members). The new authority
-// takes the newest copy as the old membership: a member that registers again gets its node rank
-// back; one that does not within the rejoin window (a frozen node, a pod lost with the store), or
+// takes the newest copy as the old membership and the group's size there (invariant I4 in
+// authority.h): a member that registers again gets its node rank back, before any pod created
+// for that rank or registered for it (it holds the state); one that does not within the rejoin window (a frozen node, a pod lost with the store), or
 // whose pod the operator already replaced under its name, is declared lost like a silent member,
 // so its rank is freed, the survivors blocked in a collective with it are released (a new
 // generation), and a spare or its replacement heals the group in the same round. Pure.
@@ -26,14 +27,17 @@ namespace ddp::worker::group {
 // The store key the authority writes whenever a node rank changes hands: FormatMembers.
 inline constexpr char kMembersKey[] = "members";
 
-// Node rank holders as one value: "<generation>;<n>=<identity>,..." ("" holders left out; never
-// an empty value: "<generation>;" when nobody holds a rank).
-std::string FormatMembers(int64_t generation, const std::vector<std::string>& holders);
+// Node rank holders and the group's size as one value: "<generation>:<nodes>;<n>=<identity>,..."
+// ("" holders left out; never an empty value: "<generation>:<nodes>;" when nobody holds a rank).
+// `nodes`: node ranks in the group (it may run below the size asked for, rule 10).
+std::string FormatMembers(int64_t generation, const std::vector<std::string>& holders, int nodes);
 
 // The membership a copy names; nullopt when `text` is not FormatMembers' output for node ranks in
-// [0, nodes) (a copy is written by pods: a malformed one is ignored, never trusted in part).
+// [0, nodes) (a copy is written by pods: a malformed one is ignored, never trusted in part). A
+// copy of an older authority ("<generation>;...", no size) parses with nodes -1.
 struct Membership {
   int64_t generation = -1;
+  int nodes = -1;  // the group's node ranks then; -1: not said
   std::map<int, std::string> holders;
 };
 std::optional<Membership> ParseMembers(const std::string& text, int nodes);
@@ -48,6 +52,11 @@ Membership NewestMembers(const std::vector<std::string>& copies, int nodes);
 // 2 s, then again); a quarter of the liveness timeout, at least 3 s, covers one attempt lost to
 // a stale route and a busy new store.
 double RejoinWindowSeconds(const AuthoritySettings& settings);
+
+// The node ranks a store that replaced a lost one trains at, from the old store's membership
+// (invariant I4 in authority.h): the copy's size when it names one within [1, settings.nodes]
+// that covers every holder it names, else `nodes_now` (the size the new store started at).
+int SeedNodes(const Membership& old, const AuthoritySettings& settings, int nodes_now);
 
 struct RejoinDecision {
   std::vector<std::pair<int, std::string>> lost;  // node rank, identity: not back in time

@@ -24,6 +24,9 @@ std::string RenderGroupReport(const GroupReport& r, const std::string& job, int 
   gauge(kGroupShrunkNodes,
         "Node ranks the group runs without after members lost with no spare (it grows back).",
         static_cast<double>(r.shrunk_nodes));
+  gauge(kGroupSilentHeld,
+        "Pods silent past the liveness timeout not declared lost: a mass silence waited out.",
+        static_cast<double>(r.silent_held));
   gauge(kGroupRecoveries, "Failures healed in place this round, charged to maxRestarts.",
         static_cast<double>(r.recoveries));
   gauge(kGroupBudgetLeft, "Failures the group may still heal in place this round.",

@@ -1,0 +1,109 @@
+// A new store knows what the old one knew (worker/group/authority.h invariant I4), end to end with
+// real ddp-worker processes (the test plays the operator): the rendezvous pod is killed and
+// replaced while a spare holds a lost member's rank, and while the group runs shrunk after a loss.
+// Neither costs a fenced pod, a heal, a checkpoint or a new round.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/worker/inplace_util.h"
+
+namespace ddp::testing {
+namespace {
+
+bool Logged(const Proc& p, const std::string& what) {
+  return ReadAll(p.err_path).find(what) != std::string::npos;
+}
+
+// The operator replaces a lost rendezvous pod: the same name, a new, empty store.
+void ReplaceRendezvous(InPlaceGroup* g, const std::string& tag) {
+  kill(-g->rendezvous.pid, SIGKILL);
+  WaitProc(g->rendezvous, std::chrono::seconds(30));
+  auto renv = PodEnv(*g, "rendezvous", -1);
+  renv["DDP_POD_ROLE"] = "rendezvous";
+  g->rendezvous = StartProc(kWorkerBin, {"rendezvous"}, renv, g->dir, tag);
+}
+
+// Spare "aspare0" (its name sorts before "pod1") took node rank 1 after pod 1 was killed, and
+// pod 1's replacement idles as the new spare; then the rendezvous pod is lost. The spare keeps
+// rank 1 with the new store: no pod ends Fenced, nobody is healed again, every rank ends with
+// the uninterrupted run's parameters.
+TEST(ReseedE2E, ASpareThatTookARankKeepsItWhenTheStoreIsLost) {
+  const std::string dir = MakeTempDir("ddp-e2e-reseed-spare");
+  const auto args = TinyArgs(2500);
+  const std::string want = Reference(2, args, dir);
+  InPlaceGroup g = StartInPlace(2, args, dir, {});
+  KillOnExit reaper{&g};
+  StartPod(&g, "aspare0", -1);  // g.pods[2]
+  const auto deadline = std::chrono::seconds(120);
+  ASSERT_TRUE(PollUntil([&] { return LastStep(g.pods[0]) >= 100; }, deadline));
+  kill(-g.pods[1].pid, SIGKILL);
+  WaitProc(g.pods[1], std::chrono::seconds(30));
+  ASSERT_TRUE(PollUntil([&] { return Logged(g.rendezvous, "spare aspare0 takes node rank 1"); },
+                        deadline))
+      << ReadAll(g.rendezvous.err_path);
+  StartPod(&g, "pod1", 1);  // g.pods[3]: the replacement, its rank held by the spare
+  ASSERT_TRUE(PollUntil([&] { return Logged(g.pods[3], "registered with the group"); }, deadline))
+      << ReadAll(g.pods[3].err_path);
+  const int64_t at_loss = LastStep(g.pods[0]);
+  ReplaceRendezvous(&g, "rendezvous-reseed");
+  PodsResult r = Wait(g);
+  EXPECT_LT(at_loss, 2400) << "the store was lost before the end";
+  for (size_t p : {0u, 2u, 3u}) {
+    EXPECT_EQ(r.ends[p].find("ddp: Fenced"), std::string::npos) << p << ": " << r.ends[p];
+  }
+  ExpectAllEqual(r, want, {0, 2});
+  EXPECT_NE(r.rendezvous_err.find("pod aspare0 takes node rank 1 back"), std::string::npos)
+      << r.rendezvous_err;
+  // One heal: the spare's, when it took rank 1; none after the store's loss.
+  EXPECT_EQ(Count(r.err[0], "healed 1 member(s)"), 1u) << r.err[0];
+  EXPECT_EQ(r.err[0].find("resumed from checkpoint"), std::string::npos) << r.err[0];
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+// The group shrank 3 -> 2 on pod 1's loss (no spare, DDP_MIN_NODES 2), then the rendezvous pod is
+// lost. The new store trains at 2, as the members' copy says, not at the 3 asked for: when pod 0's
+// trainer is killed later, the group re-forms at 2 with the new store at once (at 3, rank 2 would
+// never arrive and the group would be abandoned after the rendezvous timeout, a new round); the
+// replacement of pod 1 then grows it back to 3. Every pod ends Finished, no checkpoint is read.
+TEST(ReseedE2E, AShrunkGroupKeepsItsSizeWithANewStoreAndStillGrowsBack) {
+  const std::string dir = MakeTempDir("ddp-e2e-reseed-shrunk");
+  const std::string size_file = dir + "/group-size";
+  std::ofstream(size_file) << "3\n";
+  const auto args = TinyArgs(3000);
+  InPlaceGroup g = StartInPlace(
+      3, args, dir, {{1, "1:150@0:kill-pod"}, {0, "0:1200@0:kill"}},
+      {{"DDP_GROUP_SIZE_FILE", size_file}, {"DDP_MIN_NODES", "2"}, {"DDP_MAX_NODES", "3"}});
+  KillOnExit reaper{&g};
+  const auto deadline = std::chrono::seconds(120);
+  ASSERT_TRUE(PollUntil([&] { return Logged(g.pods[0], "resizes the group 3 -> 2"); }, deadline))
+      << ReadAll(g.rendezvous.err_path);
+  const int64_t at_loss = LastStep(g.pods[0]);
+  ReplaceRendezvous(&g, "rendezvous-reseed-shrunk");
+  ASSERT_TRUE(PollUntil([&] { return Logged(g.rendezvous, "trained at 2 node rank(s)"); },
+                        deadline))
+      << ReadAll(g.rendezvous.err_path);
+  // Pod 0's trainer is killed at step 1200 (its supervisor restarts it in place); then the
+  // replacement of pod 1, as the operator creates it.
+  ASSERT_TRUE(PollUntil([&] { return LastStep(g.pods[0]) >= 1300; }, deadline))
+      << ReadAll(g.pods[0].err_path);
+  StartPod(&g, "pod1", 1);  // g.pods[3]
+  ASSERT_TRUE(PollUntil([&] { return Logged(g.pods[0], "resizes the group 2 -> 3"); }, deadline))
+      << ReadAll(g.rendezvous.err_path);
+  PodsResult r = Wait(g);
+  EXPECT_LT(at_loss, 1200) << "the store was lost before the trainer was killed";
+  EXPECT_NE(r.err[0].find("restarted rank 0"), std::string::npos) << r.err[0];
+  for (size_t p : {0u, 2u, 3u}) {
+    EXPECT_EQ(r.codes[p], 0) << p << "\n" << r.err[p];
+    EXPECT_EQ(r.ends[p].rfind("ddp: Finished", 0), 0u) << p << ": " << r.ends[p];
+    EXPECT_EQ(r.err[p].find("resumed from checkpoint"), std::string::npos) << r.err[p];
+  }
+  EXPECT_EQ(r.rendezvous_err.find("abandoning the round"), std::string::npos) << r.rendezvous_err;
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ddp::testing
