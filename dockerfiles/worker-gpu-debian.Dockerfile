@@ -54,4 +54,9 @@ USER 65532:65532
 WORKDIR /tmp
 # 9400: /metrics and /healthz (when DDP_METRICS_PORT is set); 29500: rendezvous on rank 0.
 EXPOSE 9400 29500
+# The release: CMakeLists.txt's project(VERSION), passed by scripts/build-images.sh; the
+# default is the same (tests/delivery/version_test.py). `ddp-worker --version` says it too.
+ARG DDP_VERSION=0.1.0
+LABEL org.opencontainers.image.title="ddp-worker-gpu-debian" \
+      org.opencontainers.image.version="${DDP_VERSION}"
 ENTRYPOINT ["ddp-worker"]

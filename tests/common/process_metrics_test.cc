@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <vector>
 
 #include "common/exposition.h"
@@ -41,10 +42,14 @@ TEST(ParseProcStat, RejectsMalformedLines) {
 TEST(ProcessMetrics, ReportsThisProcessAndPassesPromtool) {
   Registry reg;
   ProcessMetrics process(&reg);
-  // Burn a little CPU so the counter has something to count.
+  // Burn 50 ms of this process's CPU (not of wall time: on a loaded machine 50 ms of wall time
+  // can be less than the kernel's 10 ms tick of CPU, and the counter would read 0).
   volatile double x = 0;
-  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
-  while (std::chrono::steady_clock::now() < until) x = x + std::sqrt(x + 1.0);
+  const std::clock_t cpu0 = std::clock();
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::clock() - cpu0 < CLOCKS_PER_SEC / 20 && std::chrono::steady_clock::now() < give_up) {
+    x = x + std::sqrt(x + 1.0);
+  }
   process.Update();
   const std::string text = reg.Render();
   auto families = ParseExposition(text);
