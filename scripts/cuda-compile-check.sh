@@ -15,9 +15,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
 if [ "${1:-}" = --inside ]; then
-  jobs=$2
+  jobs=$2 tree=$3
   export CCACHE_DIR=/var/cache/ccache CCACHE_MAXSIZE=5G
-  mkdir -p /build-cuda
+  # One tree at a time (as in test-other-release.sh): another checkout's older files would pass
+  # for up to date.
+  if [ "$(cat /build-cuda/.ddp-tree 2>/dev/null)" != "$tree" ]; then rm -rf /build-cuda; fi
+  mkdir -p /build-cuda && echo "$tree" >/build-cuda/.ddp-tree
   # The test binaries cannot start here (no driver's libcuda, no cuDNN): gtest's discovery runs
   # them when ctest does (PRE_TEST), not right after each link.
   cmake -S /src -B /build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DDDP_BUILD_OPERATOR=OFF \
@@ -63,5 +66,6 @@ if ! as_root chroot "$r" dpkg-query -W -f='${Status}' libtorch-cuda-dev 2>/dev/n
     --no-install-recommends /tmp/nvidia-cudnn-stand-in.deb libtorch-cuda-dev && apt-get clean' >"$r.torch.log" 2>&1 ||
     { tail -n 30 "$r.torch.log" >&2; echo "cuda-check: installing libtorch-cuda-dev failed" >&2; exit 1; }
 fi
-bash "$here/debian-root.sh" run "$root" /bin/bash /src/scripts/cuda-compile-check.sh --inside "${JOBS:-$(nproc)}"
+bash "$here/debian-root.sh" run "$root" /bin/bash /src/scripts/cuda-compile-check.sh --inside "${JOBS:-$(nproc)}" \
+  "$(cd "$here/.." && pwd)"
 echo "[cuda-check] done in $((SECONDS - t0)) s"

@@ -14,11 +14,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 if [ "${1:-}" = --inside ]; then
   # In the root (a chroot): install, configure, build the suite, run it.
   shift
-  jobs=$1; shift
+  jobs=$1 tree=$2; shift 2
   bash /src/scripts/install-deps.sh --torch-suite | grep -v '^install-deps: all system' || true
   apt-get clean  # the root keeps what it installed, not the downloads
   export CCACHE_DIR=/var/cache/ccache CCACHE_MAXSIZE=5G
-  mkdir -p /build
+  # /build serves one tree at a time: ninja trusts modification times, and another checkout's
+  # files can be older than objects built from a different one. ccache makes the rebuild cheap.
+  if [ "$(cat /build/.ddp-tree 2>/dev/null)" != "$tree" ]; then rm -rf /build; fi
+  mkdir -p /build && echo "$tree" >/build/.ddp-tree
   cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DDDP_BUILD_BENCH=OFF \
     -DDDP_BUILD_FUZZ=OFF -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/build/configure.log 2>&1 ||
     { cat /build/configure.log; exit 1; }
@@ -40,6 +43,6 @@ echo "== the worker's suite on Debian $other's LibTorch (root: $(bash "$here/deb
 bash "$here/debian-root.sh" ensure "$other" ccache
 rc=0
 bash "$here/debian-root.sh" run "$other" /bin/bash /src/scripts/test-other-release.sh --inside \
-  "${JOBS:-$(nproc)}" "$@" || rc=$?
+  "${JOBS:-$(nproc)}" "$(cd "$here/.." && pwd)" "$@" || rc=$?
 echo "== Debian $other's LibTorch: $((SECONDS - t0)) s, ctest exit $rc"
 exit $rc
