@@ -33,5 +33,10 @@ echo
 echo "== LibTorch $(torch_of "$build/configure.log") (${PRETTY_NAME}, this machine): $((h_total - h_failed)) of $h_total passed, $h_failed failed, $h_skipped skipped (ctest exit $host_rc)"
 echo "== LibTorch $(torch_of "$logs/other.log") (the other Debian release's root, label torch): $((o_total - o_failed)) of $o_total passed, $o_failed failed, $o_skipped skipped (exit $other_rc)"
 [ "$o_total" -gt 0 ] || { echo "== the other release's suite ran no test"; other_rc=${other_rc/#0/1}; }
+# The failed tests' names again, last, where a log's tail shows them.
+failed_names() { sed -n '/The following tests FAILED:/,/^[^[:space:]]/p' "$1" | grep -E '^[[:space:]]+[0-9]+ - '; }
+for half in host other; do
+  failed_names "$logs/$half.log" | sed "s/^[[:space:]]*/== failed ($half): /"
+done
 echo "$((h_total - h_failed + o_total - o_failed)) passed, $((h_failed + o_failed)) failed"
 [ "$host_rc" -eq 0 ] && [ "$other_rc" -eq 0 ]

@@ -35,6 +35,10 @@
 #               worker-1's node frozen or killed: the group goes on at 2 within the liveness
 #               timeout and a heal, without waiting for the replacement, and grows back to 3
 #               (tests/cluster/shrink.sh; the same settings)
+#   reseed-spare, reseed-shrunk: the rendezvous pod deleted while a spare holds a rank, and while
+#               the group runs shrunk (its replacement pod starting late) with a trainer killed
+#               after: round 0, no pod Fenced or replaced, nothing charged for the store's loss,
+#               the group back at full size (tests/cluster/reseed.sh)
 #   gang-volcano, gang-coscheduling
 #               the operator installed with the gang scheduler, against the real one: a job of 3
 #               held whole while a job of 2 runs, started whole once room is made, new rounds,
@@ -58,11 +62,12 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/cluster/monitoring.sh"
 . "$ROOT/tests/cluster/chaos.sh"
 . "$ROOT/tests/cluster/shrink.sh"
+. "$ROOT/tests/cluster/reseed.sh"
 . "$ROOT/tests/cluster/gang.sh"
 
 STEPS=${E2E_STEPS:-1200}
 JOB_TIMEOUT=${E2E_TIMEOUT:-600}
-ONLY=${E2E_ONLY:-schema reference inplace monitoring spare resize all-inplace all-restart node-worker-freeze node-store-worker-freeze node-store-worker-kill node-store-freeze node-drain node-return-freeze node-return-partition chaos shrink-node-freeze shrink-node-kill gang-volcano gang-coscheduling}
+ONLY=${E2E_ONLY:-schema reference inplace monitoring spare resize all-inplace all-restart node-worker-freeze node-store-worker-freeze node-store-worker-kill node-store-freeze node-drain node-return-freeze node-return-partition chaos shrink-node-freeze shrink-node-kill reseed-spare reseed-shrunk gang-volcano gang-coscheduling}
 NS=ddp-e2e-$(date +%s)
 CHART_SET=()
 while IFS= read -r kv; do [ -z "$kv" ] || CHART_SET+=(--set "$kv"); done <<<"${E2E_CHART_SET:-}"
@@ -117,6 +122,8 @@ for scenario in $ONLY; do
     chaos) scenario_chaos ;;
     shrink-node-freeze) scenario_shrink "$scenario" freeze ;;
     shrink-node-kill) scenario_shrink "$scenario" kill ;;
+    reseed-spare) scenario_reseed_spare ;;
+    reseed-shrunk) scenario_reseed_shrunk ;;
     gang-volcano) scenario_gang volcano ;;
     gang-coscheduling) scenario_gang coscheduling ;;
     *) fail_hard "unknown scenario $scenario" ;;
