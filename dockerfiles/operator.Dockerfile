@@ -16,6 +16,8 @@ WORKDIR /src
 COPY CMakeLists.txt ./
 COPY common/ common/
 COPY operator/ operator/
+# The CRD: compiled into the operator (strict field validation against the API server's schema).
+COPY crds/ crds/
 # The worker (LibTorch), the benchmarks and the tests are not part of this image.
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DDDP_BUILD_WORKER=OFF -DDDP_BUILD_BENCH=OFF -DBUILD_TESTING=OFF \

@@ -8,7 +8,8 @@
 //       for the binary the stage copies, as built in <build dir> on this machine
 //   node image_checks.js build-deps   <source root> <build dir>   the build stage's packages
 //       provide every system header the binary's objects included, the libraries it was linked
-//       with, the compiler, cmake and ninja
+//       with, the compiler, cmake and ninja; and its COPY lines bring every project file its
+//       configure reads (build.ninja's configure inputs)
 // Each check first proves it can fail: on a temporary copy of a Dockerfile with a package
 // renamed or removed it must report that package. Stages on other distributions (the CUDA
 // image is Ubuntu-based) cannot be checked against this machine's lists: each is named in a
@@ -18,7 +19,7 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { parseStages, debianSuite } = require('./dockerfile_stages');
+const { parseStages, usedStages, debianSuite } = require('./dockerfile_stages');
 const sys = require('./debian_system');
 
 const kSkip = 77;
@@ -30,9 +31,18 @@ const notes = [];
 const kRenamed = { file: 'operator.Dockerfile', from: 'libcpprest2.10', to: 'libcpprest2.11' };
 const kRuntimeDrop = { file: 'operator.Dockerfile', pkg: 'libyaml-cpp0.7' };
 const kBuildDrop = { file: 'operator.Dockerfile', pkg: 'libyaml-cpp-dev' };
+const kContextDrop = { file: 'operator.Dockerfile', line: 'COPY crds/ crds/', input: 'crds/ddpjob.yaml' };
+
+// A Dockerfile that picks its Debian release with a global `ARG DEBIAN` (worker-cpu: trixie by
+// default, bookworm for LibTorch 1.13) is read as built with DEBIAN=bookworm, the release whose
+// lists this machine has; only the stages that build runs are checked.
+const kCheckedArgs = { DEBIAN: 'bookworm' };
 
 function loadDockerfile(file, text) {
-  return { file, text, stages: parseStages(text) };
+  const declares = /^\s*ARG\s+DEBIAN\b/m.test(text.slice(0, text.search(/^\s*FROM\s/m) + 1));
+  const stages = usedStages(parseStages(text, declares ? kCheckedArgs : {}));
+  if (declares) notes.push(`${file}: read as built with --build-arg DEBIAN=${kCheckedArgs.DEBIAN} (this machine's lists); its other releases are built and run on the kit (bench/RESULTS.md)`);
+  return { file, text, stages };
 }
 
 function dockerfiles() {
@@ -250,10 +260,36 @@ function buildInputs(rel) {
   return [...items.values()];
 }
 
+// The project's files CMake read while configuring this build tree (build.ninja's RERUN_CMAKE
+// inputs), relative to the source root; the build tree's own files left out.
+function configureInputs() {
+  const text = fs.readFileSync(path.join(buildDir, 'build.ninja'), 'utf8').replace(/ \$\n\s*/g, ' ');
+  const line = text.split('\n').find((l) => /^build build\.ninja: RERUN_CMAKE /.test(l)) || '';
+  const src = path.resolve(root) + '/';
+  const tree = path.resolve(buildDir) + '/';
+  return line.split(/\s+/).filter((p) => p.startsWith(src) && !p.startsWith(tree)).map((p) => p.slice(src.length));
+}
+
+// Files the stage's configure reads that no COPY of the stage brings into the image: a file
+// outside every copied path whose name a copied CMakeLists.txt mentions (the operator compiles
+// the CRD in: without `COPY crds/` its configure fails).
+function contextProblems(df, stage) {
+  const sources = stage.copies.filter((c) => !c.from).flatMap((c) => c.sources).map((s) => s.replace(/^\.\//, ''));
+  const covered = (rel) => sources.some((s) => (s.endsWith('/') ? rel.startsWith(s) : rel === s || rel.startsWith(s + '/')));
+  const inputs = configureInputs();
+  if (inputs.length === 0) return [`${buildDir}/build.ninja names no configure input under ${root}: is it a Ninja build of this tree?`];
+  const lists = inputs.filter((r) => path.basename(r) === 'CMakeLists.txt' && covered(r))
+    .map((r) => fs.readFileSync(path.join(root, r), 'utf8'));
+  return inputs.filter((r) => path.basename(r) !== 'CMakeLists.txt' && !covered(r) &&
+                              lists.some((t) => t.includes(path.basename(r))))
+    .map((r) => `${df.file}: the build stage ${stage.name} (line ${stage.line}) configures with ${r} (a CMakeLists.txt it copies reads it) but no COPY brings it`);
+}
+
 function buildProblems(df) {
   const out = [];
   for (const b of copiedBinaries(df)) {
     if (!builtBinary(df, b)) continue;
+    out.push(...contextProblems(df, b.stage));
     const items = buildInputs(b.rel);
     const sim = simulate(df, b.stage, 'build stage');
     out.push(...coverage(df, `the build stage ${b.stage.name} (FROM ${b.stage.from}, line ${b.stage.line})`, items, sim.installed));
@@ -269,6 +305,10 @@ function checkBuildDeps() {
   const self = buildProblems(broken);
   selfTest(`a copy of ${kBuildDrop.file} whose build stage lacks ${kBuildDrop.pkg}`,
     self.find((p) => p.includes(`lacks ${kBuildDrop.pkg},`)), self);
+  const noCrd = brokenCopy(dockerfiles(), kContextDrop.file, (t) => t.replace(kContextDrop.line + '\n', ''));
+  const ctx = buildProblems(noCrd);
+  selfTest(`a copy of ${kContextDrop.file} without \`${kContextDrop.line}\``,
+    ctx.find((p) => p.includes(`configures with ${kContextDrop.input}`)), ctx);
 }
 
 function main() {
