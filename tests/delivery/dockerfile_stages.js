@@ -45,17 +45,17 @@ function aptInstalls(shell) {
   return { packages, problems };
 }
 
-// `FROM image [AS name]` with ARG defaults declared before the first FROM substituted.
-// Returns [{ index, name, from, base, line, packages, installs, copies, workdir, runs,
+// `FROM image [AS name]` with ARG defaults declared before the first FROM substituted; `args`
+// overrides those defaults as `--build-arg` does (only for ARGs the file declares). Returns [{ index, name, from, base, line, packages, installs, copies, workdir, runs,
 //            problems }]; `base` is the image at the root of a chain of stages (FROM build).
-function parseStages(text) {
+function parseStages(text, args = {}) {
   const globalArgs = {};
   const stages = [];
   const subst = (s, vars) => s.replace(/\$\{(\w+)\}|\$(\w+)/g, (all, a, b) => (vars[a || b] !== undefined ? vars[a || b] : all));
   for (const ins of instructions(text)) {
     if (ins.keyword === 'ARG' && stages.length === 0) {
       const m = ins.args.match(/^(\w+)(?:=(\S*))?/);
-      if (m) globalArgs[m[1]] = m[2] === undefined ? '' : m[2].replace(/^"(.*)"$/, '$1');
+      if (m) globalArgs[m[1]] = m[1] in args ? args[m[1]] : m[2] === undefined ? '' : m[2].replace(/^"(.*)"$/, '$1');
       continue;
     }
     if (ins.keyword === 'FROM') {
@@ -98,6 +98,21 @@ function parseStages(text) {
   return stages;
 }
 
+// The stages a build of the last stage runs: the last one and, transitively, the stages it
+// starts FROM or copies from (BuildKit skips the others). Stage objects, in file order.
+function usedStages(stages) {
+  const byRef = (ref) => stages.find((s) => (s.name && s.name === ref) || String(s.index) === ref);
+  const used = new Set();
+  const visit = (s) => {
+    if (!s || used.has(s)) return;
+    used.add(s);
+    visit(byRef(s.from));
+    for (const c of s.copies) if (c.from) visit(byRef(c.from));
+  };
+  visit(stages[stages.length - 1]);
+  return stages.filter((s) => used.has(s));
+}
+
 // The Debian release of an image reference, or '' when it is not a Debian image:
 // debian:bookworm-slim -> bookworm, debian:12 -> bookworm.
 function debianSuite(image) {
@@ -109,4 +124,4 @@ function debianSuite(image) {
   return major ? byNumber[major[1]] || tag : tag;
 }
 
-module.exports = { instructions, aptInstalls, parseStages, debianSuite };
+module.exports = { instructions, aptInstalls, parseStages, usedStages, debianSuite };

@@ -4,7 +4,7 @@
 // tools' formats; the expected values are read off them by hand.
 'use strict';
 const assert = require('assert');
-const { instructions, aptInstalls, parseStages, debianSuite } = require('./dockerfile_stages');
+const { instructions, aptInstalls, parseStages, usedStages, debianSuite } = require('./dockerfile_stages');
 const sys = require('./debian_system');
 
 const tests = [];
@@ -45,6 +45,24 @@ test('stages: ARG defaults in FROM, names, inherited packages, workdir, COPY --f
   assert.deepStrictEqual(s[2].copies, [
     { line: 9, from: 'more', sources: ['/src/sub/build/x'], dest: '/usr/bin/x' },
     { line: 10, from: '', sources: ['y'], dest: 'z/' }]);
+});
+
+test('stages: a build argument picks the release, and only the stages that build runs are used', () => {
+  const text = [
+    'ARG DEBIAN=trixie', 'FROM debian:${DEBIAN} AS build', 'RUN apt-get install -y g++',
+    'FROM debian:bookworm-slim AS runtime-bookworm', 'RUN apt-get install -y old',
+    'FROM debian:trixie-slim AS runtime-trixie', 'RUN apt-get install -y new',
+    'FROM runtime-${DEBIAN}', 'COPY --from=build /src/build/x /usr/bin/x',
+  ].join('\n');
+  const names = (stages) => stages.map((s) => s.name || s.from);
+  const byDefault = parseStages(text);
+  assert.deepStrictEqual(names(byDefault), ['build', 'runtime-bookworm', 'runtime-trixie', 'runtime-trixie']);
+  assert.deepStrictEqual(names(usedStages(byDefault)), ['build', 'runtime-trixie', 'runtime-trixie']);
+  assert.deepStrictEqual(byDefault[3].packages, ['new']);
+  const old = parseStages(text, { DEBIAN: 'bookworm', UNDECLARED: 'x' });
+  assert.deepStrictEqual([old[0].from, old[3].from, old[3].base, old[3].packages],
+    ['debian:bookworm', 'runtime-bookworm', 'debian:bookworm-slim', ['old']]);
+  assert.deepStrictEqual(names(usedStages(old)), ['build', 'runtime-bookworm', 'runtime-bookworm']);
 });
 
 test('Debian suites of image references', () => {
