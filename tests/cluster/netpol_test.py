@@ -396,5 +396,98 @@ class Rendering(unittest.TestCase):
         self.assertEqual(len(loaded), len([l for l in self.payload.splitlines() if l.startswith("-A ")]))
 
 
+@unittest.skipUnless(os.geteuid() == 0 and all(shutil.which(t) for t in ("unshare", "nsenter", "ip", "iptables")),
+                     "needs root, unshare, nsenter, ip and iptables")
+class RunMode(unittest.TestCase):
+    """`netpol.py run` as a process, against a fake kubectl, in a network and mount namespace of
+    its own that holds a kit-9 network namespace (the host's rules and /run are not touched):
+    the chain and its hook land in both, follow a pod's new IP, and are gone after SIGTERM."""
+
+    def setUp(self):
+        import json
+        import tempfile
+        self.json = json
+        self.dir = tempfile.mkdtemp()
+        kubectl = os.path.join(self.dir, "kubectl")
+        with open(kubectl, "w") as f:
+            f.write('#!/bin/sh\ncase "$2" in networkpolicies) f=policies ;; pods) f=pods ;; namespaces) f=namespaces ;;'
+                    ' *) exit 1 ;; esac\nexec cat "%s/$f.json"\n' % self.dir)
+        os.chmod(kubectl, 0o755)
+        egress = policy("dev", "no-egress", {"podSelector": {}, "policyTypes": ["Egress"], "egress": []})
+        self.write("policies", items(operator_job_policy("mingpt", ["ddp-system", "prom"]), egress))
+        self.write("pods", PODS)
+        self.write("namespaces", NAMESPACES)
+        script = ('mount -t tmpfs tmpfs /run && ip netns add kit-9 || exit 3; '
+                  'python3 %s run > %s/log 2>&1 & echo $! > %s/pid; wait $!; exec sleep 60'
+                  % (shlex.quote(netpol.__file__), self.dir, self.dir))
+        env = dict(os.environ, PATH=self.dir + ":" + os.environ["PATH"])
+        self.holder = subprocess.Popen(["unshare", "-n", "-m", "--propagation", "private", "sh", "-c", script], env=env)
+
+    def tearDown(self):
+        self.holder.kill()
+        self.holder.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def write(self, name, obj):
+        with open(os.path.join(self.dir, name + ".json.tmp"), "w") as f:
+            self.json.dump(obj, f)
+        os.replace(os.path.join(self.dir, name + ".json.tmp"), os.path.join(self.dir, name + ".json"))
+
+    def rules(self, netns):
+        cmd = ["nsenter", "-t", str(self.holder.pid), "-n", "-m"]
+        cmd += (["ip", "netns", "exec", netns] if netns else [])
+        chain = subprocess.run(cmd + ["iptables", "-S", "DDP-NETPOL"], capture_output=True, text=True)
+        hook = subprocess.run(cmd + ["iptables", "-C", "FORWARD", "-j", "DDP-NETPOL"], capture_output=True)
+        return chain.stdout if chain.returncode == 0 else None, hook.returncode == 0
+
+    def wait_until(self, cond, what):
+        import time
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.holder.poll() is not None:
+                self.fail("the namespace holder exited %s: %s" % (self.holder.returncode, self.log()))
+            if cond():
+                return
+            time.sleep(0.2)
+        self.fail("not within 30 s: %s\n%s\nhost: %s\nkit-9: %s"
+                  % (what, self.log(), self.rules(None), self.rules("kit-9")))
+
+    def log(self):
+        try:
+            with open(os.path.join(self.dir, "log")) as f:
+                return f.read()
+        except OSError:
+            return "(no log)"
+
+    def test_applies_follows_and_removes(self):
+        def isolated(ip):
+            def cond():
+                for ns in (None, "kit-9"):
+                    chain, hooked = self.rules(ns)
+                    if not hooked or not chain or ("-d %s/32" % ip) not in chain or " -j DROP" not in chain:
+                        return False
+                return True
+            return cond
+        self.wait_until(isolated(W1), "worker-1 isolated in the host and in kit-9")
+        want = [l for l in netpol.Model(items(operator_job_policy("mingpt", ["ddp-system", "prom"])), PODS,
+                                        NAMESPACES).render().splitlines() if l.startswith("-A ")]
+        for ns in (None, "kit-9"):
+            chain, _ = self.rules(ns)
+            self.assertEqual(len([l for l in chain.splitlines() if l.startswith("-A ")]), len(want), chain)
+        # worker-1 replaced: a new IP.
+        moved = items(*[p for p in PODS["items"] if p["metadata"]["name"] != "mingpt-worker-1"],
+                      pod("ml", "mingpt-worker-1", "10.244.1.99", job_labels("mingpt", index=1), METRICS))
+        self.write("pods", moved)
+        self.wait_until(isolated("10.244.1.99"), "the new IP isolated")
+        for ns in (None, "kit-9"):
+            self.assertNotIn("-d %s/32" % W1, self.rules(ns)[0], "the old IP's rules are gone")
+        self.assertIn("egress rules are not enforced", self.log())
+        self.assertEqual(self.log().count("NOT enforced: the egress rules of dev/no-egress"), 1, self.log())
+        with open(os.path.join(self.dir, "pid")) as f:
+            os.kill(int(f.read()), 15)
+        self.wait_until(lambda: all(self.rules(ns) == (None, False) for ns in (None, "kit-9")),
+                        "no chain and no hook after SIGTERM")
+
+
 if __name__ == "__main__":
     unittest.main()
