@@ -134,13 +134,18 @@ spec:
 EOF
 }
 
+# mp_operator_port NAME: the operator container's port of that name.
+mp_operator_port() {
+  kubectl -n ddp-system get pods -l app.kubernetes.io/name=ddp-operator --field-selector=status.phase=Running \
+    -o jsonpath="{.items[0].spec.containers[0].ports[?(@.name==\"$1\")].containerPort}" 2>/dev/null
+}
 pod_ip() { kubectl -n "$1" get pod "$2" -o jsonpath='{.status.podIP}' 2>/dev/null; }
 
 # The hook of the job: monitoring.sh's, then once the job's pods run and are isolated, the proof
 # of enforcement, then (until it holds or 120 s passed) every target up and the ranks reporting.
 MP_STATE=0 MP_SINCE=0 MP_UP="" MP_RANKS=""
 mp_hook() {
-  local name=$1 w0 w1 rdzv op prom
+  local name=$1 w0 w1 rdzv op prom op_metrics op_health
   monitoring_hook "$@"
   case $MP_STATE in
     0)
@@ -150,6 +155,8 @@ mp_hook() {
              -o jsonpath='{.items[0].status.podIP}' 2>/dev/null)
       prom=$(pod_ip "$MP_PROM_NS" prometheus)
       [ -n "$w0" ] && [ -n "$w1" ] && [ -n "$rdzv" ] && [ -n "$op" ] || return 0
+      # The operator's named ports, as the chart's policy names them (values metrics.port, health.port).
+      op_metrics=$(mp_operator_port metrics) op_health=$(mp_operator_port health)
       wait_gone_or 30 mp_isolated "$w0" "$w1" "$rdzv" "$op"
       check "monitoring-policy: netpol.py isolates the job's pods and the operator on every node" mp_isolated "$w0" "$w1" "$rdzv" "$op"
       say "proving enforcement: worker-0 $w0, worker-1 $w1 (on ${MON_NODE:-?}), rendezvous $rdzv, operator $op; from $MP_OTHER_NS and $MP_PROM_NS"
@@ -159,13 +166,14 @@ mp_hook() {
         mp_dropped "$MP_OTHER_NS" "$w0" 9400
       check "monitoring-policy: nor worker-1's ($w1:9400; on worker-1's node when there are two)" \
         mp_dropped "$MP_OTHER_NS" "$w1" 9400
-      check "monitoring-policy: nor the operator's ($op:8080, the chart's policy, named port metrics)" \
-        mp_dropped "$MP_OTHER_NS" "$op" 8080
-      check "monitoring-policy: it reaches the operator's health port (no from: any source)" mp_reach "$MP_OTHER_NS" "$op" 8081
+      check "monitoring-policy: nor the operator's ($op:$op_metrics, the chart's policy, named port metrics)" \
+        mp_dropped "$MP_OTHER_NS" "$op" "$op_metrics"
+      check "monitoring-policy: it reaches the operator's health port $op_health (no from: any source)" \
+        mp_reach "$MP_OTHER_NS" "$op" "$op_health"
       check "monitoring-policy: a pod of Prometheus' namespace reaches worker-0's metrics port" mp_reach "$MP_PROM_NS" "$w0" 9400
       check "monitoring-policy: ... worker-1's" mp_reach "$MP_PROM_NS" "$w1" 9400
       check "monitoring-policy: ... the rendezvous pod's" mp_reach "$MP_PROM_NS" "$rdzv" 9400
-      check "monitoring-policy: ... the operator's" mp_reach "$MP_PROM_NS" "$op" 8080
+      check "monitoring-policy: ... the operator's" mp_reach "$MP_PROM_NS" "$op" "$op_metrics"
       check "monitoring-policy: but not the rendezvous pod's other ports (29500): dropped" \
         mp_dropped "$MP_PROM_NS" "$rdzv" 29500
       MP_STATE=1 MP_SINCE=$(date +%s)
