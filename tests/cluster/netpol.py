@@ -31,10 +31,12 @@ kit crosses FORWARD of the host or of a node's namespace, bridged traffic includ
 net.bridge.bridge-nf-call-iptables=1). Replies (ESTABLISHED,RELATED) return at once; for each
 isolated pod IP, the admitted (source, protocol, port) return, the rest is dropped. Admitted
 traffic RETURNs rather than ACCEPTs, so the rest of FORWARD (kube-proxy's, the kit's) still
-applies. Traffic a node sends itself (kubelet probes) takes OUTPUT, which is not touched: a pod's
-own node always reaches it, as the Kubernetes docs say of every implementation. Not covered: egress,
-IPv6, SCTP port names on pods that are not Running yet, traffic between two pods of one node that
-does not cross a bridge hook (none on the kit), and anything a CNI does beyond filtering.
+applies. Traffic a node sends its pods (kubelet probes) takes OUTPUT, which is not touched: a
+pod's own node always reaches it, as the Kubernetes docs say of every implementation; the host is
+another node to kit-1's pods, so its connections to them (the API server's pod proxy) are
+filtered, as from any other node. Not covered: egress, IPv6, hostNetwork pods, a pod before it
+is Running (it is isolated about a second after), and anything a CNI does beyond filtering.
+tests/cluster/netpol_test.py checks the decisions, netpol_netns_test.sh real packets.
 """
 import ipaddress
 import json
