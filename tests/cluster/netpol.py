@@ -13,7 +13,8 @@ with Egress in policyTypes is enforced for its ingress part, and the log says so
       every second: reads those three lists with kubectl, and writes the chain (only when it
       changed, or its FORWARD hook is missing) into the host's iptables and into every network
       namespace /run/netns/kit-* (`ip netns exec NAME iptables-restore --noflush`). Runs until
-      SIGTERM/SIGINT, then removes what it wrote (as `stop`).
+      SIGTERM/SIGINT or until the process that started it is gone (a test killed outright leaves
+      no rules behind for long), then removes what it wrote (as `stop`).
   netpol.py stop
       removes the chain and its FORWARD hook from the host and every kit-* namespace.
 
@@ -330,9 +331,13 @@ def run():
         signal.signal(sig, lambda *_: stopping.append(1))
     written = {}  # netns -> payload last written
     warned_egress = False
+    parent = os.getppid()
     log("enforcing the INGRESS rules of NetworkPolicies in the host and %s* network namespaces "
         "(egress rules are not enforced)" % NETNS_PREFIX)
     while not stopping:
+        if os.getppid() != parent:
+            log("the process that started me (pid %d) is gone: stopping" % parent)
+            break
         try:
             model = Model(kubectl_json("networkpolicies", "-A"), kubectl_json("pods", "-A"),
                           kubectl_json("namespaces"))
