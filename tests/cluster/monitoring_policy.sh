@@ -4,7 +4,8 @@
 # (ingress rules only, as iptables rules in the host and every kit-* network namespace, where the
 # kit forwards pod traffic; docs/metrics.md says what it covers). Steps:
 #   1. the chart reinstalled with networkPolicy.prometheusNamespace = that namespace (the operator
-#      reads --metrics-namespace at start);
+#      reads --metrics-namespace at start); a job created before has its NetworkPolicy patched
+#      to admit it (the operator brings running jobs' policies to its settings), then goes;
 #   2. netpol.py run in the background; it is stopped and its rules removed at the scenario's end,
 #      or by run.sh's EXIT trap;
 #   3. Prometheus as a pod of that namespace: Debian's prometheus (it links only libc) mounted by
@@ -25,6 +26,7 @@
 # hostPath directory is), E2E_PROBE_IMAGE (ddp-operator:0.1.0).
 # Uses ROOT, NS, STEPS, the functions of lib.sh and monitoring.sh.
 
+# shellcheck disable=SC2034  # EXTRA_SED is read by manifest (lib.sh)
 MP_NETPOL_PID="" MP_PROM_NS="" MP_OTHER_NS="" MP_IMAGE=${E2E_PROBE_IMAGE:-ddp-operator:0.1.0}
 
 # mp_unavailable: why the scenario cannot run here (empty: it can).
@@ -139,6 +141,19 @@ mp_operator_port() {
   kubectl -n ddp-system get pods -l app.kubernetes.io/name=ddp-operator --field-selector=status.phase=Running \
     -o jsonpath="{.items[0].spec.containers[0].ports[?(@.name==\"$1\")].containerPort}" 2>/dev/null
 }
+# mp_policy_admits JOB: the job's NetworkPolicy admits Prometheus' namespace to its metrics port.
+mp_policy_admits() {
+  kubectl -n "$NS" get networkpolicy "$1" \
+    -o jsonpath='{.spec.ingress[*].from[*].namespaceSelector.matchLabels.kubernetes\.io/metadata\.name}' 2>/dev/null \
+    | tr ' ' '\n' | grep -qx "$MP_PROM_NS"
+}
+# mp_events JOB REASON: the messages of the job's events with that reason ("none" when none).
+mp_events() {
+  local m
+  m=$(kubectl -n "$NS" get events --field-selector "involvedObject.kind=DDPJob,involvedObject.name=$1,reason=$2" \
+        -o jsonpath='{.items[*].message}' 2>/dev/null)
+  echo "${m:-none}"
+}
 pod_ip() { kubectl -n "$1" get pod "$2" -o jsonpath='{.status.podIP}' 2>/dev/null; }
 
 # The hook of the job: monitoring.sh's, then once the job's pods run and are isolated, the proof
@@ -201,9 +216,19 @@ scenario_monitoring_policy() {
     return
   fi
   [ "${E2E_KEEP:-0}" = 1 ] || exit_cleanup_add "kubectl delete namespace $MP_PROM_NS $MP_OTHER_NS --wait=false >/dev/null 2>&1"
-  # 1. The operator admits Prometheus' namespace (--metrics-namespace) to every job's metrics port.
+  # 1. The operator admits Prometheus' namespace (--metrics-namespace) to every job's metrics port,
+  #    a job already running included (its policy, written before, is patched).
+  EXTRA_SED=(-e 's/^  replicas: 2$/  replicas: 1/')
+  manifest "$name-before" Restart none | kubectl -n "$NS" apply -f - >/dev/null
+  EXTRA_SED=()
+  wait_gone_or 60 kubectl -n "$NS" get networkpolicy "$name-before" >/dev/null 2>&1
   check "monitoring-policy: the chart reinstalled with networkPolicy.prometheusNamespace=$MP_PROM_NS" \
     chart_reinstall --set "networkPolicy.prometheusNamespace=$MP_PROM_NS"
+  wait_gone_or 60 mp_policy_admits "$name-before"
+  check "monitoring-policy: the policy of job $name-before, running since before, now admits $MP_PROM_NS (patched: $(mp_events "$name-before" UpdatingNetworkPolicy))" \
+    mp_policy_admits "$name-before"
+  kubectl -n "$NS" delete ddpj "$name-before" --wait=true --timeout=120s >/dev/null 2>&1
+  wait_gone_or 120 bash -c "[ -z \"\$(kubectl -n $NS get pods -l ddp.dev/job-name=$name-before -o name)\" ]"
   # 2. The enforcer.
   dir=$(mktemp -d) && chmod 0777 "$dir"  # the pod runs as 65532 and writes its data here
   PROM_DIR=$dir

@@ -17,9 +17,10 @@
 #   monitoring-policy
 #               the same with every NetworkPolicy enforced (tests/cluster/netpol.py, ingress
 #               only: the kit's bridge enforces none) and Prometheus as a pod of a namespace of
-#               its own, the chart installed with networkPolicy.prometheusNamespace for it: a pod
-#               of another namespace is refused the metrics ports, Prometheus' is not; every
-#               target up, every panel with data, "ranks reporting" = the ranks
+#               its own, the chart installed with networkPolicy.prometheusNamespace for it (the
+#               policy of a job running from before is patched to admit it): a pod of another
+#               namespace is refused the metrics ports, Prometheus' is not; every target up,
+#               every panel with data, "ranks reporting" = the ranks
 #               (tests/cluster/monitoring_policy.sh; skipped, with the reason, without root,
 #               iptables or the kit's nodes)
 #   all-inplace every worker pod deleted at once mid-run, recovery InPlace: Succeeded at the last
