@@ -36,8 +36,8 @@ const Resource* PodGroupResource(plan::GangScheduler s) {
   return nullptr;
 }
 
-// The job's own objects found by its name label (its Service, its NetworkPolicy), keyed by the
-// object's key; objects without the label are not the operator's.
+// The job's own objects found by its name label (its Service), keyed by the object's key;
+// objects without the label are not the operator's.
 std::optional<IndexedCache<std::string>::Entry> IndexByJobLabel(const nlohmann::json& obj) {
   std::string job = JobKeyFromLabel(obj, api::kJobNameLabel);
   if (job.empty()) return std::nullopt;
@@ -85,10 +85,16 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
             queue_.Add(job);
           }),
       network_policies_(
-          IndexByJobLabel,
-          [this](const std::string& job, const std::string*, const std::string*) {
-            queue_.Add(job);
-          }),
+          [](const nlohmann::json& obj)
+              -> std::optional<IndexedCache<plan::ObservedNetworkPolicy>::Entry> {
+            std::string job = JobKeyFromLabel(obj, api::kJobNameLabel);
+            if (job.empty()) return std::nullopt;
+            // Its spec: a policy written under other settings is updated (network_policy.h).
+            return IndexedCache<plan::ObservedNetworkPolicy>::Entry{
+                job, plan::ObserveNetworkPolicy(obj)};
+          },
+          [this](const std::string& job, const plan::ObservedNetworkPolicy*,
+                 const plan::ObservedNetworkPolicy*) { queue_.Add(job); }),
       nodes_(
           [](const nlohmann::json& obj) -> std::optional<IndexedCache<plan::NodeHealth>::Entry> {
             std::string name = ObjectKey(obj);
@@ -115,7 +121,7 @@ Controller::Controller(KubeClient* client, OperatorMetrics* metrics, ControllerO
       client_, InformerFor(kServices, options_, api::kJobNameLabel), &services_);
   InformerOptions policies = InformerFor(kNetworkPolicies, options_, api::kJobNameLabel);
   policies.forbidden_hint =
-      "grant list, watch, create and delete on networkpolicies.networking.k8s.io (the Helm "
+      "grant list, watch, create, patch and delete on networkpolicies.networking.k8s.io (the Helm "
       "chart's Role has them), or run with --network-policy=false";
   network_policy_informer_ = std::make_unique<Informer>(client_, policies, &network_policies_);
   // Nodes are cluster-scoped and cannot be label-selected by job: every node, kept small.
@@ -282,9 +288,12 @@ plan::Observed Controller::Observe(const std::string& key) const {
   plan::Observed seen;
   seen.pods = pods_.ByIndex(key);
   seen.service_exists = !services_.ByIndex(key).empty();
-  // The job's own policy is named after it: its key is the job's key.
-  for (const std::string& policy : network_policies_.ByIndex(key)) {
-    if (policy == key) seen.network_policy_exists = true;
+  // The job's own policy is named after it.
+  const std::string job_name = key.substr(key.find('/') + 1);
+  for (plan::ObservedNetworkPolicy& policy : network_policies_.ByIndex(key)) {
+    if (policy.name != job_name) continue;
+    seen.network_policy_exists = true;
+    seen.network_policy = std::move(policy);
   }
   ObserveNodes(&seen);
   if (pod_group_informer_) {

@@ -94,8 +94,10 @@ class Controller {
                       std::vector<nlohmann::json> creates);
   Status ApplyDeletes(const std::string& key, const api::DDPJob& job,
                       const std::vector<plan::Delete>& deletes);
+  // A failed NetworkPolicy patch goes to *policy_error, not the result: the pods do not wait
+  // for it (they keep the policy they have); the pass fails after the creates and is retried.
   Status ApplyPatches(const std::string& key, const api::DDPJob& job,
-                      const std::vector<plan::Patch>& patches);
+                      const std::vector<plan::Patch>& patches, Status* policy_error);
   void EmitEvents(const api::DDPJob& job, const std::vector<plan::Event>& events);
   void CountRestarts(const api::DDPJob& job, const api::DDPJobStatus& next);
   // ddp_job_incidents_total and ddp_job_recovery_seconds from a status just written
@@ -137,7 +139,7 @@ class Controller {
   IndexedCache<JobEntry> jobs_;
   IndexedCache<plan::ObservedPod> pods_;
   IndexedCache<std::string> services_;
-  IndexedCache<std::string> network_policies_;  // "ns/name" of each, by job
+  IndexedCache<plan::ObservedNetworkPolicy> network_policies_;  // by job
   IndexedCache<plan::NodeHealth> nodes_;  // by node name; optional (see ObserveNodes)
   // When each node now lost was first seen lost (ObserveNodes); dropped when it comes back.
   mutable std::mutex node_lost_mu_;

@@ -69,19 +69,29 @@ Status Controller::ApplyDeletes(const std::string& key, const api::DDPJob& job,
 }
 
 Status Controller::ApplyPatches(const std::string& key, const api::DDPJob& job,
-                                const std::vector<plan::Patch>& patches) {
+                                const std::vector<plan::Patch>& patches, Status* policy_error) {
   for (const plan::Patch& p : patches) {
-    // Only the PodGroup and a rendezvous pod's group-size annotation (elastic in place) are
-    // patched; a plan that patches anything else is a bug.
+    // Only the PodGroup, the NetworkPolicy's spec and a rendezvous pod's group-size annotation
+    // (elastic in place) are patched; a plan that patches anything else is a bug.
     const bool pod = p.kind == "Pod" && p.api_version == "v1" && p.merge_patch.size() == 1 &&
                      p.merge_patch.contains("metadata");
-    if (!pod && (p.kind != plan::kPodGroupKind || !pod_group_resource_ ||
-                 p.api_version != pod_group_resource_->ApiVersion())) {
+    const bool policy = p.kind == plan::kNetworkPolicyKind &&
+                        p.api_version == plan::kNetworkPolicyApiVersion &&
+                        p.merge_patch.size() == 1 && p.merge_patch.contains("spec");
+    if (!pod && !policy &&
+        (p.kind != plan::kPodGroupKind || !pod_group_resource_ ||
+         p.api_version != pod_group_resource_->ApiVersion())) {
       return Status::Internal(key + ": plan patches " + p.api_version + " " + p.kind);
     }
-    auto patched = pod ? client_->MergePatch(kPods, job.namespace_name, p.name, p.merge_patch)
-                       : client_->MergePatch(*pod_group_resource_, job.namespace_name, p.name,
-                                             p.merge_patch);
+    auto patched =
+        pod      ? client_->MergePatch(kPods, job.namespace_name, p.name, p.merge_patch)
+        : policy ? client_->MergePatch(kNetworkPolicies, job.namespace_name, p.name, p.merge_patch)
+                 : client_->MergePatch(*pod_group_resource_, job.namespace_name, p.name,
+                                       p.merge_patch);
+    if (!patched.ok() && policy) {
+      *policy_error = patched.status().WithContext(key + ": patch " + p.kind + " " + p.name);
+      continue;
+    }
     if (!patched.ok()) {
       return patched.status().WithContext(key + ": patch " + p.kind + " " + p.name);
     }
@@ -195,11 +205,13 @@ Status Controller::Apply(const std::string& key, const api::DDPJob& job,
   }
   // 2. Deletes, then 3. patches and creates (the PodGroup and the Service first). Deletes and
   // creates are attempted even if the other failed: they touch disjoint names. No pod is created
-  // when a PodGroup patch failed: a round's pods must meet its PodGroup. A crash or an error from
+  // when a PodGroup patch failed: a round's pods must meet its PodGroup (a NetworkPolicy patch
+  // does not hold them back: they keep the policy they have). A crash or an error from
   // here on converges on a later pass: the planner deletes pods of rounds other than
   // status.round and recreates every name of that round that no pod holds.
   Status deletes = ApplyDeletes(key, job, p.deletes);
-  Status patches = ApplyPatches(key, job, p.patches);
+  Status policy;
+  Status patches = ApplyPatches(key, job, p.patches, &policy);
   Status creates = patches.ok() ? ApplyCreates(key, job, std::move(p.creates)) : Status::OK();
   // 4. Events describe the transition the status now records; a later pass would not repeat
   // them, so they go out even when some pod writes are left for that pass.
@@ -207,6 +219,7 @@ Status Controller::Apply(const std::string& key, const api::DDPJob& job,
   DDP_RETURN_IF_ERROR(deletes);
   DDP_RETURN_IF_ERROR(patches);
   DDP_RETURN_IF_ERROR(creates);
+  DDP_RETURN_IF_ERROR(policy);
   if (p.delete_job) {
     DeleteOptions opts;
     opts.precondition_uid = job.uid;

@@ -49,6 +49,30 @@ json BuildNetworkPolicy(const api::DDPJob& job, const NetworkPolicyConfig& confi
 }
 
 namespace internal {
+namespace {
+
+// The namespaces `config` admits to the metrics port, as "a, b", or "none".
+std::string Scrapers(const NetworkPolicyConfig& config) {
+  std::string out;
+  for (const std::string& ns : {config.operator_namespace, config.metrics_namespace}) {
+    if (ns.empty() || (!out.empty() && out == ns)) continue;
+    out += (out.empty() ? "" : ", ") + ns;
+  }
+  return out.empty() ? "none" : out;
+}
+
+// The top-level fields of `desired` that `current` lacks or holds otherwise (a merge patch of
+// the spec), or null when none. Fields only `current` has are left alone: the API server may
+// default some, and the policy types the operator sets make any other inert.
+json SpecPatch(const json& current, const json& desired) {
+  json patch = json::object();
+  for (const auto& [key, value] : desired.items()) {
+    if (!current.is_object() || !current.contains(key) || current[key] != value) patch[key] = value;
+  }
+  return patch.empty() ? json() : patch;
+}
+
+}  // namespace
 
 void PlanNetworkPolicy(Pass* p, const NetworkPolicyConfig& config) {
   const bool want = WantsNetworkPolicy(p->job, config);
@@ -62,6 +86,22 @@ void PlanNetworkPolicy(Pass* p, const NetworkPolicyConfig& config) {
     } else {
       AddEvent(p, "Normal", "CreatingNetworkPolicy", "creating " + what);
     }
+  } else if (want && p->seen->network_policy &&
+             (p->job.uid.empty() || p->seen->network_policy->owner_uid == p->job.uid)) {
+    // Ours, and its spec known: the operator's settings may have changed since it was written
+    // (another --metrics-namespace or --operator-namespace, spec.metrics.port).
+    json desired = BuildNetworkPolicy(p->job, config)["spec"];
+    json patch = SpecPatch(p->seen->network_policy->spec, desired);
+    if (patch.is_null()) return;
+    std::string fields;
+    for (const auto& [key, value] : patch.items()) fields += (fields.empty() ? "" : ", ") + key;
+    AddEvent(p, "Normal", "UpdatingNetworkPolicy",
+             "updating NetworkPolicy " + name + ": its " + fields +
+                 " differ from the operator's settings (metrics port " +
+                 std::to_string(p->job.spec.metrics.port) + " open to namespaces " +
+                 Scrapers(config) + ")");
+    p->plan.patches.push_back(
+        {kNetworkPolicyApiVersion, kNetworkPolicyKind, name, {{"spec", std::move(patch)}}});
   } else if (!want && p->seen->network_policy_exists) {
     p->plan.deletes.push_back({kNetworkPolicyKind, name, ""});
     AddEvent(p, "Normal", "DeletingNetworkPolicy",

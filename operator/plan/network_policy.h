@@ -49,8 +49,12 @@ namespace internal {
 struct Pass;
 // PlanReconcile's step for a job that runs: creates the policy when the job wants one and
 // Observed::network_policy_exists is false (before the Service and pods, so no pod of the job
-// is ever reachable unprotected); deletes it when the job no longer wants one. Once the job has
-// finished nothing is planned: the garbage collector deletes it with the job.
+// is ever reachable unprotected); deletes it when the job no longer wants one; patches its spec
+// (an RFC 7386 merge patch of the fields that differ, with an UpdatingNetworkPolicy event) when
+// Observed::network_policy is the job's own (controller reference to job.uid) and its spec
+// differs from BuildNetworkPolicy's, e.g. after the operator was restarted with another
+// --metrics-namespace. A policy of the same name owned by someone else is left alone. Once the
+// job has finished nothing is planned: the garbage collector deletes it with the job.
 void PlanNetworkPolicy(Pass* p, const NetworkPolicyConfig& config);
 }  // namespace internal
 

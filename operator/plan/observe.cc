@@ -148,4 +148,13 @@ ObservedPodGroup ObservePodGroup(const json& group) {
   return out;
 }
 
+ObservedNetworkPolicy ObserveNetworkPolicy(const json& policy) {
+  ObservedNetworkPolicy out;
+  out.name = Str(Get(policy, "metadata"), "name");
+  out.owner_uid = ControllerUid(policy);
+  const json& spec = Get(policy, "spec");
+  if (spec.is_object()) out.spec = spec;
+  return out;
+}
+
 }  // namespace ddp::plan

@@ -30,6 +30,9 @@ ObservedPod ObservePod(const nlohmann::json& pod);
 // Converts a PodGroup (either scheduler's). Never fails: missing fields read as empty.
 ObservedPodGroup ObservePodGroup(const nlohmann::json& group);
 
+// Converts a NetworkPolicy: its name, controller owner's uid and spec. Never fails.
+ObservedNetworkPolicy ObserveNetworkPolicy(const nlohmann::json& policy);
+
 // The uid of `obj`'s controller ownerReference, or "" when it has none.
 std::string ControllerUid(const nlohmann::json& obj);
 

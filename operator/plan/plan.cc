@@ -440,6 +440,7 @@ Plan PlanReconcile(const api::DDPJob& job, const Observed& seen, TimePoint now,
   own.pod_group = seen.pod_group;
   own.pod_group_api_missing = seen.pod_group_api_missing;
   own.network_policy_exists = seen.network_policy_exists;
+  own.network_policy = seen.network_policy;
   own.nodes = seen.nodes;  // suspect_nodes.h
   own.rendezvous_reads = seen.rendezvous_reads;  // silent_rendezvous.h
   std::vector<std::string> foreign;

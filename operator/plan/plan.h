@@ -114,6 +114,13 @@ struct ObservedPodGroup {
   std::string phase;  // status.phase, as the scheduler writes it; "" until it does
 };
 
+// The job's NetworkPolicy (network_policy.h) as the API server has it.
+struct ObservedNetworkPolicy {
+  std::string name;
+  std::string owner_uid;  // uid of the controller ownerReference; "" when none
+  nlohmann::json spec = nlohmann::json::object();
+};
+
 // Rank 0's progress as last read from its /metrics (the operator's scraper, or the local
 // runner), tagged with the round of the pod it was read from: only the current round's counts.
 struct ObservedProgress {
@@ -132,6 +139,9 @@ struct Observed {
   bool pod_group_api_missing = false;
   // The job's NetworkPolicy (named NetworkPolicyName(job)) exists (network_policy.h).
   bool network_policy_exists = false;
+  // With network_policy_exists: that object, when the observer reads it (the controller). Absent
+  // (local mode, render): its spec is not known and never updated.
+  std::optional<ObservedNetworkPolicy> network_policy;
   // The nodes named in status.suspectNodes that the operator knows (suspect_nodes.h); a node
   // absent here is not known yet (no node watch: local mode, or not synced).
   std::map<std::string, NodeHealth> nodes;

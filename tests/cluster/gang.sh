@@ -24,10 +24,9 @@ GANG_W=${E2E_GANG_WORKER_CPU:-700}
 GANG_STEPS=${E2E_GANG_STEPS:-1500}
 GANG_ROOM=$((GANG_W + 300))
 GANG_IMAGE=ddp-worker-cpu:0.1.0
-SKIPS=()
 GANG_NAMESPACES=()
 
-gang_skip() { SKIPS+=("$*"); say "SKIPPED: $*"; }
+gang_skip() { scenario_skip "$@"; }
 
 # gang_pod_group SCHED NAME MIN: a PodGroup manifest of SCHED's kind.
 gang_pod_group() {
@@ -70,16 +69,7 @@ EOF
 }
 
 # gang_install NAME: the chart with gangScheduler.name NAME ("" for none), the operator restarted.
-gang_install() {
-  local render
-  render=$(chart_renderer) || return 1
-  $render template ddp "$ROOT/charts/ddp-operator" -n ddp-system "${CHART_SET[@]}" --set "gangScheduler.name=$1" \
-    | kubectl apply -n ddp-system -f - >/dev/null || return 1
-  kubectl -n ddp-system rollout restart deployment/ddp-ddp-operator >/dev/null 2>&1
-  kubectl -n ddp-system rollout status deployment/ddp-ddp-operator --timeout=180s >/dev/null || return 1
-  # The old operator pod gone too: its CPU request would count in the sizing.
-  wait_gone_or 120 bash -c '[ "$(kubectl -n ddp-system get pods -l app.kubernetes.io/name=ddp-operator -o name | grep -c .)" = 1 ]'
-}
+gang_install() { chart_reinstall --set "gangScheduler.name=$1"; }
 
 # ---- sizing: millicores free on each schedulable node, and ballast pods.
 to_milli() { awk '{v = $1; if (v ~ /m$/) {sub(/m$/, "", v); print int(v)} else print int(v * 1000)}' <<<"$1"; }
@@ -126,7 +116,6 @@ ballast_running() {
 ballast_off() {
   kubectl -n "$NS" delete pods -l ddp-e2e=ballast --wait=true --timeout=60s >/dev/null 2>&1
 }
-wait_gone_or() { local n=$1 i; shift; for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 1; done; return 1; }
 
 # room: how many workers of GANG_W fit now (a rendezvous pod of 100m beside one of them).
 room() {

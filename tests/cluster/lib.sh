@@ -2,7 +2,7 @@
 # deadline, and what is read back (phase, step, checksums, pod start latency, heal stalls).
 # Sourced; uses ROOT, NS, STEPS, JOB_TIMEOUT and REF from run.sh.
 
-FAILED=() PASSED=0 TIMINGS=()
+FAILED=() PASSED=0 TIMINGS=() SKIPS=()
 say() { echo "[e2e $(date +%H:%M:%S)] $*"; }
 skip() { echo "SKIPPED: $*"; exit 77; }
 fail_hard() { echo "FAILED: $*"; report; exit 1; }
@@ -11,6 +11,8 @@ check() {
   local name=$1; shift
   if "$@"; then PASSED=$((PASSED + 1)); say "ok   $name"; else FAILED+=("$name"); say "FAIL $name"; fi
 }
+# scenario_skip REASON: a scenario that cannot run here (listed at the end; all skipped: exit 77).
+scenario_skip() { SKIPS+=("$*"); say "SKIPPED: $*"; }
 timing() { TIMINGS+=("$*"); say "time $*"; }
 report() {
   echo "---- e2e-cluster: $PASSED passed, ${#FAILED[@]} failed"
@@ -29,6 +31,37 @@ chart_renderer() {
   if command -v helm >/dev/null 2>&1; then echo helm
   elif command -v helmlite >/dev/null 2>&1; then echo helmlite
   else echo "neither helm nor helmlite on PATH: cannot install the chart"; return 1; fi
+}
+
+wait_gone_or() { local n=$1 i; shift; for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 1; done; return 1; }
+
+# chart_reinstall [--set KEY=VALUE ...]: the chart's render with E2E_CHART_SET (run.sh's
+# CHART_SET) and these values applied, the operator restarted (it reads its flags at start) and
+# its old pod gone (its CPU request would count in sizing). Scenarios that change a value call it
+# again without it afterwards.
+chart_reinstall() {
+  local render
+  render=$(chart_renderer) || return 1
+  $render template ddp "$ROOT/charts/ddp-operator" -n ddp-system "${CHART_SET[@]}" "$@" \
+    | kubectl apply -n ddp-system -f - >/dev/null || return 1
+  kubectl -n ddp-system rollout restart deployment/ddp-ddp-operator >/dev/null 2>&1
+  kubectl -n ddp-system rollout status deployment/ddp-ddp-operator --timeout=180s >/dev/null || return 1
+  # shellcheck disable=SC2016  # expanded by that bash
+  wait_gone_or 120 bash -c '[ "$(kubectl -n ddp-system get pods -l app.kubernetes.io/name=ddp-operator -o name | grep -c .)" = 1 ]'
+}
+
+# Commands run.sh's EXIT trap runs, the last added first (a background process a scenario started
+# and must not outlive the suite, e.g. tests/cluster/netpol.py's rules). A scenario that ends
+# normally runs its own and removes it with exit_cleanup_done.
+EXIT_CLEANUPS=()
+exit_cleanup_add() { EXIT_CLEANUPS+=("$1"); }
+exit_cleanup_done() {
+  local i
+  for i in "${!EXIT_CLEANUPS[@]}"; do [ "${EXIT_CLEANUPS[$i]}" != "$1" ] || unset 'EXIT_CLEANUPS[i]'; done
+}
+exit_cleanups_run() {
+  local i keys=("${!EXIT_CLEANUPS[@]}")
+  for ((i = ${#keys[@]} - 1; i >= 0; i--)); do eval "${EXIT_CLEANUPS[${keys[i]}]}"; done
 }
 
 # manifest NAME RECOVERY FAULT_STEP|none: examples/mingpt-kind.yaml, renamed, STEPS steps,

@@ -12,6 +12,12 @@
       returned no sample at all (panels named in ALLOWED_EMPTY_TITLE may be empty: say why).
   prom_util.py value PROM_URL QUERY
       the first sample's value of an instant query, or nothing.
+  prom_util.py up PROM_URL TARGETS_JSON
+      every target of a file_sd file (the one `targets` wrote) has its series up == 1 now: prints
+      "N of M targets up" and each that is not, exits 1 when one is not (or there is none).
+  prom_util.py panel-value DASHBOARD PROM_URL NAMESPACE JOB TITLE
+      the first query of the panel titled TITLE, its variables set as for `panels`, as an
+      instant query: each series' value, one a line.
 """
 import json
 import os
@@ -52,14 +58,18 @@ def get(url, **params):
         return json.load(r)
 
 
+def expr_of(target, namespace, job):
+    return (target.get("expr", "").replace("$__rate_interval", "1m")
+            .replace("$namespace", namespace).replace("$job", job))
+
+
 def panels(dashboard, prom, namespace, job, start, end, allowed):
     with open(dashboard) as f:
         d = json.load(f)
     empty = []
     for panel in d.get("panels", []):
         for t in panel.get("targets", []):
-            expr = (t.get("expr", "").replace("$__rate_interval", "1m")
-                    .replace("$namespace", namespace).replace("$job", job))
+            expr = expr_of(t, namespace, job)
             if not expr:
                 continue
             res = get(prom + "/api/v1/query_range", query=expr, start=start, end=end, step="5")
@@ -81,6 +91,30 @@ def value(prom, query):
         print(res[0]["value"][1])
 
 
+def up(prom, targets_json):
+    with open(targets_json) as f:
+        want = [t for g in json.load(f) for t in g.get("targets", [])]
+    res = get(prom + "/api/v1/query", query="up").get("data", {}).get("result", [])
+    seen = {r["metric"].get("instance"): r["value"][1] for r in res}
+    down = [t + " (up " + seen.get(t, "absent") + ")" for t in want if seen.get(t) != "1"]
+    print("%d of %d targets up%s" % (len(want) - len(down), len(want),
+                                      ": not " + ", ".join(down) if down else ""))
+    return 1 if down or not want else 0
+
+
+def panel_value(dashboard, prom, namespace, job, title):
+    with open(dashboard) as f:
+        d = json.load(f)
+    for panel in d.get("panels", []):
+        if panel.get("title") == title and panel.get("targets"):
+            expr = expr_of(panel["targets"][0], namespace, job)
+            for r in get(prom + "/api/v1/query", query=expr).get("data", {}).get("result", []):
+                print(r["value"][1])
+            return 0
+    print("no panel titled %r" % title, file=sys.stderr)
+    return 2
+
+
 def main(argv):
     if argv[1] == "targets":
         targets(argv[2], argv[3], argv[4])
@@ -90,6 +124,10 @@ def main(argv):
     if argv[1] == "value":
         value(argv[2], argv[3])
         return 0
+    if argv[1] == "up":
+        return up(argv[2], argv[3])
+    if argv[1] == "panel-value":
+        return panel_value(argv[2], argv[3], argv[4], argv[5], argv[6])
     print(__doc__)
     return 2
 

@@ -14,6 +14,15 @@
 #               every panel query of the dashboard returns data, the heal is in
 #               ddp_job_recovery_seconds and in status.incidents with the trainers' own stall
 #               (tests/cluster/monitoring.sh)
+#   monitoring-policy
+#               the same with every NetworkPolicy enforced (tests/cluster/netpol.py, ingress
+#               only: the kit's bridge enforces none) and Prometheus as a pod of a namespace of
+#               its own, the chart installed with networkPolicy.prometheusNamespace for it (the
+#               policy of a job running from before is patched to admit it): a pod of another
+#               namespace is refused the metrics ports, Prometheus' is not; every target up,
+#               every panel with data, "ranks reporting" = the ranks
+#               (tests/cluster/monitoring_policy.sh; skipped, with the reason, without root,
+#               iptables or the kit's nodes)
 #   all-inplace every worker pod deleted at once mid-run, recovery InPlace: Succeeded at the last
 #               step with the reference checksum (issue 31's false success)
 #   all-restart the same under recovery Restart
@@ -60,6 +69,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/tests/cluster/node_loss.sh"
 . "$ROOT/tests/cluster/node_return.sh"
 . "$ROOT/tests/cluster/monitoring.sh"
+. "$ROOT/tests/cluster/monitoring_policy.sh"
 . "$ROOT/tests/cluster/chaos.sh"
 . "$ROOT/tests/cluster/shrink.sh"
 . "$ROOT/tests/cluster/reseed.sh"
@@ -67,7 +77,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
 STEPS=${E2E_STEPS:-1200}
 JOB_TIMEOUT=${E2E_TIMEOUT:-600}
-ONLY=${E2E_ONLY:-schema reference inplace monitoring spare resize all-inplace all-restart node-worker-freeze node-store-worker-freeze node-store-worker-kill node-store-freeze node-drain node-return-freeze node-return-partition chaos shrink-node-freeze shrink-node-kill reseed-spare reseed-shrunk gang-volcano gang-coscheduling}
+ONLY=${E2E_ONLY:-schema reference inplace monitoring monitoring-policy spare resize all-inplace all-restart node-worker-freeze node-store-worker-freeze node-store-worker-kill node-store-freeze node-drain node-return-freeze node-return-partition chaos shrink-node-freeze shrink-node-kill reseed-spare reseed-shrunk gang-volcano gang-coscheduling}
 NS=ddp-e2e-$(date +%s)
 CHART_SET=()
 while IFS= read -r kv; do [ -z "$kv" ] || CHART_SET+=(--set "$kv"); done <<<"${E2E_CHART_SET:-}"
@@ -92,7 +102,9 @@ kubectl -n ddp-system rollout status deployment/ddp-ddp-operator --timeout=180s 
 check "operator Deployment ready" true
 
 kubectl create namespace "$NS" >/dev/null || fail_hard "cannot create namespace $NS"
-[ "${E2E_KEEP:-0}" = 1 ] || trap 'kubectl delete namespace "$NS" "${GANG_NAMESPACES[@]}" --wait=false >/dev/null 2>&1' EXIT
+trap exit_cleanups_run EXIT
+# shellcheck disable=SC2016  # expanded when the trap runs
+[ "${E2E_KEEP:-0}" = 1 ] || exit_cleanup_add 'kubectl delete namespace "$NS" "${GANG_NAMESPACES[@]}" --wait=false >/dev/null 2>&1'
 kubectl -n "$NS" apply -f "$ROOT/examples/kind-checkpoints-pvc.yaml" >/dev/null
 say "namespace $NS; jobs of $STEPS steps"
 
@@ -107,6 +119,7 @@ for scenario in $ONLY; do
       ;;
     inplace) scenario_inplace ;;
     monitoring) scenario_monitoring ;;
+    monitoring-policy) scenario_monitoring_policy ;;
     all-inplace) scenario_all_pods InPlace ;;
     all-restart) scenario_all_pods Restart ;;
     spare) scenario_spare ;;

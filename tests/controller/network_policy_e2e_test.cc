@@ -1,6 +1,9 @@
 // `ddp-operator run` creates each job's NetworkPolicy (network isolation) against the fake API
-// server: owned by the job, before its pods, created again when someone deletes it, and not
-// created when the operator's default or the job's spec turns it off. No fixed sleeps.
+// server: owned by the job, before its pods, created again when someone deletes it, not
+// created when the operator's default or the job's spec turns it off, and patched in place when
+// an operator restarted with another --metrics-namespace finds it. No fixed sleeps.
+#include <csignal>
+
 #include <gtest/gtest.h>
 
 #include "operator/kube/resource.h"
@@ -65,6 +68,60 @@ TEST(NetworkPolicyE2e, OperatorDefaultOffStillIsolatesAJobThatAsks) {
   ASSERT_TRUE(WaitFor([&] { return w.PodsOfRound("asked", 0).size() == 1; }, kWait)) << op->Log();
   EXPECT_TRUE(w.server().GetObject(std::string(kPolicies) + "asked")) << op->Log();
   EXPECT_FALSE(w.server().GetObject(std::string(kPolicies) + "plain"));
+}
+
+// The chart's networkPolicy.prometheusNamespace changed: the operator restarts with another
+// --metrics-namespace and brings the running job's policy to it, the same object patched in
+// place (its uid kept), with an event; a policy of the job's name owned by no job is left alone.
+TEST(NetworkPolicyE2e, AnOperatorWithAnotherMetricsNamespaceUpdatesTheRunningJobsPolicy) {
+  World w;
+  auto first = w.StartOperator("op1", {"--operator-namespace", "ddp-system", "--metrics-namespace",
+                                       "monitoring"});
+  w.CreateJob(World::Job("iso", 2));
+  ASSERT_TRUE(WaitFor([&] { return w.PodsOfRound("iso", 0).size() == 2; }, kWait)) << first->Log();
+  // Someone else's policy under a job's name: created before that job, owned by nothing.
+  json foreign = {{"apiVersion", "networking.k8s.io/v1"}, {"kind", "NetworkPolicy"},
+                  {"metadata", {{"name", "theirs"}, {"namespace", "ml"},
+                                {"labels", {{"ddp.dev/job-name", "theirs"}}}}},
+                  {"spec", {{"podSelector", json::object()}, {"policyTypes", {"Ingress"}}}}};
+  ASSERT_TRUE(w.client().Create(controller::kNetworkPolicies, "ml", foreign).ok());
+  w.CreateJob(World::Job("theirs", 1));
+  ASSERT_TRUE(WaitFor([&] { return w.PodsOfRound("theirs", 0).size() == 1; }, kWait)) << first->Log();
+  std::optional<json> before = w.server().GetObject(std::string(kPolicies) + "iso");
+  ASSERT_TRUE(before) << first->Log();
+  ASSERT_TRUE(first->Signal(SIGTERM, milliseconds(20000)).has_value()) << first->Log();
+
+  auto second = w.StartOperator("op2", {"--operator-namespace", "ddp-system", "--metrics-namespace",
+                                        "prom-new"});
+  auto metrics_from = [](const json& np) {
+    std::vector<std::string> out;
+    for (const json& peer : np["spec"]["ingress"][1]["from"]) {
+      out.push_back(peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]);
+    }
+    return out;
+  };
+  ASSERT_TRUE(WaitFor([&] {
+    std::optional<json> np = w.server().GetObject(std::string(kPolicies) + "iso");
+    return np && metrics_from(*np) == std::vector<std::string>{"ddp-system", "prom-new"};
+  }, kWait)) << second->Log();
+  std::optional<json> after = w.server().GetObject(std::string(kPolicies) + "iso");
+  EXPECT_EQ((*after)["metadata"]["uid"], (*before)["metadata"]["uid"]) << "patched, not recreated";
+  EXPECT_EQ((*after)["spec"]["ingress"][0], (*before)["spec"]["ingress"][0]) << after->dump(2);
+  EXPECT_EQ((*after)["spec"]["ingress"][1]["ports"], (*before)["spec"]["ingress"][1]["ports"]);
+  bool evented = false;
+  ASSERT_TRUE(WaitFor([&] {
+    for (const json& e : w.server().Objects("/api/v1/namespaces/ml/events")) {
+      if (e.value("reason", "") == "UpdatingNetworkPolicy" &&
+          e["involvedObject"].value("name", "") == "iso") {
+        evented = true;
+      }
+    }
+    return evented;
+  }, kWait)) << second->Log();
+  std::optional<json> theirs = w.server().GetObject(std::string(kPolicies) + "theirs");
+  ASSERT_TRUE(theirs);
+  EXPECT_EQ((*theirs)["spec"], foreign["spec"]) << "not the job's: untouched";
+  EXPECT_FALSE(second->ExitCode().has_value()) << second->Log();
 }
 
 }  // namespace

@@ -175,6 +175,85 @@ TEST(NetworkPolicyPlannerTest, OffNothingIsCreatedAndAnExistingOneIsDeleted) {
   EXPECT_TRUE(NoWrites(PlanReconcile(job, world, At(11), Options(true))));
 }
 
+// A policy the job owns is brought to the operator's settings when they changed (say the chart's
+// networkPolicy.prometheusNamespace, read at the operator's start): the metrics port's rule is
+// replaced in place by a merge patch, with an event; anything else is left as it is.
+TEST(NetworkPolicyPlannerTest, AnOwnedPolicyIsUpdatedToTheOperatorsSettings) {
+  const api::DDPJob job = InPhase(Job(2), api::kPhaseRunning, 0, 2);
+  // The rule the operator's settings (ddp-system, monitoring) give, written from the docs
+  // (docs/security.md): the metrics port 9400/TCP from pods of either namespace.
+  const json metrics_rule = json::parse(R"({
+    "from": [
+      {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ddp-system"}}},
+      {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+    "ports": [{"protocol": "TCP", "port": 9400}]})");
+  const json job_rule = json::parse(
+      R"({"from": [{"podSelector": {"matchLabels": {"ddp.dev/job-name": "mingpt"}}}]})");
+  auto observed = [&](json ingress, std::string owner) {
+    ObservedNetworkPolicy np;
+    np.name = "mingpt";
+    np.owner_uid = std::move(owner);
+    np.spec = {{"podSelector", {{"matchLabels", {{"ddp.dev/job-name", "mingpt"}}}}},
+               {"policyTypes", {"Ingress"}},
+               {"ingress", std::move(ingress)}};
+    return np;
+  };
+  const json old_rule = json::parse(R"({
+    "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ddp-system"}}}],
+    "ports": [{"protocol": "TCP", "port": 9400}]})");
+  struct Row {
+    std::string name;
+    std::optional<ObservedNetworkPolicy> seen;  // absent: exists, spec not read (local mode)
+    json want_patch;                            // null: no patch, no event
+  };
+  json server_defaulted = observed({job_rule, metrics_rule}, "uid-1").spec;
+  server_defaulted["egress"] = json::array();  // a field the operator does not set
+  ObservedNetworkPolicy defaulted = observed({job_rule, metrics_rule}, "uid-1");
+  defaulted.spec = server_defaulted;
+  const std::vector<Row> rows = {
+      {"the same spec: nothing", observed({job_rule, metrics_rule}, "uid-1"), nullptr},
+      {"a field the operator does not set (egress): nothing", defaulted, nullptr},
+      {"written before prometheusNamespace was set: the ingress rules",
+       observed({job_rule, old_rule}, "uid-1"),
+       {{"spec", {{"ingress", {job_rule, metrics_rule}}}}}},
+      {"written for another Prometheus namespace: the ingress rules",
+       observed({job_rule, json::parse(R"({"from": [
+           {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ddp-system"}}},
+           {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "prom-old"}}}],
+         "ports": [{"protocol": "TCP", "port": 9400}]})")}, "uid-1"),
+       {{"spec", {{"ingress", {job_rule, metrics_rule}}}}}},
+      {"not the job's (another owner): untouched", observed({job_rule, old_rule}, "uid-other"),
+       nullptr},
+      {"not the job's (no owner): untouched", observed({job_rule, old_rule}, ""), nullptr},
+      {"its spec not read: untouched", std::nullopt, nullptr},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    api::DDPJob j = job;
+    Observed world = World(Pods(2, 0, "Running"));
+    world.network_policy_exists = true;
+    world.network_policy = r.seen;
+    Plan p = PlanReconcile(j, world, At(10), Options(true));
+    EXPECT_TRUE(DescribeCreates(p).empty()) << p.ToString();
+    EXPECT_TRUE(DescribeDeletes(p).empty()) << p.ToString();
+    if (r.want_patch.is_null()) {
+      EXPECT_TRUE(p.patches.empty()) << p.ToString();
+      EXPECT_TRUE(EventReasons(p).empty()) << p.ToString();
+      continue;
+    }
+    ASSERT_EQ(p.patches.size(), 1u) << p.ToString();
+    EXPECT_EQ(p.patches[0], (Patch{"networking.k8s.io/v1", "NetworkPolicy", "mingpt", r.want_patch}))
+        << p.patches[0].merge_patch.dump(2);
+    ASSERT_EQ(EventReasons(p), (Strings{"UpdatingNetworkPolicy"}));
+    EXPECT_NE(p.events[0].message.find("namespaces ddp-system, monitoring"), std::string::npos)
+        << p.events[0].message;
+    // Applied, the next pass writes nothing.
+    Apply(p, &j, &world, At(10));
+    EXPECT_EQ(world.network_policy->spec["ingress"], json::array({job_rule, metrics_rule}));
+    EXPECT_TRUE(NoWrites(PlanReconcile(j, world, At(11), Options(true))));
+  }
+}
+
 // Deleting the job deletes the policy through its owner reference (the garbage collector), as
 // the pods and the Service: the planner writes nothing for a job being deleted, and a finished
 // job is not given a policy.

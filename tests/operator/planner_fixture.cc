@@ -180,7 +180,10 @@ Observed With(Observed w, ObservedPod p) {
 void Apply(const Plan& plan, api::DDPJob* job, Observed* world, TimePoint now) {
   for (const auto& d : plan.deletes) {
     if (d.kind == "Service") world->service_exists = false;
-    if (d.kind == kNetworkPolicyKind) world->network_policy_exists = false;
+    if (d.kind == kNetworkPolicyKind) {
+      world->network_policy_exists = false;
+      world->network_policy.reset();
+    }
     if (d.kind == kPodGroupKind && world->pod_group && world->pod_group->name == d.name) {
       world->pod_group.reset();
     }
@@ -203,6 +206,12 @@ void Apply(const Plan& plan, api::DDPJob* job, Observed* world, TimePoint now) {
       group.merge_patch(patch.merge_patch);
       world->pod_group->spec = group["spec"];
     }
+    if (patch.kind == kNetworkPolicyKind && world->network_policy &&
+        world->network_policy->name == patch.name) {
+      nlohmann::json policy = {{"spec", world->network_policy->spec}};
+      policy.merge_patch(patch.merge_patch);
+      world->network_policy->spec = policy["spec"];
+    }
     if (patch.kind == "Pod") {  // the rendezvous pod's group-size annotation
       for (auto& pod : world->pods) {
         if (pod.name != patch.name) continue;
@@ -219,6 +228,7 @@ void Apply(const Plan& plan, api::DDPJob* job, Observed* world, TimePoint now) {
     }
     if (obj["kind"] == kNetworkPolicyKind) {
       world->network_policy_exists = true;
+      world->network_policy = ObserveNetworkPolicy(obj);
       continue;
     }
     if (obj["kind"] == kPodGroupKind) {
