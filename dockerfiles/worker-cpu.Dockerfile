@@ -1,14 +1,19 @@
-# ddp-worker for CPU: the same trainer as worker.Dockerfile, built against Debian's LibTorch 1.13
-# (the build the tests run against), Gloo for the all-reduce. No GPU, no CUDA, no PyTorch wheel.
+# ddp-worker for CPU: the same trainer as worker.Dockerfile, built against Debian's LibTorch
+# (the builds the tests run against), Gloo for the all-reduce. No GPU, no CUDA, no PyTorch wheel.
 # Build from the repository root:
 #   docker build -f dockerfiles/worker-cpu.Dockerfile -t ddp-worker-cpu:0.1.0 .
-# Two stages: Debian's -dev packages and a compiler to build, then only the shared libraries the
-# binary links against, on bookworm-slim, as a non-root user. Size class: about 0.9 GB
-# uncompressed (the Installed-Size of what apt adds to bookworm-slim): LibTorch itself is about
-# 130 MB; most of the rest is what Debian's libtorch1.13 depends on and the binary loads (OpenCV
-# with Qt and GDAL, Mesa and LLVM, FFmpeg, oneDNN, OpenBLAS). The CUDA image is several GB.
+#   docker build --build-arg DEBIAN=bookworm -f dockerfiles/worker-cpu.Dockerfile ...   (1.13)
+# DEBIAN picks the release and with it the LibTorch: trixie (Debian 13, LibTorch 2.6, the
+# default) or bookworm (Debian 12, LibTorch 1.13). Both run the kit's e2e suite (bench/RESULTS.md).
+# A build stage with Debian's -dev packages and a compiler, then only the shared libraries the
+# binary links against, on the release's -slim image, as a non-root user. A DEBIAN other than
+# these two stops at the runtime stage's package list. Size class: about 1 GB
+# uncompressed: LibTorch itself is about 130-200 MB; most of the rest is what Debian's libtorch
+# depends on and the binary loads (OpenCV, Mesa and LLVM, FFmpeg, oneDNN, OpenBLAS). The CUDA
+# image is several GB.
+ARG DEBIAN=trixie
 
-FROM debian:bookworm AS build
+FROM debian:${DEBIAN} AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       cmake ninja-build g++ pkg-config \
@@ -25,13 +30,19 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
  && cmake --build build --target ddp-worker \
  && strip build/worker/ddp-worker
 
-FROM debian:bookworm-slim
-# Runtime libraries of ddp-worker: LibTorch (with c10d and Gloo), yaml-cpp (config files),
-# prometheus-cpp's core (its metrics), and OpenBLAS with threads: without it LibTorch's BLAS is
-# the reference one, about 15x slower.
-RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libtorch1.13 libopenblas0-pthread libyaml-cpp0.7 libprometheus-cpp-core1.0 \
+FROM debian:${DEBIAN}-slim
+# Runtime libraries of ddp-worker, named by release: LibTorch (with c10d and Gloo), yaml-cpp
+# (config files), prometheus-cpp's core (its metrics), and OpenBLAS with threads: without it
+# LibTorch's BLAS is the reference one, about 15x slower. Another release stops here.
+RUN . /etc/os-release \
+ && apt-get update \
+ && case "$VERSION_CODENAME" in \
+      bookworm) DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+                  libtorch1.13 libyaml-cpp0.7 libopenblas0-pthread libprometheus-cpp-core1.0 ;; \
+      trixie) DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+                libtorch2.6 libyaml-cpp0.8 libopenblas0-pthread libprometheus-cpp-core1.0 ;; \
+      *) echo "worker-cpu.Dockerfile: no runtime packages named for Debian $VERSION_CODENAME" >&2; exit 1 ;; \
+    esac \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/worker/ddp-worker /usr/local/bin/ddp-worker
 # Non-root. Checkpoint volumes need the group 65532: the operator adds fsGroup 65532 to pods of

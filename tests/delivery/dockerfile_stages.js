@@ -25,12 +25,28 @@ function instructions(text) {
   return out;
 }
 
+// A release switch, `case "$VERSION_CODENAME" in bookworm) ... ;; trixie) ... ;; *) ... esac`
+// (after `. /etc/os-release`): the shell text with the switch replaced by the arm for `suite`
+// (the one whose pattern names it, else `*`), or by nothing when no arm runs there.
+function pickReleaseArm(shell, suite) {
+  const m = shell.match(/\bcase\s+"?\$\{?VERSION_CODENAME\}?"?\s+in\b([\s\S]*?)\besac\b/);
+  if (!m) return shell;
+  const arms = [];
+  for (const a of m[1].split(';;')) {
+    const arm = a.match(/^\s*\(?\s*([\w*|.-]+)\s*\)([\s\S]*)$/);
+    if (arm) arms.push({ patterns: arm[1].split('|'), body: arm[2] });
+  }
+  const chosen = arms.find((a) => a.patterns.includes(suite)) || arms.find((a) => a.patterns.includes('*'));
+  return shell.slice(0, m.index) + (chosen ? chosen.body : '') + shell.slice(m.index + m[0].length);
+}
+
 // `apt-get install` / `apt install` package names in one shell command line: the words after
-// `install` up to the next shell operator, options dropped, `=version` and `:arch` removed.
-// Returns { packages, problems }.
-function aptInstalls(shell) {
+// `install` up to the next shell operator, options dropped, `=version` and `:arch` removed. A
+// release switch (pickReleaseArm) counts only its arm for `suite`. Returns { packages, problems }.
+function aptInstalls(shell, suite = '') {
   const packages = [];
   const problems = [];
+  shell = pickReleaseArm(shell, suite);
   const re = /\bapt(?:-get)?\s+(?:-\S+\s+)*install\b([^;&|()]*)/g;
   for (const m of shell.matchAll(re)) {
     for (const word of m[1].trim().split(/\s+/).filter(Boolean)) {
@@ -77,7 +93,7 @@ function parseStages(text, args = {}) {
     if (!stage) continue;
     if (ins.keyword === 'RUN') {
       stage.runs.push({ line: ins.line, shell: ins.args });
-      const { packages, problems } = aptInstalls(ins.args);
+      const { packages, problems } = aptInstalls(ins.args, debianSuite(stage.base));
       if (packages.length) stage.installs.push({ line: ins.line, packages });
       stage.packages.push(...packages);
       for (const p of problems) stage.problems.push(`line ${ins.line}: ${p}`);
@@ -124,4 +140,4 @@ function debianSuite(image) {
   return major ? byNumber[major[1]] || tag : tag;
 }
 
-module.exports = { instructions, aptInstalls, parseStages, usedStages, debianSuite };
+module.exports = { instructions, aptInstalls, pickReleaseArm, parseStages, usedStages, debianSuite };

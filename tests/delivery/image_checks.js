@@ -323,7 +323,7 @@ function main() {
     process.exit(kSkip);
   }
   checks[check]();
-  for (const n of notes) console.log('note: ' + n);
+  for (const n of new Set(notes)) console.log('note: ' + n);
   if (problems.length) {
     console.error(`${check}: ${problems.length} problem(s)\n` + problems.map((p) => '  ' + p).join('\n'));
     process.exit(1);

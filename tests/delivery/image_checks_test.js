@@ -47,22 +47,37 @@ test('stages: ARG defaults in FROM, names, inherited packages, workdir, COPY --f
     { line: 10, from: '', sources: ['y'], dest: 'z/' }]);
 });
 
-test('stages: a build argument picks the release, and only the stages that build runs are used', () => {
+test('stages: a build argument picks the release, a release switch its packages', () => {
   const text = [
     'ARG DEBIAN=trixie', 'FROM debian:${DEBIAN} AS build', 'RUN apt-get install -y g++',
-    'FROM debian:bookworm-slim AS runtime-bookworm', 'RUN apt-get install -y old',
-    'FROM debian:trixie-slim AS runtime-trixie', 'RUN apt-get install -y new',
-    'FROM runtime-${DEBIAN}', 'COPY --from=build /src/build/x /usr/bin/x',
+    'FROM debian:${DEBIAN}-slim',
+    'RUN . /etc/os-release && apt-get update \\',
+    ' && case "$VERSION_CODENAME" in \\',
+    '      bookworm) apt-get install -y old1 old2 ;; \\',
+    '      trixie|forky) apt-get install -y --no-install-recommends new1 ;; \\',
+    '      *) echo no >&2; exit 1 ;; \\',
+    '    esac && rm -rf /var/lib/apt/lists/*',
+    'COPY --from=build /src/build/x /usr/bin/x',
+  ].join('\n');
+  const byDefault = parseStages(text);
+  assert.deepStrictEqual([byDefault[0].from, byDefault[1].from, byDefault[1].packages],
+    ['debian:trixie', 'debian:trixie-slim', ['new1']]);
+  assert.deepStrictEqual(byDefault[1].problems, []);
+  const old = parseStages(text, { DEBIAN: 'bookworm', UNDECLARED: 'x' });
+  assert.deepStrictEqual([old[0].from, old[1].base, old[1].packages],
+    ['debian:bookworm', 'debian:bookworm-slim', ['old1', 'old2']]);
+  assert.deepStrictEqual(parseStages(text, { DEBIAN: 'bullseye' })[1].packages, []);
+  assert.deepStrictEqual(parseStages(text, { DEBIAN: 'forky' })[1].packages, ['new1']);
+});
+
+test('stages: only the stages a build of the last one runs are used', () => {
+  const text = [
+    'FROM debian:bookworm AS build', 'RUN apt-get install -y g++',
+    'FROM debian:bookworm AS unused', 'RUN apt-get install -y nothing',
+    'FROM build AS more', 'FROM debian:bookworm-slim', 'COPY --from=more /src/build/x /usr/bin/x',
   ].join('\n');
   const names = (stages) => stages.map((s) => s.name || s.from);
-  const byDefault = parseStages(text);
-  assert.deepStrictEqual(names(byDefault), ['build', 'runtime-bookworm', 'runtime-trixie', 'runtime-trixie']);
-  assert.deepStrictEqual(names(usedStages(byDefault)), ['build', 'runtime-trixie', 'runtime-trixie']);
-  assert.deepStrictEqual(byDefault[3].packages, ['new']);
-  const old = parseStages(text, { DEBIAN: 'bookworm', UNDECLARED: 'x' });
-  assert.deepStrictEqual([old[0].from, old[3].from, old[3].base, old[3].packages],
-    ['debian:bookworm', 'runtime-bookworm', 'debian:bookworm-slim', ['old']]);
-  assert.deepStrictEqual(names(usedStages(old)), ['build', 'runtime-bookworm', 'runtime-bookworm']);
+  assert.deepStrictEqual(names(usedStages(parseStages(text))), ['build', 'more', 'debian:bookworm-slim']);
 });
 
 test('Debian suites of image references', () => {

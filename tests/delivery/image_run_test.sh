@@ -27,7 +27,8 @@ echo "builder $builder, engine $engine"
 have_image() { "$engine" image inspect "$1" >/dev/null 2>&1; }
 
 if [ "${DDP_IMAGE_TEST_NO_BUILD:-0}" != 1 ]; then
-  for base in debian:bookworm debian:bookworm-slim; do
+  # operator: bookworm; worker-cpu: trixie by default (its bookworm runtime stage may be built too)
+  for base in debian:bookworm debian:bookworm-slim debian:trixie debian:trixie-slim; do
     if ! have_image "$base" && ! timeout 300 "$engine" pull "$base" >/dev/null 2>&1; then
       skip "no base image $base: not in $engine's store and it cannot be pulled"
     fi
