@@ -2,6 +2,8 @@
 
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include <yaml-cpp/yaml.h>
 
@@ -109,8 +111,10 @@ StatusOr<ClientConfig> ParseKubeconfig(const std::string& text, const std::strin
       if (user["auth-provider"]) return bad("user \"" + user_name + "\": auth-provider is not supported; use a token or a client certificate");
       cfg.bearer_token = Str(user, "token");
       cfg.token_file = Resolve(origin, Str(user, "tokenFile"));
-      for (auto [key, dst] : {std::make_pair("client-certificate-data", &cfg.client_cert_data),
-                              std::make_pair("client-key-data", &cfg.client_key_data)}) {
+      const std::pair<const char*, std::string*> data_fields[] = {
+          {"client-certificate-data", &cfg.client_cert_data},
+          {"client-key-data", &cfg.client_key_data}};
+      for (const auto& [key, dst] : data_fields) {
         if (!Str(user, key).empty() && !Base64Decode(Str(user, key), dst)) {
           return bad("user \"" + user_name + "\": " + key + " is not base64");
         }

@@ -194,9 +194,13 @@ mp_hook() {
       MP_STATE=1 MP_SINCE=$(date +%s)
       ;;
     1)
-      MP_UP=$(python3 "$ROOT/tests/cluster/prom_util.py" up "$PROM" "$PROM_DIR/targets.json" 2>&1)
-      MP_RANKS=$(python3 "$ROOT/tests/cluster/prom_util.py" panel-value "$ROOT/charts/ddp-operator/dashboards/ddp.json" \
+      local up ranks
+      up=$(python3 "$ROOT/tests/cluster/prom_util.py" up "$PROM" "$PROM_DIR/targets.json" 2>&1)
+      ranks=$(python3 "$ROOT/tests/cluster/prom_util.py" panel-value "$ROOT/charts/ddp-operator/dashboards/ddp.json" \
                    "$PROM" "$NS" "$name" "Ranks reporting" 2>&1 | xargs)
+      # Said when it changes: what was seen while the job trained, not only the last read.
+      [ "$up|$ranks" = "$MP_UP|$MP_RANKS" ] || say "monitoring-policy: $up; ranks reporting ${ranks:-none}"
+      MP_UP=$up MP_RANKS=$ranks
       if [[ $MP_UP =~ ^([0-9]+)\ of\ ([0-9]+)\ targets\ up$ ]] && [ "${BASH_REMATCH[2]}" -ge 4 ] && [ "$MP_RANKS" = 2 ]; then
         MP_STATE=2
       elif [ $(($(date +%s) - MP_SINCE)) -ge 120 ]; then
