@@ -48,7 +48,8 @@ bool LastFailure::operator==(const LastFailure& o) const {
 
 bool Incident::operator==(const Incident& o) const {
   return kind == o.kind && pod == o.pod && pod_uid == o.pod_uid && node == o.node &&
-         rank == o.rank && round == o.round && incarnation == o.incarnation && time == o.time &&
+         rank == o.rank && round == o.round && incarnation == o.incarnation &&
+         local_rank == o.local_rank && time == o.time &&
          step == o.step && detection_seconds == o.detection_seconds &&
          stall_seconds == o.stall_seconds && steps_lost == o.steps_lost &&
          outcome == o.outcome && source == o.source && message == o.message;

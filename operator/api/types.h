@@ -225,6 +225,7 @@ struct Incident {
   int rank = -1;        // the node rank the pod held; -1: none (rendezvous pod, resize)
   int round = 0;        // the round it happened in
   int incarnation = 0;  // a trainer restarted in place: its new incarnation (else 0)
+  int local_rank = -1;  // that trainer's local rank in its pod (global: rank * nproc + it); else -1
   TimePoint time{};     // when it happened, as best known (whole seconds on the wire)
   int64_t step = 0;     // the job's step then (status.progress.step)
   std::optional<double> detection_seconds;  // from the failure to the group noticing it

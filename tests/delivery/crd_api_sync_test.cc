@@ -167,6 +167,7 @@ api::DDPJob FullyPopulatedJob() {
   inc.rank = 1;
   inc.round = 2;
   inc.incarnation = 1;
+  inc.local_rank = 0;
   inc.time = t;
   inc.step = 110;
   inc.detection_seconds = 0.25;

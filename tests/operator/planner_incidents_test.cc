@@ -80,8 +80,8 @@ void DeleteWorker1(Observed* w) {
   }
 }
 
-// An InPlace job of `n` pods trained to step 100 in round 0: started at At(0), whose first step
-// was committed at At(10) + 0.5 s (the start record), running since.
+// An InPlace job of 2 pods of `nproc` trainers each, trained to step 100 in round 0: started at
+// At(0), whose first step was committed at At(10) + 0.5 s (the start record), running since.
 struct InPlaceRun {
   std::string Uid(const std::string& name) const {
     for (const auto& p : world.pods) {
@@ -91,8 +91,9 @@ struct InPlaceRun {
   }
   DDPJob job = InPhase(InPlace(Job(2)), "Pending", 0, 2);
   Observed world;
-  explicit InPlaceRun(int spares = 0) {
+  explicit InPlaceRun(int spares = 0, int nproc = 1) {
     job = InPlace(Job(2), spares);
+    job.spec.nproc_per_node = nproc;
     job.status = {};
     world = World({}, false);
     Settle(&job, &world, At(0));
@@ -102,7 +103,9 @@ struct InPlaceRun {
     for (int k = 0; k < spares; ++k) idle.push_back("mingpt-spare-" + std::to_string(k));
     world.group = Report(0, members, idle);
     world.group->pod_uid = Uid("mingpt-rendezvous");
-    world.group->report.trainers = {{0, {"mingpt-worker-0", 0}}, {1, {"mingpt-worker-1", 0}}};
+    for (int rank = 0; rank < 2 * nproc; ++rank) {
+      world.group->report.trainers[rank] = {"mingpt-worker-" + std::to_string(rank / nproc), 0};
+    }
     world.progress = Page(0, 100, At(20), Record(std::nullopt, std::nullopt, Unix(At(10)) + 0.5, 0));
     Settle(&job, &world, At(20));
   }
@@ -211,6 +214,86 @@ TEST(Incidents, ATrainerExitInAReplacedPodIsNamedFromItsOwnIncarnations) {
   EXPECT_EQ(i.rank, 1);
   EXPECT_EQ(i.pod, "mingpt-worker-1");
   EXPECT_EQ(i.incarnation, 1);
+}
+
+// Two trainers a pod (review F5): a trainer exit names its pod, the node rank the pod holds and
+// its local rank, as a pod's own incident names the node rank. Pod 0's trainer on global rank 1
+// restarts, pod 1 is replaced, then pod 1's new trainer on global rank 3 and pod 0's on global
+// rank 0 restart. Before, trainer exits were named by global rank and the replaced pod's incident
+// (node rank 1) reset global rank 1's count, pod 0's trainer: the second restart was named as
+// rank 1 of pod 0.
+TEST(Incidents, WithTwoTrainersAPodEachExitNamesItsPodNodeRankAndLocalRank) {
+  InPlaceRun r(/*spares=*/0, /*nproc=*/2);
+  r.world.group->report.recoveries = 1;
+  r.world.group->report.trainers[1] = {"mingpt-worker-0", 1};
+  Settle(&r.job, &r.world, At(31));
+  for (auto& pod : r.world.pods) {
+    if (pod.name == "mingpt-worker-1") pod.uid = "mingpt-worker-1-first";  // Apply's uid is the replacement's
+  }
+  DeleteWorker1(&r.world);
+  Settle(&r.job, &r.world, At(51));
+  StartAll(&r.world);
+  r.world.group->report.trainers[2] = {"mingpt-worker-1", 0};  // the new pod's trainers
+  r.world.group->report.trainers[3] = {"mingpt-worker-1", 0};
+  Settle(&r.job, &r.world, At(55));
+  r.world.group->report.recoveries = 2;
+  r.world.group->report.trainers[3] = {"mingpt-worker-1", 1};
+  Settle(&r.job, &r.world, At(60));
+  r.world.group->report.recoveries = 3;
+  r.world.group->report.trainers[0] = {"mingpt-worker-0", 1};
+  Settle(&r.job, &r.world, At(70));
+
+  struct Want {
+    const char* kind;
+    const char* pod;
+    int rank, local_rank, incarnation;
+    const char* says;
+  };
+  const std::vector<Want> want = {
+      {api::kIncidentTrainerExit, "mingpt-worker-0", 0, 1, 1, "rank 1's trainer exited"},
+      {api::kIncidentPodLost, "mingpt-worker-1", 1, -1, 0, ""},
+      {api::kIncidentTrainerExit, "mingpt-worker-1", 1, 1, 1, "rank 3's trainer exited"},
+      {api::kIncidentTrainerExit, "mingpt-worker-0", 0, 0, 1, "rank 0's trainer exited"},
+  };
+  const auto& got = r.job.status.incidents;
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    SCOPED_TRACE("incident " + std::to_string(k) + ": " + got[k].message);
+    EXPECT_EQ(got[k].kind, want[k].kind);
+    EXPECT_EQ(got[k].pod, want[k].pod);
+    EXPECT_EQ(got[k].rank, want[k].rank);
+    EXPECT_EQ(got[k].local_rank, want[k].local_rank);
+    EXPECT_EQ(got[k].incarnation, want[k].incarnation);
+    EXPECT_NE(got[k].message.find(want[k].says), std::string::npos);
+  }
+  // The fields survive the status's wire form.
+  api::Incident back;
+  ASSERT_TRUE(api::internal::ParseIncident(api::internal::IncidentToJson(got[2]), &back));
+  EXPECT_EQ(back, got[2]);
+}
+
+// A pod given another node rank (rule 10: worker-1 takes worker-0's lost rank) keeps its
+// trainers' count: the exit of a trainer restarted before the move is named with its next
+// incarnation, at the pod's new node rank.
+TEST(Incidents, APodGivenAnotherNodeRankKeepsItsTrainersCount) {
+  InPlaceRun r(/*spares=*/0, /*nproc=*/2);
+  r.world.group->report.recoveries = 1;
+  r.world.group->report.trainers[3] = {"mingpt-worker-1", 1};
+  Settle(&r.job, &r.world, At(31));
+  r.world.group->report.members = {{"mingpt-worker-1", 0}};
+  r.world.group->report.trainers = {{0, {"mingpt-worker-1", 0}}, {1, {"mingpt-worker-1", 1}}};
+  Settle(&r.job, &r.world, At(40));
+  r.world.group->report.recoveries = 2;
+  r.world.group->report.trainers[1] = {"mingpt-worker-1", 2};
+  Settle(&r.job, &r.world, At(45));
+  const auto& got = r.job.status.incidents;
+  ASSERT_FALSE(got.empty());
+  const Incident& i = got.back();
+  EXPECT_EQ(i.kind, api::kIncidentTrainerExit);
+  EXPECT_EQ(i.pod, "mingpt-worker-1");
+  EXPECT_EQ(i.rank, 0);
+  EXPECT_EQ(i.local_rank, 1);
+  EXPECT_EQ(i.incarnation, 2) << i.message;
 }
 
 // The group's count is read seconds after the heal (a slow page): the record on the same page is
