@@ -31,6 +31,14 @@ int PreparedNode(const std::string& value, int home, int nodes) {
   return n < nodes ? n : -1;
 }
 
+// Whether trainer identity `now` is `before` restarted in place: the same pod object and local
+// rank, another incarnation (keys.h TrainerIdentity). A pod that took the rank (a spare, a
+// replacement, a rule-10 move) is not: its change of membership moved the generation already.
+bool RestartedInPlace(const std::string& before, const std::string& now) {
+  const size_t b = before.rfind('/'), n = now.rfind('/');
+  return !before.empty() && !now.empty() && before != now && b != std::string::npos &&
+         n != std::string::npos && before.compare(0, b, now, 0, n) == 0;
+}
 
 }  // namespace
 
@@ -325,6 +333,7 @@ void AuthorityLoop::ObserveTrainers(Clock::time_point now, GroupView* v) {
     // the device's context) is not silence. Until then the rendezvous timeout bounds it (its
     // generation cannot form without it), and its supervisor sees its process end.
     if (t.identity != m.seen_identity) {
+      if (RestartedInPlace(m.seen_identity, t.identity)) m.restarted_in = generation_;
       m.seen_identity = t.identity;
       m.beaten = false;
       m.hb = hb;
@@ -336,6 +345,12 @@ void AuthorityLoop::ObserveTrainers(Clock::time_point now, GroupView* v) {
     }
     t.silent_seconds = m.beaten ? SecondsSince(m.changed, now) : 0;
     t.stall_reported = stalls_.count(rank) && stalls_[rank] == t.identity;
+    // Rule 5b: read only for a rank restarted under the current generation (rare).
+    t.restarted = m.restarted_in == generation_;
+    if (t.restarted) {
+      const std::string arrived = ValueOr(s, ArrivedKey(generation_, rank));  // "<step> <identity>"
+      t.arrived = arrived.empty() ? "" : arrived.substr(arrived.find(' ') + 1);
+    }
   }
 }
 

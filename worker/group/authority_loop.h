@@ -152,6 +152,7 @@ class AuthorityLoop {
     int64_t hb = -1;
     bool beaten = false;  // `seen_identity` beat at least once (its clock starts then)
     Clock::time_point changed{};
+    int64_t restarted_in = -1;  // the generation its trainer was last restarted in place under
   };
   std::set<int> done_;
   std::vector<std::string> holders_;  // node/<n>: the authority is their only writer
