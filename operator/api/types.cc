@@ -106,6 +106,7 @@ bool DDPJobStatus::operator==(const DDPJobStatus& o) const {
          ready_replicas == o.ready_replicas && world_size == o.world_size && round == o.round &&
          restarts == o.restarts && disruptions == o.disruptions &&
          recoveries == o.recoveries && spares == o.spares && ready_spares == o.ready_spares &&
+         silent_pods_held == o.silent_pods_held &&
          last_failure == o.last_failure && counted_pods == o.counted_pods &&
          rendezvous_uid == o.rendezvous_uid &&
          progress == o.progress && suspect_nodes == o.suspect_nodes &&

@@ -279,6 +279,9 @@ struct DDPJobStatus {
   int recoveries = 0;  // failures healed in place (recovery InPlace)
   int spares = 0;        // spare pods of the current round that exist (recovery InPlace)
   int ready_spares = 0;  // of them, idle and ready to take a rank
+  // recovery InPlace: pods silent past the liveness timeout that the group has not declared lost
+  // (a mass silence it waits out), as the rendezvous pod's page last said.
+  int silent_pods_held = 0;
   std::optional<LastFailure> last_failure;
   // recovery InPlace: the uids of the pods whose end was counted (a failure, a disruption) in
   // the current round, oldest first, at most kMaxCountedPods: a pod still Terminating passes
