@@ -113,9 +113,9 @@ void ReadStalls(const std::vector<ParsedFamily>& families, WorkerScrape* s) {
 bool GroupScrape::operator==(const GroupScrape& o) const {
   return present == o.present && generation == o.generation && recoveries == o.recoveries &&
          budget_left == o.budget_left && world_size == o.world_size && resizes == o.resizes &&
-         shrunk_nodes == o.shrunk_nodes && silent_held == o.silent_held && members == o.members && spares == o.spares &&
-         fenced == o.fenced && ended == o.ended && abandoned == o.abandoned &&
-         trainers == o.trainers;
+         shrunk_nodes == o.shrunk_nodes && silent_held == o.silent_held && members == o.members &&
+         spares == o.spares && fenced == o.fenced && ended == o.ended &&
+         abandoned == o.abandoned && trainers == o.trainers;
 }
 
 WorkerScrape ReadWorkerScrape(const std::vector<ParsedFamily>& families) {

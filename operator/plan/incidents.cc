@@ -122,7 +122,8 @@ int Covered(const Pass& p, const Trainer& t) {
 }
 
 // Names `i`, a trainer exit, after trainer `t` at incarnation `incarnation`.
-void NameTrainerExit(const Pass& p, const Trainer& t, int global_rank, int incarnation, Incident* i) {
+void NameTrainerExit(const Pass& p, const Trainer& t, int global_rank, int incarnation,
+                     Incident* i) {
   i->rank = t.node_rank;
   i->local_rank = t.local_rank;
   i->pod = t.pod;

@@ -367,8 +367,9 @@ TEST(AuthorityLoopTest, ATrainerRestartedUnderTheLostStoresGenerationMovesIt) {
     store->set(PodKey(name, "members"), Bytes(copy));
     store->set(TrainerKey(node, "id"), Bytes(std::string(name) + "/uid-" + name + "/0/0"));
     Register(*store, name, node);
-    auto c = PresenceClient::Connect("127.0.0.1", (*server)->port(), std::string(name) + "/uid-" + name,
-                                     std::chrono::milliseconds(50));
+    const std::string id = std::string(name) + "/uid-" + name;
+    auto c =
+        PresenceClient::Connect("127.0.0.1", (*server)->port(), id, std::chrono::milliseconds(50));
     ASSERT_TRUE(c.ok());
     presence.push_back(std::move(*c));
   }

@@ -430,9 +430,10 @@ void Restarts(Work* w) {
     if (!old_store_generation && (t.arrived.empty() || t.arrived == t.identity)) continue;
     w->restarted = true;
     w->a.advance = true;  // I5
+    const std::string where = old_store_generation ? "the lost store's" : t.arrived;
     w->a.log.push_back("rank " + std::to_string(r) + " trainer " + t.identity +
-                       " restarted in place under a generation that holds its predecessor" +
-                       (old_store_generation ? std::string(" (the lost store's)") : " (" + t.arrived + ")"));
+                       " restarted in place under a generation that holds its predecessor (" +
+                       where + ")");
   }
 }
 

@@ -57,7 +57,7 @@ void AssignFree(Work* w);       // 4: free node ranks to old holders, own pods, 
 void ShrinkOnLoss(Work* w);     // 10: a loss with nobody to take the rank: go on smaller
 void Grow(Work* w);             // 9b: a desired size above the group's
 void Stalls(Work* w);           // 5: silent trainers of live pods, unless a slowdown
-void Restarts(Work* w);         // 5b: a trainer restarted under a generation holding its predecessor
+void Restarts(Work* w);         // 5b: a trainer restarted under its predecessor's generation
 void Graceful(Work* w);         // 9c: a growth alone of a formed generation
 void Abandon(Work* w);          // 7: a generation not formed within the rendezvous timeout
 
