@@ -113,7 +113,10 @@ int Covered(const Pass& p, const Trainer& t) {
   for (const Incident& i : p.st.incidents) {
     if (i.round != p.round || i.pod != t.pod || i.kind == api::kIncidentResize) continue;
     if (i.kind == api::kIncidentTrainerExit && i.incarnation > 0) {
-      if (i.local_rank == t.local_rank) covered = std::max(covered, i.incarnation);
+      // An exit an older operator wrote has no local rank: its `rank` was the trainer's global
+      // rank, which only one trainer a pod (local rank 0) makes a node rank.
+      const int local = i.local_rank >= 0 ? i.local_rank : 0;
+      if (local == t.local_rank) covered = std::max(covered, i.incarnation);
     } else {
       covered = 0;
     }

@@ -185,6 +185,24 @@ TEST(Incidents, APodGivenAnotherNodeRankKeepsItsTrainersCount) {
   EXPECT_EQ(i.incarnation, 2) << i.message;
 }
 
+// A status an operator before localRank wrote (one trainer a pod): its trainer exit has no local
+// rank, and still counts for the pod's trainer, so the next restart is incarnation 2, not 1 again.
+TEST(Incidents, ATrainerExitWrittenWithoutALocalRankStillCounts) {
+  InPlaceRun r;
+  r.world.group->report.recoveries = 1;
+  r.world.group->report.trainers[1] = {"mingpt-worker-1", 1};
+  Settle(&r.job, &r.world, At(31));
+  ASSERT_EQ(r.job.status.incidents.size(), 1u);
+  r.job.status.incidents[0].local_rank = -1;  // as parsed from the older status
+  r.world.group->report.recoveries = 2;
+  r.world.group->report.trainers[1] = {"mingpt-worker-1", 2};
+  Settle(&r.job, &r.world, At(40));
+  ASSERT_EQ(r.job.status.incidents.size(), 2u);
+  EXPECT_EQ(r.job.status.incidents[1].rank, 1);
+  EXPECT_EQ(r.job.status.incidents[1].local_rank, 0);
+  EXPECT_EQ(r.job.status.incidents[1].incarnation, 2);
+}
+
 // The group's count is read seconds after the heal (a slow page): the record on the same page is
 // still this incident's, and the incident happened when the trainers saw it, not when it was read.
 TEST(Incidents, ATrainerExitReadLateKeepsItsOwnStallAndTime) {
