@@ -46,6 +46,7 @@ GroupScrape ReadGroupScrape(const std::vector<ParsedFamily>& families) {
   g.world_size = FindSample(families, kGroupWorldSize).value_or(0);
   g.resizes = FindSample(families, kGroupResizes).value_or(0);
   g.shrunk_nodes = FindSample(families, kGroupShrunkNodes).value_or(0);
+  g.silent_held = FindSample(families, kGroupSilentHeld).value_or(0);
   g.abandoned = FindSample(families, kGroupAbandoned).value_or(0) > 0;
   for (const ParsedFamily& f : families) {
     for (const Sample& x : f.samples) {
@@ -112,9 +113,9 @@ void ReadStalls(const std::vector<ParsedFamily>& families, WorkerScrape* s) {
 bool GroupScrape::operator==(const GroupScrape& o) const {
   return present == o.present && generation == o.generation && recoveries == o.recoveries &&
          budget_left == o.budget_left && world_size == o.world_size && resizes == o.resizes &&
-         shrunk_nodes == o.shrunk_nodes && members == o.members && spares == o.spares &&
-         fenced == o.fenced && ended == o.ended && abandoned == o.abandoned &&
-         trainers == o.trainers;
+         shrunk_nodes == o.shrunk_nodes && silent_held == o.silent_held && members == o.members &&
+         spares == o.spares && fenced == o.fenced && ended == o.ended &&
+         abandoned == o.abandoned && trainers == o.trainers;
 }
 
 WorkerScrape ReadWorkerScrape(const std::vector<ParsedFamily>& families) {
@@ -222,6 +223,9 @@ Status CheckWorkerScrape(WorkerScrape* s) {
     }
     if (!whole(g.shrunk_nodes, 0, kMaxPageCount)) {
       return bad(group::kGroupShrunkNodes, g.shrunk_nodes, "a whole number >= 0, <= 1e9");
+    }
+    if (!whole(g.silent_held, 0, kMaxPageCount)) {
+      return bad(group::kGroupSilentHeld, g.silent_held, "a whole number >= 0, <= 1e9");
     }
     if (!whole(g.budget_left, -kMaxPageCount, kMaxPageCount)) {
       return bad(group::kGroupBudgetLeft, g.budget_left, "a whole number, |n| <= 1e9");

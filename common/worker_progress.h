@@ -73,6 +73,7 @@ struct GroupScrape {
   double world_size = 0;    // ranks in the current generation; 0: not reported (an older page)
   double resizes = 0;       // resizes done in place this round
   double shrunk_nodes = 0;  // node ranks the group runs without after losses with no spare
+  double silent_held = 0;   // pods silent past the liveness timeout not declared lost (held back)
   std::map<std::string, int> members;  // pod name -> node rank
   std::vector<std::string> spares;     // idle spare pods
   std::vector<std::pair<std::string, std::string>> fenced;  // pod name, uid

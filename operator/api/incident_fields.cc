@@ -80,6 +80,7 @@ json IncidentToJson(const Incident& i) {
   if (!i.pod_uid.empty()) r["podUID"] = SanitizeUtf8(TruncateUtf8(i.pod_uid, kMaxName));
   if (!i.node.empty()) r["node"] = SanitizeUtf8(TruncateUtf8(i.node, kMaxName));
   if (i.incarnation > 0) r["incarnation"] = i.incarnation;
+  if (i.local_rank >= 0) r["localRank"] = i.local_rank;
   if (i.detection_seconds) r["detectionSeconds"] = BoundedMillis(*i.detection_seconds);
   if (i.stall_seconds) r["stallSeconds"] = BoundedMillis(*i.stall_seconds);
   if (i.steps_lost) r["stepsLost"] = *i.steps_lost;
@@ -112,6 +113,7 @@ bool ParseIncident(const json& row, Incident* out) {
   constexpr int64_t kMaxRank = 1 << 20, kMaxCount = 1000000000, kMaxStep = int64_t{1} << 53;
   if (!Whole(row, "rank", -1, kMaxRank, &i.rank) || !Whole(row, "round", 0, kMaxCount, &i.round) ||
       !Whole(row, "incarnation", 0, kMaxCount, &i.incarnation) ||
+      !Whole(row, "localRank", -1, kMaxRank, &i.local_rank) ||
       !Whole(row, "step", 0, kMaxStep, &i.step)) {
     return false;
   }

@@ -198,6 +198,7 @@ StatusOr<DDPJobStatus> ParseStatusJson(const json& s) {
   DDP_RETURN_IF_ERROR(ReadInt(s, "recoveries", "status", &out.recoveries));
   DDP_RETURN_IF_ERROR(ReadInt(s, "spares", "status", &out.spares));
   DDP_RETURN_IF_ERROR(ReadInt(s, "readySpares", "status", &out.ready_spares));
+  DDP_RETURN_IF_ERROR(ReadInt(s, "silentPodsHeld", "status", &out.silent_pods_held));
   DDP_RETURN_IF_ERROR(ReadString(s, "selector", "status", &out.selector));
   DDP_RETURN_IF_ERROR(ReadTime(s, "startTime", "status", &out.start_time));
   DDP_RETURN_IF_ERROR(ReadTime(s, "completionTime", "status", &out.completion_time));
@@ -390,6 +391,7 @@ json StatusToJson(const DDPJobStatus& s) {
   out["recoveries"] = s.recoveries;
   out["spares"] = s.spares;
   out["readySpares"] = s.ready_spares;
+  if (s.silent_pods_held > 0) out["silentPodsHeld"] = s.silent_pods_held;  // absent: none
   if (s.last_failure) {
     const LastFailure& f = *s.last_failure;
     // Texts from pods (termination messages) may be anything: a status write must not throw.

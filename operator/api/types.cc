@@ -48,7 +48,8 @@ bool LastFailure::operator==(const LastFailure& o) const {
 
 bool Incident::operator==(const Incident& o) const {
   return kind == o.kind && pod == o.pod && pod_uid == o.pod_uid && node == o.node &&
-         rank == o.rank && round == o.round && incarnation == o.incarnation && time == o.time &&
+         rank == o.rank && round == o.round && incarnation == o.incarnation &&
+         local_rank == o.local_rank && time == o.time &&
          step == o.step && detection_seconds == o.detection_seconds &&
          stall_seconds == o.stall_seconds && steps_lost == o.steps_lost &&
          outcome == o.outcome && source == o.source && message == o.message;
@@ -105,6 +106,7 @@ bool DDPJobStatus::operator==(const DDPJobStatus& o) const {
          ready_replicas == o.ready_replicas && world_size == o.world_size && round == o.round &&
          restarts == o.restarts && disruptions == o.disruptions &&
          recoveries == o.recoveries && spares == o.spares && ready_spares == o.ready_spares &&
+         silent_pods_held == o.silent_pods_held &&
          last_failure == o.last_failure && counted_pods == o.counted_pods &&
          rendezvous_uid == o.rendezvous_uid &&
          progress == o.progress && suspect_nodes == o.suspect_nodes &&

@@ -225,6 +225,7 @@ struct Incident {
   int rank = -1;        // the node rank the pod held; -1: none (rendezvous pod, resize)
   int round = 0;        // the round it happened in
   int incarnation = 0;  // a trainer restarted in place: its new incarnation (else 0)
+  int local_rank = -1;  // that trainer's local rank in its pod (global: rank * nproc + it); else -1
   TimePoint time{};     // when it happened, as best known (whole seconds on the wire)
   int64_t step = 0;     // the job's step then (status.progress.step)
   std::optional<double> detection_seconds;  // from the failure to the group noticing it
@@ -278,6 +279,9 @@ struct DDPJobStatus {
   int recoveries = 0;  // failures healed in place (recovery InPlace)
   int spares = 0;        // spare pods of the current round that exist (recovery InPlace)
   int ready_spares = 0;  // of them, idle and ready to take a rank
+  // recovery InPlace: pods silent past the liveness timeout that the group has not declared lost
+  // (a mass silence it waits out), as the rendezvous pod's page last said.
+  int silent_pods_held = 0;
   std::optional<LastFailure> last_failure;
   // recovery InPlace: the uids of the pods whose end was counted (a failure, a disruption) in
   // the current round, oldest first, at most kMaxCountedPods: a pod still Terminating passes

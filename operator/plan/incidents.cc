@@ -86,20 +86,56 @@ bool IsRendezvousIncident(const Pass& p, const Incident& i) {
   return i.rank < 0 && i.kind != api::kIncidentResize && i.pod == RendezvousPodName(p.job);
 }
 
-// The incarnation of `rank`'s trainer that incidents account for: the highest of its trainer
-// exits since its pod was last replaced (a pod lost, drained, hung or on a lost node: the new
-// pod's trainer counts from 0 again).
-int Covered(const Pass& p, int rank) {
+// A trainer is its pod and its local rank: the pod's supervisor counts that trainer's
+// incarnations, and keeps counting when a rule-10 move gives the pod another node rank (so its
+// global ranks change). Incidents say the node rank (Incident::rank) and the local rank.
+struct Trainer {
+  std::string pod;
+  int node_rank = -1;
+  int local_rank = -1;
+};
+
+// The trainer registered on global rank `rank` (the group's report, kGroupTrainerIncarnation).
+// The rank arithmetic is the launcher's (worker/launch/launch_plan.h GlobalRank), inverted.
+Trainer TrainerOn(const Pass& p, int rank, const std::string& pod) {
+  const int nproc = std::max(1, p.job.spec.nproc_per_node);
+  return Trainer{pod, rank / nproc, rank % nproc};
+}
+
+// The incarnation of `t` that incidents account for: the highest of its in-place exits since its
+// pod was last replaced (any other incident of that pod: lost, drained, hung, failed, on a lost
+// node; the new pod's supervisor counts from 0 again). Keyed by pod and local rank, not by a rank
+// number: a replaced pod's incident says its node rank, a trainer exit its trainer, and a moved
+// pod keeps its count (review F5: node rank 1's incident reset global rank 1's count, another
+// pod's trainer under nprocPerNode > 1).
+int Covered(const Pass& p, const Trainer& t) {
   int covered = 0;
   for (const Incident& i : p.st.incidents) {
-    if (i.round != p.round || i.rank != rank) continue;
-    if (i.kind == api::kIncidentTrainerExit) {
-      covered = std::max(covered, i.incarnation);
-    } else if (i.kind != api::kIncidentResize) {
+    if (i.round != p.round || i.pod != t.pod || i.kind == api::kIncidentResize) continue;
+    if (i.kind == api::kIncidentTrainerExit && i.incarnation > 0) {
+      // An exit an older operator wrote has no local rank: its `rank` was the trainer's global
+      // rank, which only one trainer a pod (local rank 0) makes a node rank.
+      const int local = i.local_rank >= 0 ? i.local_rank : 0;
+      if (local == t.local_rank) covered = std::max(covered, i.incarnation);
+    } else {
       covered = 0;
     }
   }
   return covered;
+}
+
+// Names `i`, a trainer exit, after trainer `t` at incarnation `incarnation`.
+void NameTrainerExit(const Pass& p, const Trainer& t, int global_rank, int incarnation,
+                     Incident* i) {
+  i->rank = t.node_rank;
+  i->local_rank = t.local_rank;
+  i->pod = t.pod;
+  i->incarnation = incarnation;
+  for (const ObservedPod& pod : p.seen->pods) {
+    if (pod.name == t.pod && pod.round == p.round && !pod.deleting) i->node = pod.node_name;
+  }
+  i->message = "rank " + std::to_string(global_rank) + "'s trainer exited; its pod's supervisor "
+               "restarted it (incarnation " + std::to_string(incarnation) + ")";
 }
 
 // Trainer exits the group healed inside their pods since the last pass (the increase of
@@ -125,25 +161,22 @@ void OpenTrainerExits(Pass* p) {
     }
   }
   for (int64_t k = 0; k < healed; ++k) {
-    // The rank whose trainer was restarted more often than incidents say: most restarts first.
+    // The trainer restarted more often than incidents say: most restarts first.
+    Incident i;
+    i.kind = api::kIncidentTrainerExit;
+    i.message = "a trainer exited and was restarted inside its pod";
     int best_rank = -1, best_new = 0, best_covered = 0;
-    std::string best_pod;
     if (g != nullptr) {
       for (const auto& [rank, t] : g->trainers) {
-        const int covered = Covered(*p, rank);
+        const int covered = Covered(*p, TrainerOn(*p, rank, t.first));
         if (t.second - covered > best_new) {
           best_rank = rank, best_new = t.second - covered, best_covered = covered;
-          best_pod = t.first;
         }
       }
     }
-    Incident i;
-    i.kind = api::kIncidentTrainerExit;
-    i.rank = best_rank;
-    i.pod = best_pod;
-    i.incarnation = best_rank >= 0 ? best_covered + 1 : 0;
-    for (const ObservedPod& pod : p->seen->pods) {
-      if (pod.name == best_pod && pod.round == p->round && !pod.deleting) i.node = pod.node_name;
+    if (best_rank >= 0) {
+      const Trainer t = TrainerOn(*p, best_rank, g->trainers.at(best_rank).first);
+      NameTrainerExit(*p, t, best_rank, best_covered + 1, &i);
     }
     // A heal whose record came in before the group's count did: that stall is this one's.
     api::Goodput& gp = p->st.goodput;
@@ -160,10 +193,6 @@ void OpenTrainerExits(Pass* p) {
       gp.unclaimed_detection.reset();
     }
     i.time = when;
-    i.message = best_rank >= 0 ? "rank " + std::to_string(best_rank) +
-                                     "'s trainer exited; its pod's supervisor restarted it "
-                                     "(incarnation " + std::to_string(i.incarnation) + ")"
-                               : "a trainer exited and was restarted inside its pod";
     OpenIncident(p, i);
   }
 }
@@ -176,16 +205,10 @@ void NameTrainerExits(Pass* p) {
   for (Incident& i : p->st.incidents) {
     if (i.kind != api::kIncidentTrainerExit || i.round != p->round || i.rank >= 0) continue;
     for (const auto& [rank, t] : g->trainers) {
-      const int covered = Covered(*p, rank);
+      const Trainer trainer = TrainerOn(*p, rank, t.first);
+      const int covered = Covered(*p, trainer);
       if (t.second <= covered) continue;
-      i.rank = rank;
-      i.pod = t.first;
-      i.incarnation = covered + 1;
-      for (const ObservedPod& pod : p->seen->pods) {
-        if (pod.name == i.pod && pod.round == p->round && !pod.deleting) i.node = pod.node_name;
-      }
-      i.message = "rank " + std::to_string(rank) + "'s trainer exited; its pod's supervisor restarted it "
-                  "(incarnation " + std::to_string(i.incarnation) + ")";
+      NameTrainerExit(*p, trainer, rank, covered + 1, &i);
       break;
     }
   }

@@ -4,7 +4,8 @@
 //
 // 1. An incident opens where the planner decides about it: a pod's end (RecordFailure), a hang,
 //    a resize, a trainer exit the group healed inside its pod (the group's report: the recovery
-//    count rose, and the rank whose trainer incarnation rose is the one), a lost rendezvous pod.
+//    count rose, and the trainer, a pod's local rank, whose incarnation rose is the one), a lost
+//    rendezvous pod. Every incident's rank is a node rank; a trainer exit's also a local rank.
 //    Its time is the pod's own (its container's finishedAt, or its delete's request) where
 //    known, else the pass's.
 // 2. Its outcome is decided with the job's next decision: a new round (NewRound), a resize's

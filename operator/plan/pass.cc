@@ -264,11 +264,14 @@ void Summarize(Pass* p) {
       ++spares;
     }
   }
+  int silent_held = 0;
   if (p->seen->group && p->seen->group->round == p->round && p->seen->group->report.present) {
     ready_spares = static_cast<int>(p->seen->group->report.spares.size());
+    silent_held = static_cast<int>(p->seen->group->report.silent_held);
   }
   p->st.spares = spares;
   p->st.ready_spares = InPlace(*p) ? ready_spares : 0;
+  p->st.silent_pods_held = InPlace(*p) ? silent_held : 0;
   if (InPlace(*p)) {
     const ObservedPod* rdzv = CurrentRendezvous(*p);
     if (!rdzv || (rdzv->phase != "Running" && rdzv->phase != "Succeeded")) return;

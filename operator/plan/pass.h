@@ -72,8 +72,9 @@ void DeleteStalePods(Pass* p);
 // current round that no pod holds.
 void CreateMissing(Pass* p, bool hold_pods);
 // Fills replicas, readyReplicas, worldSize, round, spares (as the plan leaves them: call after
-// CreateMissing) and readySpares; moves to Running once every rank's pod (inplace.h MemberPods:
-// the worker pods, or a spare that took a rank) and, InPlace, the rendezvous pod have started.
+// CreateMissing), readySpares and silentPodsHeld (the group's report); moves to Running once
+// every rank's pod (inplace.h MemberPods: the worker pods, or a spare that took a rank) and,
+// InPlace, the rendezvous pod have started.
 void Summarize(Pass* p);
 // What cleanPodPolicy deletes once the job has ended, and the TTL that deletes the job.
 void CleanUpFinished(Pass* p);

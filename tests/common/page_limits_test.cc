@@ -90,6 +90,7 @@ TEST(PageChecks, EveryBadCountIsRefused) {
            "ddp_worker_generation 2e9\n",
            "ddp_group_generation -1\n", "ddp_group_generation 1\nddp_group_recoveries NaN\n",
            "ddp_group_generation 1\nddp_group_budget_left -1e12\n",
+           "ddp_group_generation 1\nddp_group_silent_pods_held -1\n",
            "# TYPE ddp_worker_step_seconds histogram\nddp_worker_step_seconds_sum -4\n",
            "ddp_worker_exposed_allreduce_seconds_total NaN\n",
            "ddp_worker_rank_busy_steps_total 5\n"

@@ -47,6 +47,7 @@ TEST(WorkerScrape, ReadsTheGroupsMembersSparesFencedAndEndedPods) {
   const std::string page =
       "ddp_group_generation{job=\"j\",round=\"0\"} 3\n"
       "ddp_group_recoveries{job=\"j\",round=\"0\"} 2\n"
+      "ddp_group_silent_pods_held{job=\"j\",round=\"0\"} 3\n"
       "ddp_group_member{job=\"j\",round=\"0\",pod=\"j-spare-0\",node_rank=\"1\"} 1\n"
       "ddp_group_member{job=\"j\",round=\"0\",pod=\"j-worker-0\",node_rank=\"0\"} 1\n"
       "ddp_group_spare{job=\"j\",round=\"0\",pod=\"j-worker-1\"} 1\n"
@@ -56,6 +57,7 @@ TEST(WorkerScrape, ReadsTheGroupsMembersSparesFencedAndEndedPods) {
   const GroupScrape g = ParseWorkerScrape(page).group;
   ASSERT_TRUE(g.present);
   EXPECT_EQ(g.recoveries, 2);
+  EXPECT_EQ(g.silent_held, 3);
   EXPECT_EQ(g.members, (std::map<std::string, int>{{"j-spare-0", 1}, {"j-worker-0", 0}}));
   EXPECT_EQ(g.spares, std::vector<std::string>{"j-worker-1"});
   ASSERT_EQ(g.fenced.size(), 1u);

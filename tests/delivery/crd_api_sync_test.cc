@@ -154,6 +154,7 @@ api::DDPJob FullyPopulatedJob() {
   st.recoveries = 1;
   st.spares = 2;
   st.ready_spares = 1;
+  st.silent_pods_held = 3;
   st.last_failure = api::LastFailure{"full-worker-1", 1, 75, "Error", "peer lost", t, "uid-1", 12.5};
   st.progress = api::Progress{120, 400, 2.5, 1500.5, 140, t, 2};
   st.suspect_nodes = {api::SuspectNode{"node-3", t}};
@@ -167,6 +168,7 @@ api::DDPJob FullyPopulatedJob() {
   inc.rank = 1;
   inc.round = 2;
   inc.incarnation = 1;
+  inc.local_rank = 0;
   inc.time = t;
   inc.step = 110;
   inc.detection_seconds = 0.25;

@@ -26,6 +26,7 @@ struct Expect {
   std::string phase;
   int round = -1, restarts = -1, disruptions = -1, recoveries = -1;
   int ready = -1, spares = -1, ready_spares = -1;  // readyReplicas, spares, readySpares
+  int silent_held = -1;                             // silentPodsHeld
   Strings events;         // event reasons, exact and in order
   std::string message;    // a substring of some event's message; "" = not checked
   std::string condition;  // "Type=Status/Reason"; "" = not checked
@@ -473,6 +474,22 @@ std::vector<Row> Rows() {
       {"without_a_report_ready_spare_pods_count", Running2(2),
        With(GroupWorld(2, 1, 2, "Running"), Spare(1, 1, "Pending")),
        {.spares = 2, .ready_spares = 1}},
+      // 5. The silent pods the group holds back (a mass silence) are status.silentPodsHeld, and
+      // none once the silence cleared.
+      {"silent_pods_held_are_the_reports", Running2(),
+       Round1([] {
+         ObservedGroup g = Fresh();
+         g.report.silent_held = 3;
+         return g;
+       }()),
+       {.silent_held = 3}},
+      {"a_silence_that_cleared_holds_none",
+       [] {
+         DDPJob j = Running2();
+         j.status.silent_pods_held = 3;
+         return j;
+       }(),
+       Round1(Fresh()), {.silent_held = 0}},
   };
 }
 
@@ -503,6 +520,7 @@ TEST_P(GroupTable, Decides) {
   if (want.ready >= 0) { EXPECT_EQ(result.ready_replicas, want.ready); }
   if (want.spares >= 0) { EXPECT_EQ(result.spares, want.spares); }
   if (want.ready_spares >= 0) { EXPECT_EQ(result.ready_spares, want.ready_spares); }
+  if (want.silent_held >= 0) { EXPECT_EQ(result.silent_pods_held, want.silent_held); }
   if (!want.events.empty() || want.message.empty()) {
     EXPECT_EQ(EventReasons(plan), want.events);
   }

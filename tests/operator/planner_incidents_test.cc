@@ -3,110 +3,18 @@
 // estimate where none exists); the goodput's stalled seconds; the bound on the status; and the
 // wire form (malformed rows dropped). Each pass plans and applies, as the controller does.
 // Expected figures are derived from the rows' own times: a record's end minus its start, etc.
+// Trainer exits healed inside their pods: incidents_trainer_exit_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "operator/api/incident_fields.h"
 #include "operator/api/serialize.h"
 #include "operator/plan/plan.h"
+#include "tests/operator/incident_run.h"
 #include "tests/operator/planner_fixture.h"
 
 namespace ddp::plan::testing {
 namespace {
-
-using api::DDPJob;
-using api::Incident;
-
-double Unix(TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
-
-// Plans and applies until nothing is written; deleted pods vanish between passes.
-void Settle(DDPJob* job, Observed* world, TimePoint now) {
-  for (int pass = 0; pass < 20; ++pass) {
-    const Plan plan = PlanReconcile(*job, *world, now);
-    if (plan.creates.empty() && plan.deletes.empty() && !plan.status) return;
-    Apply(plan, job, world, now);
-    ReapDeleting(world);
-  }
-  ADD_FAILURE() << "planner did not settle in 20 passes: "
-                << PlanReconcile(*job, *world, now).ToString();
-}
-
-// One pass, applied, as the controller makes it (a pod being deleted goes before the next).
-void Pass(DDPJob* job, Observed* world, TimePoint now) {
-  Apply(PlanReconcile(*job, *world, now), job, world, now);
-  ReapDeleting(world);
-}
-
-void StartAll(Observed* w) {
-  for (auto& p : w->pods) {
-    if (p.deleting || p.phase == "Failed") continue;
-    p.phase = "Running";
-    p.ready = true;
-    p.node_name = p.name == "mingpt-worker-1" ? "node-b" : "node-a";
-  }
-}
-
-// Rank 0's page as the scraper keeps it: `step`, seen advancing at `advanced`, and its record.
-ObservedProgress Page(int round, double step, TimePoint advanced,
-                      std::optional<metrics::StallRecord> stall = std::nullopt) {
-  ObservedProgress p;
-  p.round = round;
-  p.snapshot.step = step;
-  p.snapshot.last_advance = advanced;
-  p.snapshot.scraped_at = advanced;
-  p.snapshot.last_stall = stall;
-  p.snapshot.stall_series = true;
-  return p;
-}
-
-metrics::StallRecord Record(std::optional<double> start, std::optional<double> detected,
-                            double end, double step) {
-  metrics::StallRecord r;
-  r.start = start;
-  r.detected = detected;
-  r.end = end;
-  r.step = step;
-  return r;
-}
-
-// Someone deletes worker-1 (on node-b) at At(50) with a 30 s grace period.
-void DeleteWorker1(Observed* w) {
-  for (auto& p : w->pods) {
-    if (p.name != "mingpt-worker-1") continue;
-    p.deleting = true;
-    p.deletion_grace_seconds = 30;
-    p.deletion_timestamp = At(80);
-  }
-}
-
-// An InPlace job of `n` pods trained to step 100 in round 0: started at At(0), whose first step
-// was committed at At(10) + 0.5 s (the start record), running since.
-struct InPlaceRun {
-  std::string Uid(const std::string& name) const {
-    for (const auto& p : world.pods) {
-      if (p.name == name && !p.deleting) return p.uid;
-    }
-    return "";
-  }
-  DDPJob job = InPhase(InPlace(Job(2)), "Pending", 0, 2);
-  Observed world;
-  explicit InPlaceRun(int spares = 0) {
-    job = InPlace(Job(2), spares);
-    job.status = {};
-    world = World({}, false);
-    Settle(&job, &world, At(0));
-    StartAll(&world);
-    std::map<std::string, int> members = {{"mingpt-worker-0", 0}, {"mingpt-worker-1", 1}};
-    std::vector<std::string> idle;
-    for (int k = 0; k < spares; ++k) idle.push_back("mingpt-spare-" + std::to_string(k));
-    world.group = Report(0, members, idle);
-    world.group->pod_uid = Uid("mingpt-rendezvous");
-    world.group->report.trainers = {{0, {"mingpt-worker-0", 0}}, {1, {"mingpt-worker-1", 0}}};
-    world.progress = Page(0, 100, At(20), Record(std::nullopt, std::nullopt, Unix(At(10)) + 0.5, 0));
-    Settle(&job, &world, At(20));
-  }
-};
 
 TEST(Incidents, TheStartIsStalledTimeButNoIncident) {
   InPlaceRun r;
@@ -116,138 +24,6 @@ TEST(Incidents, TheStartIsStalledTimeButNoIncident) {
   // From startTime (At(0)) to the first commit.
   EXPECT_DOUBLE_EQ(r.job.status.goodput.stalled_seconds, 10.5);
   EXPECT_DOUBLE_EQ(r.job.status.goodput.resumed_at, Unix(At(10)) + 0.5);
-}
-
-TEST(Incidents, TrainerExitHealedInsideItsPodIsNamedByItsIncarnation) {
-  InPlaceRun r;
-  // Rank 1's trainer died and its supervisor restarted it: the group charged one recovery and
-  // rank 1's trainer is incarnation 1. The survivors' record: last commit at 30.2, the failure
-  // seen at 30.25, the next commit at 31.0.
-  r.world.group->report.recoveries = 1;
-  r.world.group->report.trainers[1] = {"mingpt-worker-1", 1};
-  const double start = Unix(At(30)) + 0.2, seen = start + 0.05, end = Unix(At(31));
-  r.world.progress = Page(0, 160, At(31), Record(start, seen, end, 150));
-  Settle(&r.job, &r.world, At(31));
-  ASSERT_EQ(r.job.status.incidents.size(), 1u);
-  const Incident& i = r.job.status.incidents[0];
-  EXPECT_EQ(i.kind, api::kIncidentTrainerExit);
-  EXPECT_EQ(i.pod, "mingpt-worker-1");
-  EXPECT_EQ(i.node, "node-b");
-  EXPECT_EQ(i.rank, 1);
-  EXPECT_EQ(i.incarnation, 1);
-  EXPECT_EQ(i.outcome, api::kOutcomeHealedInPlace);
-  EXPECT_EQ(i.source, api::kSourceWorkers);
-  ASSERT_TRUE(i.stall_seconds && i.detection_seconds);
-  EXPECT_NEAR(*i.stall_seconds, end - start, 1e-9);
-  EXPECT_NEAR(*i.detection_seconds, seen - start, 1e-9);
-  EXPECT_EQ(i.steps_lost, 0);
-  EXPECT_EQ(i.time, At(30));  // when the group saw it, whole seconds
-  EXPECT_EQ(r.job.status.recoveries, 1);
-  EXPECT_NEAR(r.job.status.goodput.stalled_seconds, 10.5 + (end - start), 1e-9);
-
-  // Twice more on rank 0 between two reads: two incidents, incarnations 1 and 2.
-  r.world.group->report.recoveries = 3;
-  r.world.group->report.trainers[0] = {"mingpt-worker-0", 2};
-  Settle(&r.job, &r.world, At(40));
-  ASSERT_EQ(r.job.status.incidents.size(), 3u);
-  EXPECT_EQ(r.job.status.incidents[1].rank, 0);
-  EXPECT_EQ(r.job.status.incidents[1].incarnation, 1);
-  EXPECT_EQ(r.job.status.incidents[2].incarnation, 2);
-  EXPECT_EQ(r.job.status.incidents_total, 3);
-  EXPECT_TRUE(r.job.status.incidents[2].outcome.empty()) << "no record yet: still recovering";
-  // A second identical pass writes nothing (the record and the counts are consumed).
-  EXPECT_TRUE(PlanReconcile(r.job, r.world, At(41)).empty());
-}
-
-// The count rose before the report showed whose trainer came back (a frozen trainer restarted
-// by its supervisor registers later): the incident is named once the incarnation shows.
-TEST(Incidents, ATrainerExitCountedBeforeItsRankShowsIsNamedLater) {
-  InPlaceRun r;
-  r.world.group->report.recoveries = 1;
-  Settle(&r.job, &r.world, At(31));
-  ASSERT_EQ(r.job.status.incidents.size(), 1u);
-  EXPECT_EQ(r.job.status.incidents[0].rank, -1);
-  r.world.group->report.trainers[1] = {"mingpt-worker-1", 1};
-  Settle(&r.job, &r.world, At(33));
-  ASSERT_EQ(r.job.status.incidents.size(), 1u);
-  const Incident& i = r.job.status.incidents[0];
-  EXPECT_EQ(i.rank, 1);
-  EXPECT_EQ(i.pod, "mingpt-worker-1");
-  EXPECT_EQ(i.node, "node-b");
-  EXPECT_EQ(i.incarnation, 1);
-  EXPECT_NE(i.message.find("rank 1's trainer exited"), std::string::npos) << i.message;
-  // A later restart of rank 1 is a new incident, incarnation 2, not this one renamed.
-  r.world.group->report.recoveries = 2;
-  r.world.group->report.trainers[1] = {"mingpt-worker-1", 2};
-  Settle(&r.job, &r.world, At(40));
-  ASSERT_EQ(r.job.status.incidents.size(), 2u);
-  EXPECT_EQ(r.job.status.incidents[1].rank, 1);
-  EXPECT_EQ(r.job.status.incidents[1].incarnation, 2);
-}
-
-// A replaced pod's trainer counts its incarnations from 0 again: its first restart in place is
-// named although an earlier pod of the same name had one too (seen on the kit: kill-trainer,
-// delete-pod, then freeze-pod on rank 1).
-TEST(Incidents, ATrainerExitInAReplacedPodIsNamedFromItsOwnIncarnations) {
-  InPlaceRun r;
-  r.world.group->report.recoveries = 1;
-  r.world.group->report.trainers[1] = {"mingpt-worker-1", 1};
-  Settle(&r.job, &r.world, At(31));
-  ASSERT_EQ(r.job.status.incidents.size(), 1u);
-  // The group fences pod 1 (a Hang); its replacement's trainer holds rank 1 from incarnation 0.
-  r.world.group->report.fenced = {{"mingpt-worker-1", r.Uid("mingpt-worker-1")}};
-  Pass(&r.job, &r.world, At(51));
-  ASSERT_EQ(r.job.status.incidents.size(), 2u);
-  EXPECT_EQ(r.job.status.incidents[1].kind, api::kIncidentHang);
-  r.world.group->report.fenced = {};
-  r.world.group->report.trainers[1] = {"mingpt-worker-1", 0};  // the new pod's trainer
-  Pass(&r.job, &r.world, At(55));
-  r.world.group->report.recoveries = 2;
-  r.world.group->report.trainers[1] = {"mingpt-worker-1", 1};
-  Pass(&r.job, &r.world, At(60));
-  ASSERT_EQ(r.job.status.incidents.size(), 3u);
-  const Incident& i = r.job.status.incidents[2];
-  EXPECT_EQ(i.kind, api::kIncidentTrainerExit);
-  EXPECT_EQ(i.rank, 1);
-  EXPECT_EQ(i.pod, "mingpt-worker-1");
-  EXPECT_EQ(i.incarnation, 1);
-}
-
-// The group's count is read seconds after the heal (a slow page): the record on the same page is
-// still this incident's, and the incident happened when the trainers saw it, not when it was read.
-TEST(Incidents, ATrainerExitReadLateKeepsItsOwnStallAndTime) {
-  InPlaceRun r;
-  r.world.group->report.recoveries = 1;
-  r.world.group->report.trainers[1] = {"mingpt-worker-1", 1};
-  const double start = Unix(At(40)) + 0.5, seen = start + 0.25, end = Unix(At(41)) + 0.5;
-  r.world.progress = Page(0, 160, At(42), Record(start, seen, end, 150));
-  Settle(&r.job, &r.world, At(47));
-  ASSERT_EQ(r.job.status.incidents.size(), 1u);
-  EXPECT_EQ(r.job.status.incidents[0].time, At(40));
-  ASSERT_TRUE(r.job.status.incidents[0].stall_seconds);
-  EXPECT_NEAR(*r.job.status.incidents[0].stall_seconds, end - start, 1e-9);
-}
-
-// The group reads its budget's count a few ticks after the heal: the trainers' record comes one
-// page before the count. The record is kept unclaimed and the trainer exit opened next takes it.
-TEST(Incidents, ARecordBeforeTheCountIsTheTrainerExitsStall) {
-  InPlaceRun r;
-  const double start = Unix(At(50)) + 0.1, seen = start + 0.3, end = Unix(At(51)) + 0.4;
-  r.world.progress = Page(0, 200, At(52), Record(start, seen, end, 190));
-  Settle(&r.job, &r.world, At(52));
-  EXPECT_TRUE(r.job.status.incidents.empty());
-  EXPECT_EQ(r.job.status.goodput.unclaimed_end, end);
-  r.world.group->report.recoveries = 1;
-  r.world.group->report.trainers[1] = {"mingpt-worker-1", 1};
-  Settle(&r.job, &r.world, At(55));
-  ASSERT_EQ(r.job.status.incidents.size(), 1u);
-  const Incident& i = r.job.status.incidents[0];
-  ASSERT_TRUE(i.Closed());
-  EXPECT_NEAR(*i.stall_seconds, end - start, 1e-9);
-  EXPECT_NEAR(*i.detection_seconds, seen - start, 1e-9);
-  EXPECT_EQ(i.time, At(50));
-  EXPECT_EQ(r.job.status.goodput.unclaimed_end, 0);
-  EXPECT_NEAR(r.job.status.goodput.stalled_seconds, 10.5 + (end - start), 1e-9) << "counted once";
 }
 
 TEST(Incidents, DeletedPodIsPodLostAndASpareTakingItsRankSaysSo) {

@@ -350,5 +350,46 @@ TEST(AuthorityLoopTest, ANewStoreTrainsAtTheSizeTheLostOneHad) {
   EXPECT_EQ(Text(store->get(kMembersKey)), "0:3;0=w0/uid-w0,1=w3/uid-w3,2=w2/uid-w2");
 }
 
+// Rule 5b (authority.h), the review's F9: a store replaced a lost one and the group trains on in
+// the generation it formed there (nobody arrives here). A trainer restarted in place by its
+// supervisor (a new incarnation on its rank) moves the generation: its peers leave the old
+// store's communicator, which holds the dead one. Fails on the code before it (the generation
+// stayed 0: the new incarnation's predecessor never arrived here, and no rule read the change).
+TEST(AuthorityLoopTest, ATrainerRestartedUnderTheLostStoresGenerationMovesIt) {
+  auto store = NewStore();
+  ASSERT_TRUE(InitBudget(*store, 3).ok());
+  auto server = PresenceServer::Start(0);
+  ASSERT_TRUE(server.ok());
+  store->set(kWorldKey, Bytes("2"));
+  const std::string copy = "7:2;0=w0/uid-w0,1=w1/uid-w1";
+  std::vector<std::unique_ptr<PresenceClient>> presence;
+  for (const auto& [name, node] : {std::pair<const char*, int>{"w0", 0}, {"w1", 1}}) {
+    store->set(PodKey(name, "members"), Bytes(copy));
+    store->set(TrainerKey(node, "id"), Bytes(std::string(name) + "/uid-" + name + "/0/0"));
+    Register(*store, name, node);
+    const std::string id = std::string(name) + "/uid-" + name;
+    auto c =
+        PresenceClient::Connect("127.0.0.1", (*server)->port(), id, std::chrono::milliseconds(50));
+    ASSERT_TRUE(c.ok());
+    presence.push_back(std::move(*c));
+  }
+  AuthoritySettings as;
+  as.nodes = 2;
+  as.liveness_seconds = 5;
+  AuthorityLoop loop(store, server->get(), as, 2, std::chrono::milliseconds(20));
+  ASSERT_EQ(PollUntil(Clock::now() + std::chrono::seconds(10), std::chrono::milliseconds(20),
+                      [&] { return loop.Report().trainers.size() == 2; }),
+            PollOutcome::kDone);
+  EXPECT_EQ(store->add(kGenKey, 0), 0) << "nobody arrived here: the group trains on";
+  // w1's supervisor restarts its trainer: the new identity, then the registrations counter (I1).
+  store->set(TrainerKey(1, "id"), Bytes("w1/uid-w1/0/1"));
+  store->add(kRegistrationsKey, 1);
+  ASSERT_EQ(PollUntil(Clock::now() + std::chrono::seconds(10), std::chrono::milliseconds(20),
+                      [&] { return store->add(kGenKey, 0) > 0; }),
+            PollOutcome::kDone);
+  EXPECT_EQ(store->add(kGenKey, 0), 1) << "one move for one restart";
+  EXPECT_FALSE(store->check({FencedKey("w1/uid-w1")})) << "a restart in place is no loss";
+}
+
 }  // namespace
 }  // namespace ddp::worker::group

@@ -30,6 +30,7 @@ Actions Decide(const GroupView& v, const AuthoritySettings& s) {
   rules::ShrinkOnLoss(&w);
   rules::Grow(&w);
   rules::Stalls(&w);
+  rules::Restarts(&w);
   rules::Graceful(&w);
   rules::Abandon(&w);
   return w.a;

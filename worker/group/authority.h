@@ -18,13 +18,15 @@
 //      replaced a lost one: it trains at that size, each old holder that registers again within
 //      the rejoin window gets its node rank back before any other pod, a rank kept for one is
 //      neither given nor cut off by a shrink, and one not back in time is lost as in rule 1;
-//   I5 a change of membership (a loss, a departure, a shrink, a stall) moves the generation at
-//      once; only a growth alone of a formed generation lets it train on (rule 9c).
+//   I5 a change of membership (a loss, a departure, a shrink, a stall, a trainer restarted in
+//      place) moves the generation at once; only a growth alone of a formed generation lets it
+//      train on (rule 9c).
 //
 // Decide applies the rules as named steps (authority_rules.h), in this order, each one seeing
 // the decisions of those before it: Finished (8), LostPods (1), RejoinLost (1b, I4), DeadHolders
 // (2), StopTogether and Departures (3), ShrinkAsked (9a), AssignFree (4, I4), ShrinkOnLoss (10,
-// I4), Grow (9b), Stalls (5), Graceful (9c), Abandon (7); rule 6 is every step's `advance` (I5).
+// I4), Grow (9b), Stalls (5), Restarts (5b), Graceful (9c), Abandon (7); rule 6 is every step's
+// `advance` (I5).
 //
 // The rules, by the numbers the docs and tests use:
 //   1. a pod that is registered, has no verdict, has ranks still training and whose presence
@@ -59,8 +61,14 @@
 //      timeout), or within a liveness timeout of such a slowdown, it is a group-wide slowdown
 //      (an overloaded machine, a saturated network or store): nobody is declared stalled, so
 //      nothing is charged per rank;
-//   6. any of 1-3 or 5 moves the group to the next generation, releasing every member blocked
-//      in a collective of the old one;
+//  5b. a trainer restarted in place (another identity on its rank) under a generation that
+//      holds its predecessor moves the generation: its predecessor arrived in it, or it is a
+//      store that replaced a lost one and formed no generation yet (the group trains on in the
+//      old store's generation; the new incarnation, whose predecessor never arrived here, does
+//      not move it itself). Peers that do not see a dead peer (NCCL over NVLink or shared
+//      memory) would otherwise wait in the collective for its timeout;
+//   6. any of 1-3, 5 or 5b moves the group to the next generation, releasing every member
+//      blocked in a collective of the old one;
 //   7. a generation not formed for longer than the rendezvous timeout since its first member
 //      arrived abandons the group (a store that replaced a lost rendezvous pod has no arrivals
 //      while the group trains on: nothing to abandon);
@@ -160,6 +168,11 @@ struct TrainerView {
   std::string identity;        // trainer/<rank>/id, "" when none yet
   double silent_seconds = 0;   // since its heartbeat last moved; 0 before its first beat
   bool stall_reported = false; // stall/<rank> already names this identity
+  // Rule 5b: the identity took the place of another one this authority saw on the rank, while
+  // the generation was the current one (a restart in place under it); and then, who arrived on
+  // the rank in the current generation ("" nobody; read only for a restarted rank).
+  bool restarted = false;
+  std::string arrived;
 };
 
 struct GroupView {

@@ -31,11 +31,31 @@ int PreparedNode(const std::string& value, int home, int nodes) {
   return n < nodes ? n : -1;
 }
 
+// Whether trainer identity `now` is `before` restarted in place: the same pod object and local
+// rank, another incarnation (keys.h TrainerIdentity). A pod that took the rank (a spare, a
+// replacement, a rule-10 move) is not: its change of membership moved the generation already.
+bool RestartedInPlace(const std::string& before, const std::string& now) {
+  const size_t b = before.rfind('/'), n = now.rfind('/');
+  return !before.empty() && !now.empty() && before != now && b != std::string::npos &&
+         n != std::string::npos && before.compare(0, b, now, 0, n) == 0;
+}
 
 }  // namespace
 
-void TryAdvance(c10d::Store& store, int64_t g) {
-  if (store.add(AdvanceKey(g), 1) == 1) store.add(kGenKey, 1);
+bool TryAdvance(c10d::Store& store, int64_t g) {
+  if (store.add(AdvanceKey(g), 1) != 1) return false;
+  store.add(kGenKey, 1);
+  return true;
+}
+
+int64_t AdvancePastResize(c10d::Store& store, int64_t moved) {
+  if (TryAdvance(store, moved)) return moved + 1;
+  // Someone ended `moved` first, maybe before the size was written. The generation read now is
+  // at least moved + 1; the one after it begins after this read, so after the write, whoever
+  // ends this one.
+  const int64_t now = store.add(kGenKey, 0);
+  TryAdvance(store, now);
+  return now + 1;
 }
 
 AuthorityLoop::AuthorityLoop(c10::intrusive_ptr<c10d::Store> store, PresenceServer* presence,
@@ -313,6 +333,7 @@ void AuthorityLoop::ObserveTrainers(Clock::time_point now, GroupView* v) {
     // the device's context) is not silence. Until then the rendezvous timeout bounds it (its
     // generation cannot form without it), and its supervisor sees its process end.
     if (t.identity != m.seen_identity) {
+      if (RestartedInPlace(m.seen_identity, t.identity)) m.restarted_in = generation_;
       m.seen_identity = t.identity;
       m.beaten = false;
       m.hb = hb;
@@ -324,6 +345,12 @@ void AuthorityLoop::ObserveTrainers(Clock::time_point now, GroupView* v) {
     }
     t.silent_seconds = m.beaten ? SecondsSince(m.changed, now) : 0;
     t.stall_reported = stalls_.count(rank) && stalls_[rank] == t.identity;
+    // Rule 5b: read only for a rank restarted under the current generation (rare).
+    t.restarted = m.restarted_in == generation_;
+    if (t.restarted) {
+      const std::string arrived = ValueOr(s, ArrivedKey(generation_, rank));  // "<step> <identity>"
+      t.arrived = arrived.empty() ? "" : arrived.substr(arrived.find(' ') + 1);
+    }
   }
 }
 
@@ -399,7 +426,11 @@ void AuthorityLoop::Apply(const Actions& a, GroupView* v) {
   }
   // Rule 9c: said before the generation moves, so a member that sees it moved sees this too.
   if (resize && a.graceful && moved == generation_) s.set(GracefulKey(moved + 1), Bytes("1"));
-  if (resize || a.advance) TryAdvance(s, moved);
+  if (resize) {
+    AdvancePastResize(s, moved);
+  } else if (a.advance) {
+    TryAdvance(s, moved);
+  }
   if (a.stop) s.set(kStopKey, Bytes("1"));
   if (!a.abandon.empty()) s.set(kAbandonKey, Bytes(a.abandon));
   if (a.finished) s.set(kFinishedKey, Bytes("1"));

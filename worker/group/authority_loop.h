@@ -55,8 +55,16 @@ struct GroupReport {
 };
 
 // Moves generation `g` on to g+1 unless someone already did (one mover per g, via gen<g>/advance).
-// Does not wait. Throws what the store throws.
-void TryAdvance(c10d::Store& store, int64_t g);
+// Returns whether this call moved it. Does not wait. Throws what the store throws.
+bool TryAdvance(c10d::Store& store, int64_t g);
+
+// After a resize wrote the group's new size (`world`): ends generation `moved`, read before that
+// write, so that the generation the group forms in next began after it. A member whose collective
+// failed may end `moved` itself between the read and the write, and a member that read the old
+// size may then join moved + 1 at it: when the authority's own advance of `moved` did not win, it
+// also ends the generation it reads now (review F8). Returns the generation the group moves to
+// (one a member may already have ended in turn). Throws what the store throws.
+int64_t AdvancePastResize(c10d::Store& store, int64_t moved);
 
 // Thread-safe: the loop runs on its own thread; Report() from any.
 class AuthorityLoop {
@@ -144,6 +152,7 @@ class AuthorityLoop {
     int64_t hb = -1;
     bool beaten = false;  // `seen_identity` beat at least once (its clock starts then)
     Clock::time_point changed{};
+    int64_t restarted_in = -1;  // the generation its trainer was last restarted in place under
   };
   std::set<int> done_;
   std::vector<std::string> holders_;  // node/<n>: the authority is their only writer

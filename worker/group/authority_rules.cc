@@ -416,8 +416,30 @@ void Stalls(Work* w) {
   }
 }
 
+void Restarts(Work* w) {
+  const GroupView& v = w->v;
+  // A store that replaced a lost one, where no generation formed: the group trains on in the old
+  // store's generation, which holds every trainer that ran before.
+  const bool old_store_generation = !v.previous.empty() && !v.ever_formed;
+  for (size_t r = 0; r < v.trainers.size(); ++r) {
+    const TrainerView& t = v.trainers[r];
+    if (!t.restarted || t.identity.empty()) continue;
+    // Here, its predecessor's arrival says the generation holds it (else the predecessor left a
+    // generation that ended already). In the old store's, the new one may have arrived here at
+    // once: this store's generation is not the one the group trains in.
+    if (!old_store_generation && (t.arrived.empty() || t.arrived == t.identity)) continue;
+    w->restarted = true;
+    w->a.advance = true;  // I5
+    const std::string where = old_store_generation ? "the lost store's" : t.arrived;
+    w->a.log.push_back("rank " + std::to_string(r) + " trainer " + t.identity +
+                       " restarted in place under a generation that holds its predecessor (" +
+                       where + ")");
+  }
+}
+
 void Graceful(Work* w) {
-  w->a.graceful = w->grown > w->cur && w->v.formed && !w->moved_before && w->a.stalls.empty();
+  w->a.graceful = w->grown > w->cur && w->v.formed && !w->moved_before && w->a.stalls.empty() &&
+                  !w->restarted;
 }
 
 void Abandon(Work* w) {

@@ -31,6 +31,7 @@ struct Work {
   bool shrunk = false;               // rule 10 shrank the group in this call
   bool moved_before = false;         // membership changed before the growth (rule 9c)
   int grown = 0;                     // the size after the growth (rule 9b)
+  bool restarted = false;            // rule 5b moved the generation
 
   // Registered under `id`, no verdict but stop, not lost by rule 1, not gone.
   bool Live(const std::string& id) const;
@@ -56,6 +57,7 @@ void AssignFree(Work* w);       // 4: free node ranks to old holders, own pods, 
 void ShrinkOnLoss(Work* w);     // 10: a loss with nobody to take the rank: go on smaller
 void Grow(Work* w);             // 9b: a desired size above the group's
 void Stalls(Work* w);           // 5: silent trainers of live pods, unless a slowdown
+void Restarts(Work* w);         // 5b: a trainer restarted under its predecessor's generation
 void Graceful(Work* w);         // 9c: a growth alone of a formed generation
 void Abandon(Work* w);          // 7: a generation not formed within the rendezvous timeout
 
