@@ -5,18 +5,19 @@
 #                  worker-0's replacement runs (idle), the rendezvous pod is deleted: the spare
 #                  keeps rank 0, no pod ends Fenced or is replaced, nothing is charged
 #   reseed-shrunk  3 pods, spec.elastic 2..3, no spare; worker pods that find a flag file on the
-#                  checkpoint volume start 30 s late (an init container), so worker-1's
+#                  checkpoint volume start 90 s late (an init container), so worker-1's
 #                  replacement is still starting while the group runs shrunk at 2; the
-#                  rendezvous pod is deleted then, and later a trainer is killed (DDP_FAULT): the
+#                  rendezvous pod is deleted then, and a trainer is killed after it: the
 #                  group re-forms at 2 within seconds each time, grows back to 3 when the
 #                  replacement is ready, round 0, no checkpoint read, charged only for worker-1's
-#                  deletion and the trainer kill
+#                  deletion and the trainer kill (`ddp-operator chaos kill-trainer 0`: the build
+#                  tree's, or DDP_OPERATOR_BIN)
 # Uses ROOT, NS, STEPS, REF and the functions of lib.sh, node_loss.sh (wait_for) and shrink.sh
 # (world_of, charges, rendezvous_log).
 
 # Worker pods wait RS_SLOW_S before their trainer starts when the job's flag file exists on the
 # checkpoint volume: only the replacements started after the flag is set.
-RS_SLOW_S=${DDP_E2E_SLOW_START:-30}
+RS_SLOW_S=${DDP_E2E_SLOW_START:-90}
 reseed_slow_start_sed() {
   local flag=/checkpoints/.e2e-slow-start-$1
   EXTRA_SED+=(-e "s|^      containers:\$|      initContainers:\\
@@ -54,11 +55,14 @@ delete_rendezvous() {
   echo $(( $(date +%s) - t0 ))
 }
 
-# steps_after NAME STEP SECONDS: true when worker-0's step passes STEP within SECONDS; prints the
+# step_past NAME STEP: the job's step (its running pods' highest, lib.sh's job_step) is past STEP.
+step_past() { [ "$(job_step "$1")" -gt "$2" ] 2>/dev/null; }
+
+# steps_after NAME STEP SECONDS: true when the job's step passes STEP within SECONDS; prints the
 # seconds it took.
 steps_after() {
   local t0; t0=$(date +%s)
-  wait_for "$3" bash -c "[ \$(kubectl get --raw /api/v1/namespaces/$NS/pods/$1-worker-0:9400/proxy/metrics --request-timeout=3s 2>/dev/null | awk '/^ddp_worker_steps_total[{ ]/ {print int(\$NF); exit}') -gt $2 ] 2>/dev/null" || return 1
+  wait_for "$3" step_past "$1" "$2" || return 1
   echo $(( $(date +%s) - t0 ))
 }
 
@@ -84,15 +88,19 @@ scenario_reseed_spare() {
   say "$name: rendezvous pod deleted at step $s0; its replacement ran after ${took} s"
   went=$(steps_after "$name" $((s0 + 20)) 120) || went=none
   check "$name: training went on after the store's replacement ($went s after it ran)" [ "$went" != none ]
+  # The idle worker-0 goes with the job's end: every pod is compared while it still trains.
+  sleep 15
+  after=$(uids "$name" worker-0 worker-1 spare-0)
+  check "$name: no pod replaced in the 15 s after training went on ($after)" [ "$before" = "$after" ]
   rdzv=$(rendezvous_log "$name")
   wait_for "$JOB_TIMEOUT" bash -c "p=\$(kubectl -n $NS get ddpj $name -o jsonpath='{.status.phase}'); [ \"\$p\" = Succeeded ] || [ \"\$p\" = Failed ]"
-  after=$(uids "$name" worker-0 worker-1 spare-0)
+  after=$(uids "$name" worker-1 spare-0)
   c1=$(charges "$name")
   sum=$(job_checksum "$name")
   fenced=$(fenced_logs "$name" | tr '\n' ' ')
   check "$name: Succeeded ($(phase "$name"))" [ "$(phase "$name")" = Succeeded ]
   check "$name: round 0 ($(jget "$name" '{.status.round}'))" [ "$(jget "$name" '{.status.round}')" = 0 ]
-  check "$name: no pod replaced after the store's loss" [ "$before" = "$after" ]
+  check "$name: the two holders never replaced ($after)" [ "$(grep -v '^worker-0=' <<<"$before")" = "$after" ]
   check "$name: no pod ended Fenced (${fenced:-none})" [ -z "$fenced" ]
   check "$name: the spare still held rank 0 at the end" \
     bash -c "kubectl -n $NS logs $name-spare-0 2>/dev/null | grep -Eq 'summary rank=0 world_size=2 step=$STEPS '"
@@ -104,24 +112,25 @@ scenario_reseed_spare() {
 }
 
 scenario_reseed_shrunk() {
-  local name=reseed-shrunk s0 c_end rounds reads sum fenced took went w grew=no before after old1
-  local kill_step=$((STEPS * 7 / 10))
-  say "job $name: 3 pods, spec.elastic 2..3, no spare; worker-1 deleted (its replacement starts ${RS_SLOW_S} s late), the rendezvous pod deleted while the group runs at 2, rank 0's trainer killed at step $kill_step"
+  local name=reseed-shrunk s0 c0 c_end rounds reads sum fenced took went w grew=no before after old1 repl
+  local op=${DDP_OPERATOR_BIN:-$ROOT/build/operator/ddp-operator} out rc
+  say "job $name: 3 pods, spec.elastic 2..3, no spare; worker-1 deleted (its replacement starts ${RS_SLOW_S} s late), the rendezvous pod deleted while the group runs at 2, then rank 0's trainer killed (ddp-operator chaos)"
   EXTRA_SED=(-e 's/^  replicas: 2$/  replicas: 3\n  elastic:\n    minReplicas: 2\n    maxReplicas: 3/')
   reseed_slow_start_sed "$name"
-  manifest "$name" InPlace none | sed "s/- name: OMP_NUM_THREADS/- name: DDP_FAULT\n              value: \"0:$kill_step@0:kill\"\n            - name: OMP_NUM_THREADS/" \
-    | kubectl -n "$NS" apply -f - >/dev/null || fail_hard "kubectl apply of job $name failed"
+  STEPS=$((STEPS * 3)) manifest "$name" InPlace none | kubectl -n "$NS" apply -f - >/dev/null \
+    || fail_hard "kubectl apply of job $name failed"
   EXTRA_SED=()
   wait_for 240 bash -c "[ \"\$(kubectl -n $NS get ddpj $name -o jsonpath='{.status.worldSize}')\" = 3 ]"
-  steps_after "$name" $((STEPS / 6)) 300 >/dev/null
+  steps_after "$name" $((STEPS / 5)) 300 >/dev/null
   kubectl -n "$NS" exec "$name-worker-0" -c worker -- sh -c "touch /checkpoints/.e2e-slow-start-$name" \
     || check "$name: the slow-start flag written" false
   old1=$(kubectl -n "$NS" get pod "$name-worker-1" -o jsonpath='{.metadata.uid}')
+  c0=$(charges "$name")
   kubectl -n "$NS" delete pod "$name-worker-1" --wait=false >/dev/null
   say "$name: worker-1 deleted at step $(job_step "$name")"
   wait_for 60 bash -c "[ \"\$(kubectl get --raw /api/v1/namespaces/$NS/pods/$name-rendezvous:9400/proxy/metrics --request-timeout=3s 2>/dev/null | awk '/^ddp_group_world_size[{ ]/ {print int(\$NF); exit}')\" = 2 ]"
   w=$(world_of "$name")
-  local repl; repl=$(kubectl -n "$NS" get pod "$name-worker-1" -o jsonpath='{.metadata.uid} {.status.phase}' 2>/dev/null)
+  repl=$(kubectl -n "$NS" get pod "$name-worker-1" -o jsonpath='{.metadata.uid} {.status.phase}' 2>/dev/null)
   check "$name: the group runs shrunk at 2 while worker-1's replacement starts (world $w; replacement ${repl#* })" \
     bash -c "[ '$w' = 2 ] && [ '${repl%% *}' != '$old1' ] && [ '${repl#* }' != Running ]"
   s0=$(job_step "$name")
@@ -129,30 +138,40 @@ scenario_reseed_shrunk() {
   took=$(delete_rendezvous "$name")
   went=$(steps_after "$name" $((s0 + 20)) 60) || went=none
   w=$(world_of "$name")
-  say "$name: rendezvous pod deleted at step $s0; replacement ran after ${took} s; training on ${went} s later at world size ${w:-?}"
+  repl=$(kubectl -n "$NS" get pod "$name-worker-1" -o jsonpath='{.status.phase}' 2>/dev/null)
+  say "$name: rendezvous pod deleted at step $s0; replacement ran after ${took} s; training on ${went} s later at world size ${w:-?} (worker-1's replacement: ${repl:-?})"
   check "$name: after the store's loss the group trains on within seconds (${went} s after the new store ran)" \
     bash -c "[ '$went' != none ] && [ '$went' -le 20 ]"
-  check "$name: ... at the size it had shrunk to (world ${w:-?})" [ "$w" = 2 ]
+  check "$name: ... at the size it had shrunk to, the replacement still starting (world ${w:-?}, replacement ${repl:-?})" \
+    bash -c "[ '$w' = 2 ] && [ '$repl' != Running ]"
+  if [ -x "$op" ]; then
+    out=$("$op" chaos ${KUBECONFIG:+--kubeconfig "$KUBECONFIG"} -n "$NS" "$name" kill-trainer 0 --timeout 120 2>&1); rc=$?
+    echo "$out" | sed "s/^/[$name chaos kill-trainer 0] /"
+    check "$name: then rank 0's trainer killed: the new store's group heals it (ddp-operator chaos exit $rc)" [ "$rc" = 0 ]
+  else
+    check "$name: a ddp-operator to kill a trainer with ($op; DDP_OPERATOR_BIN)" false
+  fi
   wait_for 240 bash -c "kubectl -n $NS logs $name-rendezvous --request-timeout=5s 2>/dev/null | grep -q '2 -> 3 rank(s)'" && grew=yes
   check "$name: the new store grew the group back to 3 when the replacement was ready ($grew)" [ "$grew" = yes ]
   # The flag goes now: the volume outlives the job, and the next run's pods must start at once.
   kubectl -n "$NS" exec "$name-worker-0" -c worker -- rm -f "/checkpoints/.e2e-slow-start-$name" >/dev/null 2>&1
-  wait_for "$JOB_TIMEOUT" bash -c "p=\$(kubectl -n $NS get ddpj $name -o jsonpath='{.status.phase}'); [ \"\$p\" = Succeeded ] || [ \"\$p\" = Failed ]"
   after=$(uids "$name" worker-0 worker-2)
+  fenced=$(fenced_logs "$name" | tr '\n' ' ')
+  wait_for "$JOB_TIMEOUT" bash -c "p=\$(kubectl -n $NS get ddpj $name -o jsonpath='{.status.phase}'); [ \"\$p\" = Succeeded ] || [ \"\$p\" = Failed ]"
   rounds=$(jget "$name" '{.status.round}')
   c_end=$(charges "$name")
-  sum=$(job_checksum "$name" 3)
-  fenced=$(fenced_logs "$name" | tr '\n' ' ')
+  sum=$(STEPS=$((STEPS * 3)) job_checksum "$name" 3)
   reads=$(for pod in $(kubectl -n "$NS" get pods -l "ddp.dev/job-name=$name" -o jsonpath='{.items[*].metadata.name}'); do
             kubectl -n "$NS" logs "$pod" --request-timeout=5s 2>/dev/null | grep -c 'resumed from checkpoint'; done | awk '{s += $1} END {print s + 0}')
   check "$name: Succeeded ($(phase "$name"))" [ "$(phase "$name")" = Succeeded ]
   check "$name: round 0 (${rounds:-?})" [ "$rounds" = 0 ]
   check "$name: no checkpoint read ($reads)" [ "$reads" = 0 ]
-  check "$name: rank 0's trainer was killed and healed in place" \
-    bash -c "kubectl -n $NS get ddpj $name -o jsonpath='{range .status.incidents[*]}{.kind}/{.rank}/{.outcome} {end}' | grep -q 'TrainerExit/0/HealedInPlace'"
-  check "$name: worker-0 and worker-2 never replaced" [ "$before" = "$after" ]
+  check "$name: rank 0's trainer exit healed in place (status.incidents)" \
+    bash -c "kubectl -n $NS get ddpj $name -o jsonpath='{range .status.incidents[*]}{.kind}/{.pod}/{.outcome} {end}' | grep -q 'TrainerExit/$name-worker-0/HealedInPlace'"
+  check "$name: worker-0 and worker-2 never replaced ($after)" [ "$before" = "$after" ]
   check "$name: no pod ended Fenced (${fenced:-none})" [ -z "$fenced" ]
-  check "$name: charged for worker-1's deletion and the trainer kill only (disruptions + recoveries $c_end)" [ "$c_end" = 2 ]
-  check "$name: the 3 ranks ended at step $STEPS with one checksum (${sum:-none})" [ -n "$sum" ]
-  timing "RESULTS | $name | the store's pod deleted while the group ran at 2 of 3 | replacement store running after ${took} s; training on ${went} s later at world size 2 | grew back: $grew | round ${rounds:-?} | checkpoint reads $reads | charges $c_end | $(phase "$name") |"
+  check "$name: charged for worker-1's deletion and the trainer kill only (disruptions + recoveries $c0 before, $c_end at the end)" \
+    [ "$((c_end - c0))" = 2 ]
+  check "$name: the 3 ranks ended at step $((STEPS * 3)) with one checksum (${sum:-none})" [ -n "$sum" ]
+  timing "RESULTS | $name | the store's pod deleted while the group ran at 2 of 3, then a trainer killed | replacement store running after ${took} s; training on ${went} s later at world size ${w:-?} | grew back: $grew | round ${rounds:-?} | checkpoint reads $reads | charged $((c_end - c0)) | $(phase "$name") |"
 }
