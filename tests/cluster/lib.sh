@@ -83,12 +83,15 @@ jget() { kubectl -n "$NS" get ddpj "$1" -o jsonpath="$2" 2>/dev/null; }
 phase() { jget "$1" '{.status.phase}'; }
 
 # job_step NAME: the highest ddp_worker_steps_total on the job's running pods' /metrics (through
-# the API server's pod proxy: no port-forward), 0 when none answers.
+# the API server's pod proxy: no port-forward), 0 when none answers. Each read is bounded at 3 s:
+# under an enforced NetworkPolicy the proxy cannot reach the pods of another node (the API
+# server is not in the job's namespace), and an unbounded read stalled the polling loop, and with
+# it the scenario's hook, until the job had ended.
 job_step() {
   local pod best=0 v
   for pod in $(kubectl -n "$NS" get pods -l "ddp.dev/job-name=$1" --field-selector=status.phase=Running \
                  -o jsonpath='{.items[*].metadata.name}' 2>/dev/null); do
-    v=$(kubectl get --raw "/api/v1/namespaces/$NS/pods/$pod:9400/proxy/metrics" 2>/dev/null \
+    v=$(kubectl get --raw "/api/v1/namespaces/$NS/pods/$pod:9400/proxy/metrics" --request-timeout=3s 2>/dev/null \
           | awk '/^ddp_worker_steps_total[{ ]/ {if ($NF > m) m = $NF} END {print m + 0}')
     [ "${v%.*}" -gt "$best" ] 2>/dev/null && best=${v%.*}
   done
