@@ -91,7 +91,7 @@ scenario_reseed_spare() {
   # The idle worker-0 goes with the job's end: every pod is compared while it still trains.
   sleep 15
   after=$(uids "$name" worker-0 worker-1 spare-0)
-  check "$name: no pod replaced in the 15 s after training went on ($after)" [ "$before" = "$after" ]
+  check "$name: no pod replaced in the 15 s after training went on (${after//$'\n'/ })" [ "$before" = "$after" ]
   rdzv=$(rendezvous_log "$name")
   wait_for "$JOB_TIMEOUT" bash -c "p=\$(kubectl -n $NS get ddpj $name -o jsonpath='{.status.phase}'); [ \"\$p\" = Succeeded ] || [ \"\$p\" = Failed ]"
   after=$(uids "$name" worker-1 spare-0)
@@ -100,7 +100,7 @@ scenario_reseed_spare() {
   fenced=$(fenced_logs "$name" | tr '\n' ' ')
   check "$name: Succeeded ($(phase "$name"))" [ "$(phase "$name")" = Succeeded ]
   check "$name: round 0 ($(jget "$name" '{.status.round}'))" [ "$(jget "$name" '{.status.round}')" = 0 ]
-  check "$name: the two holders never replaced ($after)" [ "$(grep -v '^worker-0=' <<<"$before")" = "$after" ]
+  check "$name: the two holders never replaced (${after//$'\n'/ })" [ "$(grep -v '^worker-0=' <<<"$before")" = "$after" ]
   check "$name: no pod ended Fenced (${fenced:-none})" [ -z "$fenced" ]
   check "$name: the spare still held rank 0 at the end" \
     bash -c "kubectl -n $NS logs $name-spare-0 2>/dev/null | grep -Eq 'summary rank=0 world_size=2 step=$STEPS '"
@@ -168,7 +168,7 @@ scenario_reseed_shrunk() {
   check "$name: no checkpoint read ($reads)" [ "$reads" = 0 ]
   check "$name: rank 0's trainer exit healed in place (status.incidents)" \
     bash -c "kubectl -n $NS get ddpj $name -o jsonpath='{range .status.incidents[*]}{.kind}/{.pod}/{.outcome} {end}' | grep -q 'TrainerExit/$name-worker-0/HealedInPlace'"
-  check "$name: worker-0 and worker-2 never replaced ($after)" [ "$before" = "$after" ]
+  check "$name: worker-0 and worker-2 never replaced (${after//$'\n'/ })" [ "$before" = "$after" ]
   check "$name: no pod ended Fenced (${fenced:-none})" [ -z "$fenced" ]
   check "$name: charged for worker-1's deletion and the trainer kill only (disruptions + recoveries $c0 before, $c_end at the end)" \
     [ "$((c_end - c0))" = 2 ]
