@@ -42,20 +42,8 @@ bool RestartedInPlace(const std::string& before, const std::string& now) {
 
 }  // namespace
 
-bool TryAdvance(c10d::Store& store, int64_t g) {
-  if (store.add(AdvanceKey(g), 1) != 1) return false;
-  store.add(kGenKey, 1);
-  return true;
-}
-
-int64_t AdvancePastResize(c10d::Store& store, int64_t moved) {
-  if (TryAdvance(store, moved)) return moved + 1;
-  // Someone ended `moved` first, maybe before the size was written. The generation read now is
-  // at least moved + 1; the one after it begins after this read, so after the write, whoever
-  // ends this one.
-  const int64_t now = store.add(kGenKey, 0);
-  TryAdvance(store, now);
-  return now + 1;
+void TryAdvance(c10d::Store& store, int64_t g) {
+  if (store.add(AdvanceKey(g), 1) == 1) store.add(kGenKey, 1);
 }
 
 AuthorityLoop::AuthorityLoop(c10::intrusive_ptr<c10d::Store> store, PresenceServer* presence,
@@ -426,11 +414,7 @@ void AuthorityLoop::Apply(const Actions& a, GroupView* v) {
   }
   // Rule 9c: said before the generation moves, so a member that sees it moved sees this too.
   if (resize && a.graceful && moved == generation_) s.set(GracefulKey(moved + 1), Bytes("1"));
-  if (resize) {
-    AdvancePastResize(s, moved);
-  } else if (a.advance) {
-    TryAdvance(s, moved);
-  }
+  if (resize || a.advance) TryAdvance(s, moved);
   if (a.stop) s.set(kStopKey, Bytes("1"));
   if (!a.abandon.empty()) s.set(kAbandonKey, Bytes(a.abandon));
   if (a.finished) s.set(kFinishedKey, Bytes("1"));

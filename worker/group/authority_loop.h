@@ -55,16 +55,8 @@ struct GroupReport {
 };
 
 // Moves generation `g` on to g+1 unless someone already did (one mover per g, via gen<g>/advance).
-// Returns whether this call moved it. Does not wait. Throws what the store throws.
-bool TryAdvance(c10d::Store& store, int64_t g);
-
-// After a resize wrote the group's new size (`world`): ends generation `moved`, read before that
-// write, so that the generation the group forms in next began after it. A member whose collective
-// failed may end `moved` itself between the read and the write, and a member that read the old
-// size may then join moved + 1 at it: when the authority's own advance of `moved` did not win, it
-// also ends the generation it reads now (review F8). Returns the generation the group moves to
-// (one a member may already have ended in turn). Throws what the store throws.
-int64_t AdvancePastResize(c10d::Store& store, int64_t moved);
+// Does not wait. Throws what the store throws.
+void TryAdvance(c10d::Store& store, int64_t g);
 
 // Thread-safe: the loop runs on its own thread; Report() from any.
 class AuthorityLoop {
