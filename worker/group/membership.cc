@@ -12,6 +12,7 @@
 #include "worker/comm/work_util.h"
 #include "worker/group/authority_loop.h"
 #include "worker/group/fenced_store.h"
+#include "worker/group/forming.h"
 #include "worker/group/keys.h"
 #include "worker/group/store_read.h"
 #include "worker/group/pod_client.h"
@@ -39,6 +40,39 @@ StatusOr<c10::intrusive_ptr<c10d::Store>> OpenUntil(const StoreOpener& open,
     std::this_thread::sleep_for(kReconnectInterval);
   } while (Clock::now() < deadline);
   return last;
+}
+
+// Ended's reading, of no member's state: a creation left to end on its own asks it too
+// (FencedStore), after the member may be gone.
+std::string EndOf(c10d::Store& s, const MemberIdentity& id, int rank, GroupEnd* end) {
+  if (s.check({kStopKey})) {
+    *end = GroupEnd::kStop;
+    return "the job is stopping";
+  }
+  if (s.check({kAbandonKey})) {
+    *end = GroupEnd::kAbandon;
+    return "the group was abandoned (" + Text(s.get(kAbandonKey)) + ")";
+  }
+  // Its pod declared lost or departed: the authority fences the pod before it frees its node
+  // rank (whose key is then absent) and moves the generation on, so a trainer that notices
+  // the new generation before its supervisor kills it never arrives in it (a communicator
+  // formed with it would wait on a dead peer).
+  if (s.check({FencedKey(id.pod)})) {
+    *end = GroupEnd::kFenced;
+    return "pod " + id.pod + " was declared lost or departed";
+  }
+  // Absent keys (a new store, before the supervisors registered again) fence nobody: only a
+  // rank or node rank given to another.
+  if (const std::string t = ValueOr(s, TrainerKey(rank, "id")); !t.empty() && t != id.trainer) {
+    *end = GroupEnd::kFenced;
+    return "rank " + std::to_string(rank) + " now belongs to another trainer";
+  }
+  if (const std::string n = ValueOr(s, NodeKey(id.node)); !n.empty() && n != id.pod) {
+    *end = GroupEnd::kFenced;
+    return "node rank " + std::to_string(id.node) + " no longer belongs to pod " + id.pod;
+  }
+  *end = GroupEnd::kNone;
+  return "";
 }
 
 }  // namespace
@@ -88,34 +122,7 @@ Status GroupMembership::Connect() {
 }
 
 std::string GroupMembership::Ended(c10d::Store& s, GroupEnd* end) {
-  if (s.check({kStopKey})) {
-    *end = GroupEnd::kStop;
-    return "the job is stopping";
-  }
-  if (s.check({kAbandonKey})) {
-    *end = GroupEnd::kAbandon;
-    return "the group was abandoned (" + Text(s.get(kAbandonKey)) + ")";
-  }
-  // Its pod declared lost or departed: the authority fences the pod before it frees its node
-  // rank (whose key is then absent) and moves the generation on, so a trainer that notices
-  // the new generation before its supervisor kills it never arrives in it (a communicator
-  // formed with it would wait on a dead peer).
-  if (s.check({FencedKey(id_.pod)})) {
-    *end = GroupEnd::kFenced;
-    return "pod " + id_.pod + " was declared lost or departed";
-  }
-  // Absent keys (a new store, before the supervisors registered again) fence nobody: only a
-  // rank or node rank given to another.
-  if (const std::string t = ValueOr(s, TrainerKey(rank_, "id")); !t.empty() && t != id_.trainer) {
-    *end = GroupEnd::kFenced;
-    return "rank " + std::to_string(rank_) + " now belongs to another trainer";
-  }
-  if (const std::string n = ValueOr(s, NodeKey(id_.node)); !n.empty() && n != id_.pod) {
-    *end = GroupEnd::kFenced;
-    return "node rank " + std::to_string(id_.node) + " no longer belongs to pod " + id_.pod;
-  }
-  *end = GroupEnd::kNone;
-  return "";
+  return EndOf(s, id_, rank_.load(), end);
 }
 
 bool GroupMembership::FollowMove(c10d::Store& s) {
@@ -326,12 +333,22 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
   generation_ = f.generation;
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>(GenPrefix(f.generation) + "comm", store_);
   const int64_t g = f.generation;
-  auto fenced = c10::make_intrusive<FencedStore>(prefixed, [this, g]() -> std::string {
-    if (store_->add(kGenKey, 0) != g) return "generation " + std::to_string(g) + " moved on";
+  // Of values, not of this member: the creation may outlive the join (forming.h).
+  auto cancelled = [st = store_, id = id_, rank = rank_.load(), g]() -> std::string {
+    if (st->add(kGenKey, 0) != g) return "generation " + std::to_string(g) + " moved on";
     GroupEnd end;
-    return Ended(*store_, &end);
-  });
-  auto comm = make_(fenced, rank_, size_);
+    return EndOf(*st, id, rank, &end);
+  };
+  auto fenced = c10::make_intrusive<FencedStore>(prefixed, cancelled);
+  // Reads the store on the watcher's word (the generation moved, the group ended) or once every
+  // ten polls: a new store, a fence.
+  auto gone = [this, cancelled, g, polls = 0]() mutable -> std::string {
+    if (seen_generation_.load() <= g && !seen_end_.load() && ++polls % 10 != 0) return "";
+    return cancelled();
+  };
+  auto comm = MakeUnlessCancelled(
+      [make = make_, fenced, rank = rank_.load(), size = size_] { return make(fenced, rank, size); },
+      gone);
   if (!comm.ok()) return comm.status().WithContext("generation " + std::to_string(g));
   f.comm = std::move(*comm);
   store_->set(kFormedKey, Bytes("1"));  // the authority's "ever formed", whatever its sampling
@@ -407,6 +424,8 @@ void GroupMembership::WatchLoop() {
       seen_graceful = val(6);
       if (!seen_stop.empty()) stop_requested_ = true;
       const int64_t g = std::atoll(val(4).c_str());
+      if (r.values[4]) seen_generation_ = g;
+      seen_end_ = !seen_stop.empty() || !seen_abandon.empty();
       std::string why;
       std::lock_guard<std::mutex> lock(watch_mu_);
       // Read with the keys of what was watched when the watch began: a communicator handed over

@@ -169,6 +169,10 @@ class GroupMembership {
   // to the old one, which may be frozen (every call would wait out the store's timeout), so the
   // next Join opens a fresh connection first.
   std::atomic<bool> store_replaced_{false};
+  // What the watcher last read of the generation and the group's end: a hint for a join whose
+  // communicator forms (forming.h), which reads the store itself only on it, or once a second.
+  std::atomic<int64_t> seen_generation_{-1};
+  std::atomic<bool> seen_end_{false};
   std::atomic<bool> quit_{false};
   std::thread watcher_;
 };
