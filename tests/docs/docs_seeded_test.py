@@ -60,17 +60,32 @@ SEEDS = [
      "ddp-operator chaos -n ml mingpt kill-trainer 1", "ddp-operator chaos -n ml mingpt kill-trainers 1"),
 ]
 
-def copy_tree(dest):
-    """The files git tracks (what a clone has); without git, the whole tree but build output."""
+def git_files():
+    """The files git lists in the tree (what a clone has), or None without git or a repository."""
     try:
         files = subprocess.run(["git", "-C", SOURCE_DIR, "ls-files", "-z", "--cached", "--others",
-                                "--exclude-standard"], check=True,
-                               stdout=subprocess.PIPE).stdout.decode().split("\0")
+                                "--exclude-standard"], check=True, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL).stdout.decode().split("\0")
     except (OSError, subprocess.CalledProcessError):
-        files = None
+        return None
+    return [f for f in files if f] or None
+
+
+def not_copied(directory, names):
+    """Without git: build output at the top of the tree (build/, build-fuzz/: directories only,
+    so that scripts/build-images.sh is copied), dependencies and git's own files."""
+    top = os.path.abspath(directory) == os.path.abspath(SOURCE_DIR)
+    return [n for n in names
+            if n in ("node_modules", ".git")
+            or (top and n.startswith("build") and os.path.isdir(os.path.join(directory, n)))]
+
+
+def copy_tree(dest, use_git=True):
+    """The files git tracks (what a clone has); without git, the whole tree but build output."""
+    files = git_files() if use_git else None
     if not files:
         shutil.rmtree(dest)
-        shutil.copytree(SOURCE_DIR, dest, ignore=shutil.ignore_patterns("build*", "node_modules", ".git"))
+        shutil.copytree(SOURCE_DIR, dest, ignore=not_copied)
         return
     for rel in filter(None, files):
         src = os.path.join(SOURCE_DIR, rel)
@@ -105,7 +120,27 @@ def seed(root):
     return where
 
 
+def fallback_copies_what_git_lists():
+    """The copy made without git holds every file git lists (a machine without git, such as a
+    fresh Debian root, copies that way). "" when it does, or when git lists nothing here."""
+    files = git_files()
+    if not files:
+        return ""
+    root = tempfile.mkdtemp(prefix="docs_seeded_nogit.")
+    try:
+        copy_tree(root, use_git=False)
+        missing = [f for f in files if os.path.isfile(os.path.join(SOURCE_DIR, f))
+                   and not os.path.isfile(os.path.join(root, f))]
+    finally:
+        shutil.rmtree(root)
+    return ", ".join(missing[:10])
+
+
 def main():
+    missing = fallback_copies_what_git_lists()
+    if missing:
+        print("FAIL: the copy made without git lacks files git lists: " + missing)
+        return 1
     root = tempfile.mkdtemp(prefix="docs_seeded.")
     try:
         copy_tree(root)
