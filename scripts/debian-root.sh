@@ -41,6 +41,9 @@ run_in() {
   as_root unshare --mount --propagation private -- /bin/bash -c '
     set -e; r=$1; tree=$2; shift 2
     mkdir -p "$r/src" "$r/proc" "$r/dev" "$r/sys"
+    # The root on itself first: inside, / is then a mount point, which a root made from within
+    # this one needs (unshare cannot make the propagation of a / that is no mount private).
+    mount --bind "$r" "$r"
     mount -t proc proc "$r/proc"
     mount --rbind /dev "$r/dev"
     mount --rbind /sys "$r/sys"
