@@ -13,6 +13,7 @@
 #include "worker/comm/gloo_communicator.h"
 #include "worker/comm/local_store.h"
 #include "worker/group/authority_loop.h"
+#include "worker/group/forming.h"
 #include "worker/group/keys.h"
 #include "worker/group/membership.h"
 
@@ -120,6 +121,7 @@ TEST(GroupFormingTest, ACreationThatHangsOutsideTheStoreIsLeftWhenTheGenerationM
   Group g(2);
   std::atomic<bool> entered{false}, release{false};
   const int destroyed_before = g_destroyed.load();
+  const size_t left_before = CreationsLeft();
   auto make = [&](c10::intrusive_ptr<c10d::Store>, int rank,
                   int size) -> StatusOr<std::unique_ptr<Communicator>> {
     if (rank == 1) {
@@ -145,6 +147,7 @@ TEST(GroupFormingTest, ACreationThatHangsOutsideTheStoreIsLeftWhenTheGenerationM
   EXPECT_TRUE(WaitUntil([&] { return returned.load(); }, seconds(5)))
       << "Join waited on a creation of a generation that is gone";
   EXPECT_LT(Clock::now() - moved, seconds(2));
+  EXPECT_EQ(CreationsLeft(), left_before + 1) << "the hanging creation is left, and counted";
   release = true;
   t1.join();
   t0.join();
@@ -154,6 +157,7 @@ TEST(GroupFormingTest, ACreationThatHangsOutsideTheStoreIsLeftWhenTheGenerationM
   // The late communicator is not kept: both made ones are gone (rank 0's with its Formation, rank
   // 1's on the creation's own thread once it ended).
   EXPECT_TRUE(WaitUntil([&] { return g_destroyed.load() - destroyed_before >= 2; }, seconds(5)));
+  EXPECT_TRUE(WaitUntil([&] { return CreationsLeft() == left_before; }, seconds(5)));
 }
 
 // Real Gloo: one member publishes its address and never connects (frozen or dead). Whichever of
