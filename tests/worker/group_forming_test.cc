@@ -16,6 +16,7 @@
 #include "worker/group/forming.h"
 #include "worker/group/keys.h"
 #include "worker/group/membership.h"
+#include "no_collectives.h"
 
 namespace ddp::worker::group {
 namespace {
@@ -25,22 +26,6 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 std::atomic<int> g_destroyed{0};
-
-class NoCollectives : public Communicator {
- public:
-  NoCollectives(int rank, int size) : rank_(rank), size_(size) {}
-  ~NoCollectives() override { g_destroyed.fetch_add(1); }
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  std::shared_ptr<Work> AllReduceSumAsync(at::Tensor&) override { return nullptr; }
-  Status Broadcast(std::vector<at::Tensor>&, int) override { return Status::OK(); }
-  Status Barrier() override { return Status::OK(); }
-  void Abort() override {}
-  std::string name() const override { return "none"; }
-
- private:
-  int rank_, size_;
-};
 
 // A store whose every blocking read after the first set() waits until released, then fails: a
 // member that published its address and then died (or froze) before connecting.
@@ -128,7 +113,7 @@ TEST(GroupFormingTest, ACreationThatHangsOutsideTheStoreIsLeftWhenTheGenerationM
       entered = true;
       WaitUntil([&] { return release.load(); }, seconds(60));
     }
-    return std::unique_ptr<Communicator>(new NoCollectives(rank, size));
+    return std::unique_ptr<Communicator>(new NoCollectives(rank, size, &g_destroyed));
   };
   auto m0 = g.Member(0, 2, make);
   auto m1 = g.Member(1, 2, make);

@@ -8,25 +8,11 @@
 #include "worker/comm/local_store.h"
 #include "worker/group/keys.h"
 #include "worker/group/membership.h"
+#include "no_collectives.h"
 #include "worker/group/steps.h"
 
 namespace ddp::worker::group {
 namespace {
-
-class NoCollectives : public Communicator {
- public:
-  NoCollectives(int rank, int size) : rank_(rank), size_(size) {}
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  std::shared_ptr<Work> AllReduceSumAsync(at::Tensor&) override { return nullptr; }
-  Status Broadcast(std::vector<at::Tensor>&, int) override { return Status::OK(); }
-  Status Barrier() override { return Status::OK(); }
-  void Abort() override {}
-  std::string name() const override { return "none"; }
-
- private:
-  int rank_, size_;
-};
 
 TEST(GroupJoinTest, AnArrivalCountedTwiceStillLetsTheGenerationForm) {
   for (const int extra : {1, 2}) {
