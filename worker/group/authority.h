@@ -8,9 +8,12 @@
 //      stall/, moved/, world, members, stop, abandon and finished; a pod's supervisor writes
 //      pod/<name>/ (the name by compareSet, never over an identity the group has not fenced or
 //      given a verdict), leaving/, trainer/<rank>/id, done/, prepare/, then bumps registrations;
-//      trainers write their heartbeats and the gen<G>/ keys;
-//   I2 order: moved/ before node/, node/ before world, world before gen moves (a member reads
-//      gen, then world, so it never joins a generation at a size it was not formed for);
+//      trainers write their heartbeats and the gen<G>/ keys; gen<G>/world is written once, by
+//      whoever began G (TryAdvance: a trainer or the authority);
+//   I2 order: moved/ before node/, node/ before world, world before gen moves; a generation's
+//      mover writes its size (gen<G>/world, the `world` it read) before gen shows G, and every
+//      member forms at that size, so all members of one generation agree on it; a resize ends
+//      every generation a member began before `world` changed (AdvancePastResize);
 //   I3 a fenced identity or one given a verdict never holds a node rank again; held node ranks
 //      are below the group's size, and every member keeps its node rank unless a rule moves it;
 //   I4 a new store knows what the old one knew: the members' copy (members: generation, the

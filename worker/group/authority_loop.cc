@@ -42,8 +42,37 @@ bool RestartedInPlace(const std::string& before, const std::string& now) {
 
 }  // namespace
 
-void TryAdvance(c10d::Store& store, int64_t g) {
-  if (store.add(AdvanceKey(g), 1) == 1) store.add(kGenKey, 1);
+bool TryAdvance(c10d::Store& store, int64_t g) {
+  if (store.add(AdvanceKey(g), 1) != 1) return false;
+  if (const std::string world = ValueOr(store, kWorldKey); !world.empty()) {
+    store.set(GenWorldKey(g + 1), Bytes(world));
+  }
+  store.add(kGenKey, 1);
+  return true;
+}
+
+int GenerationSize(c10d::Store& store, int64_t g) {
+  for (const std::string& key : {GenWorldKey(g), std::string(kWorldKey)}) {
+    if (const std::string v = ValueOr(store, key); !v.empty()) return std::atoi(v.c_str());
+  }
+  return 0;
+}
+
+int64_t AdvancePastResize(c10d::Store& store, int64_t moved, int world) {
+  const std::string size = std::to_string(world);
+  for (int64_t g = moved;; ++g) {
+    if (TryAdvance(store, g)) return g + 1;
+    // A member began g + 1 first (its collective failed), at the size it read then. Its mover
+    // writes that size before it moves `gen`; one that died in between wrote neither.
+    const WatchResult began =
+        WatchKeys(store, {Changed(GenWorldKey(g + 1), "")}, std::chrono::seconds(2));
+    if (!began.values[0]) {
+      // A mover that died between the two (TryAdvance is two steps): nothing to end here.
+      DDP_LOG(WARNING) << "group authority: generation " << g + 1 << " has no size after 2 s";
+      return g + 1;
+    }
+    if (*began.values[0] == size) return g + 1;
+  }
 }
 
 AuthorityLoop::AuthorityLoop(c10::intrusive_ptr<c10d::Store> store, PresenceServer* presence,
@@ -414,7 +443,16 @@ void AuthorityLoop::Apply(const Actions& a, GroupView* v) {
   }
   // Rule 9c: said before the generation moves, so a member that sees it moved sees this too.
   if (resize && a.graceful && moved == generation_) s.set(GracefulKey(moved + 1), Bytes("1"));
-  if (resize || a.advance) TryAdvance(s, moved);
+  if (resize) {
+    // I2: the group forms at the new size only in a generation begun after `world` was written.
+    if (const int64_t next = AdvancePastResize(s, moved, world_); next != moved + 1) {
+      DDP_LOG(INFO) << "group authority: generation " << moved + 1
+                    << " began at the old size (a member moved it first): on to " << next;
+      s.set(kMembersKey, Bytes(FormatMembers(next, holders_, nodes_)));
+    }
+  } else if (a.advance) {
+    TryAdvance(s, moved);
+  }
   if (a.stop) s.set(kStopKey, Bytes("1"));
   if (!a.abandon.empty()) s.set(kAbandonKey, Bytes(a.abandon));
   if (a.finished) s.set(kFinishedKey, Bytes("1"));

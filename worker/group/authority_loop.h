@@ -54,9 +54,21 @@ struct GroupReport {
   int silent_held = 0;
 };
 
-// Moves generation `g` on to g+1 unless someone already did (one mover per g, via gen<g>/advance).
+// Moves generation `g` on to g+1 unless someone already did (one mover per g, via gen<g>/advance);
+// true when this call moved it. The mover writes g+1's size (GenWorldKey: the group's `world` as
+// it reads it) before `gen` shows g+1, so every member of a generation forms at the same size.
 // Does not wait. Throws what the store throws.
-void TryAdvance(c10d::Store& store, int64_t g);
+bool TryAdvance(c10d::Store& store, int64_t g);
+
+// The size generation `g` forms at: its own (GenWorldKey), or `world` for a generation nobody
+// began with TryAdvance (a store's first); 0 when neither is there.
+int GenerationSize(c10d::Store& store, int64_t g);
+
+// A resize's advance, once `world` reads `world` (review F8): ends `moved`, and then every
+// generation a member began before that write, at the old size. Returns the generation the group
+// forms in, the first one whose size is `world`. Waits up to 2 s for a mover's size; one that
+// never comes (its mover died halfway) ends the search.
+int64_t AdvancePastResize(c10d::Store& store, int64_t moved, int world);
 
 // Thread-safe: the loop runs on its own thread; Report() from any.
 class AuthorityLoop {

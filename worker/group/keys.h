@@ -115,6 +115,8 @@ inline std::string ArrivalsKey(int64_t g) { return GenPrefix(g) + "arrivals"; }
 inline std::string StepsKey(int64_t g) { return GenPrefix(g) + "steps"; }
 inline std::string AdvanceKey(int64_t g) { return GenPrefix(g) + "advance"; }
 inline std::string GracefulKey(int64_t g) { return GenPrefix(g) + "graceful"; }
+// The size generation g forms at: written by whoever began g (TryAdvance), before `gen` shows g.
+inline std::string GenWorldKey(int64_t g) { return GenPrefix(g) + "world"; }
 
 // "<name>/<uid>"; the pod name of an identity.
 inline std::string PodIdentity(const std::string& name, const std::string& uid) {

@@ -236,12 +236,12 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
   }
   joined_before_ = true;
   while (true) {
-    // 3. Arrive in the current generation, at the size the authority gave the group (it writes
-    // `world` before it moves `gen`, so reading them in this order never pairs a generation with
-    // an older size). A store without the key (an older rendezvous pod) keeps ours.
+    // 3. Arrive in the current generation, at its size: the one its mover wrote before `gen`
+    // showed it (authority.h I2), so every member of a generation forms at the same size. A
+    // store without the keys (an older rendezvous pod) keeps ours.
     const int64_t g = s.add(kGenKey, 0);
-    if (const std::string w = ValueOr(s, kWorldKey); !w.empty()) {
-      const int world = std::atoi(w.c_str());
+    {
+      const int world = GenerationSize(s, g);
       if (world > 0 && world != size_) {
         DDP_LOG(INFO) << "membership: rank " << rank_ << ": the group resized: " << size_ << " -> "
                       << world << " rank(s)";
@@ -264,8 +264,10 @@ StatusOr<Formation> GroupMembership::JoinOnce(int64_t committed_step, Clock::tim
         return Status::DeadlineExceeded("membership: rank " + std::to_string(rank_) +
                                         " stayed outside a group of " + std::to_string(size_));
       }
-      // Until the group grows or its pod departs: the size, its node rank or its fence changes.
-      WatchKeys(s, {Changed(kWorldKey, std::to_string(size_)), Changed(FencedKey(id_.pod), ""),
+      // Until the group grows or its pod departs: the generation, the size, its node rank or
+      // its fence changes (a growth writes `world`, then begins a generation at that size).
+      WatchKeys(s, {AtLeast(kGenKey, g + 1), Changed(kWorldKey, ValueOr(s, kWorldKey)),
+                    Changed(FencedKey(id_.pod), ""),
                     Changed(NodeKey(id_.node), ValueOr(s, NodeKey(id_.node)))},
                 kWaitSlice);
       continue;
