@@ -25,8 +25,8 @@ using std::chrono::milliseconds;
 
 // What the rendezvous pod sets up before any pod registers (launch/rendezvous_pod.cc), on `port`.
 struct FakeRendezvous {
-  explicit FakeRendezvous(int port) {
-    auto h = HostStore(port, std::chrono::seconds(5));
+  explicit FakeRendezvous(int port, store::ServerLimits limits = {}) {
+    auto h = HostStore(port, std::chrono::seconds(5), limits);
     EXPECT_TRUE(h.ok()) << h.status().ToString();
     hosted = std::move(*h);
     store = c10::make_intrusive<c10d::PrefixStore>(RoundPrefix(0), hosted.local);
@@ -57,6 +57,21 @@ GroupSettings Pod(const std::string& name, const std::string& uid, int port) {
   s.liveness = milliseconds(2000);
   s.beat = milliseconds(100);
   return s;
+}
+
+// A registration that fails after it reached the store must not have opened its presence
+// connection: one that named itself and then closed reads to the authority as a process that
+// ended, and it declares the live pod lost (seen on the kit: a loaded node's reconnect to a new
+// store missed its 500 ms deadline in the pod's watch, which came after the presence connection,
+// and the pod was fenced and replaced). Here the pod's watch cannot get a store connection.
+TEST(RegisterTest, ARegistrationThatFailsNeverOpenedItsPresenceConnection) {
+  store::ServerLimits one;
+  one.max_connections = 1;  // the registration's connection; the watch's is refused
+  FakeRendezvous r(0, one);
+  auto c = PodClient::Connect(Pod("w1", "u1", r.port()), "", Clock::now() + std::chrono::seconds(2));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(r.presence->Snapshot().count("w1/u1"), 0u)
+      << "the presence listener saw the pod come and go: " << c.status().ToString();
 }
 
 // The review's case: the store and worker w1 lost together; w1's replacement registers with the

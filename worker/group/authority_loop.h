@@ -64,10 +64,10 @@ bool TryAdvance(c10d::Store& store, int64_t g);
 // began with TryAdvance (a store's first); 0 when neither is there.
 int GenerationSize(c10d::Store& store, int64_t g);
 
-// A resize's advance, once `world` reads `world` (review F8): ends `moved`, and then every
-// generation a member began before that write, at the old size. Returns the generation the group
-// forms in, the first one whose size is `world`. Waits up to 2 s for a mover's size; one that
-// never comes (its mover died halfway) ends the search.
+// A resize's advance, once the store's `world` key holds `world` (review F8): ends `moved`, and
+// then every generation a member began before that write, at the old size. Returns the
+// generation the group forms in, the first one whose size is `world`. Waits up to 2 s for a
+// mover's size; one that never comes (its mover died halfway) ends the search.
 int64_t AdvancePastResize(c10d::Store& store, int64_t moved, int world);
 
 // Thread-safe: the loop runs on its own thread; Report() from any.

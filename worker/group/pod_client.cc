@@ -194,6 +194,12 @@ Status PodClient::Open(int holding, Clock::time_point deadline) {
         last = b;
         continue;
       }
+      // The pod's watch, then presence, last: a presence connection that named itself and then
+      // closed (a step after it failed) reads to the authority as a process that ended.
+      if (Status w = StartWatch(holding, deadline); !w.ok()) {
+        last = w;
+        continue;
+      }
       // Presence: the authority's listener, on the store's host.
       const int port = std::atoi(ValueOr(st, kPresenceKey).c_str());
       epoch_ = ValueOr(st, kEpochKey);
@@ -201,10 +207,6 @@ Status PodClient::Open(int holding, Clock::time_point deadline) {
                                        std::min(Within(settings_, deadline), std::chrono::milliseconds(2000)));
       if (!p.ok()) {
         last = p.status();
-        continue;
-      }
-      if (Status w = StartWatch(holding, deadline); !w.ok()) {
-        last = w;
         continue;
       }
       (*s)->setTimeout(settings_.liveness);
