@@ -226,7 +226,17 @@ bool PodClient::lost() const { return failed_ || !presence_ || presence_->lost()
 
 void PodClient::Remember(const PodPoll& p) {
   if (!p.store_ok) return;
-  if (!p.members.empty()) members_ = p.members;
+  if (!p.members.empty() && p.members != members_) {
+    // Said when the group's size in it changes (a resize): what this pod would hand a new store.
+    const auto now = ParseMembers(p.members, settings_.nodes);
+    const auto before = ParseMembers(members_, settings_.nodes);
+    if (now && (!before || before->nodes != now->nodes)) {
+      DDP_LOG(INFO) << "supervisor: the group's membership copy: " << now->nodes
+                    << " node rank(s), generation " << now->generation
+                    << " (handed to a store that replaces this one)";
+    }
+    members_ = p.members;
+  }
   if (p.budget) {
     budget_seen_ = *p.budget;
     budget_known_ = true;
