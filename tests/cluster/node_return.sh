@@ -7,9 +7,10 @@
 # the old processes in it, while the job trains. What must hold: the returning processes displace
 # nobody. The job Succeeds in round 0 with recoveries and restarts 0 (the loss is one disruption,
 # never a charge), every rank on one checksum (the undisturbed run's when it ran), and training
-# stands still no longer than without the return: after the return, no longer than the steps'
-# reading resolves (2 s); before it, the loss within the node budget (printed beside
-# node-store-worker-freeze's, the same loss without a return, when it ran in this suite).
+# stands still no longer than without the return: after the return, readings never show one
+# step for more than 2 s (the polling period left out); before it, the loss within the node
+# budget (printed beside node-store-worker-freeze's, the same loss without a return, when it ran
+# in this suite).
 #
 # Environment, beyond node_loss.sh's: DDP_E2E_NODE_PARTITION, the command that partitions the
 # node (default: DDP_E2E_NODE_STOP with --partition after the node's name, the kit's syntax);
@@ -20,24 +21,32 @@ RETURN_AFTER=${DDP_E2E_RETURN_AFTER:-25}
 
 # The longest time the step on the pods off the lost node stood still between two advances
 # seen, while polling until `until` (epoch seconds) or the job's end; prints
-# "LONGEST LAST_STEP", starting from step $2 at time $3.
+# "LONGEST LAST_STEP STILL", starting from step $2 at time $3. LONGEST includes the polling
+# period (a reading takes two API calls and a second's sleep: 3 s and more on a loaded machine);
+# STILL does not: the longest span over which readings kept showing one step, 0 when every
+# reading saw training advance.
 watch_stall() {
-  local name=$1 last=$2 t_last=$3 until=$4 longest=0 cur now p
+  local name=$1 last=$2 t_last=$3 until=$4 longest=0 still=0 prev=$3 cur now p
   while [ "$(date +%s)" -lt "$until" ]; do
     p=$(phase "$name")
     { [ "$p" = Succeeded ] || [ "$p" = Failed ]; } && break
     cur=$(step_off_node "$name"); now=$(date +%s)
     if [ "$cur" -gt "$last" ]; then
       [ $((now - t_last)) -gt "$longest" ] && longest=$((now - t_last))
+      [ $((prev - t_last)) -gt "$still" ] && still=$((prev - t_last))
       last=$cur t_last=$now
     fi
+    prev=$now
     sleep 1
   done
   now=$(date +%s)
   # Still standing when the watch ended (and the job did not): that counts too.
   p=$(phase "$name")
-  [ "$p" != Succeeded ] && [ $((now - t_last)) -gt "$longest" ] && longest=$((now - t_last))
-  echo "$longest $last"
+  if [ "$p" != Succeeded ]; then
+    [ $((now - t_last)) -gt "$longest" ] && longest=$((now - t_last))
+    [ $((now - t_last)) -gt "$still" ] && still=$((now - t_last))
+  fi
+  echo "$longest $last $still"
 }
 
 # scenario_node_return CASE FAULT: FAULT is freeze or partition.
@@ -63,7 +72,7 @@ scenario_node_return() {
   s0=$(step_off_node "$name")
   say "$case: $LOSE $fault at step $s0"
   # 1. Until the return: the replacements take over (training goes on past the fault).
-  read -r before last < <(watch_stall "$name" "$s0" "$t0" $((t0 + RETURN_AFTER)))
+  read -r before last _ < <(watch_stall "$name" "$s0" "$t0" $((t0 + RETURN_AFTER)))
   check "$case: training went on before $LOSE came back (at step $last, from $s0)" [ "$last" -gt "$s0" ]
   # Not back before the replacements train: the return must meet them.
   local until=$(( $(date +%s) + 120 ))
@@ -72,7 +81,7 @@ scenario_node_return() {
   node_cmd "$DDP_E2E_NODE_START" >/dev/null 2>&1
   back=$(date +%s)
   say "$case: $LOSE back $((back - t0)) s after the $fault, at step $(step_off_node "$name")"
-  read -r after last < <(watch_stall "$name" "$(step_off_node "$name")" "$back" $((t0 + JOB_TIMEOUT)))
+  read -r after last still < <(watch_stall "$name" "$(step_off_node "$name")" "$back" $((t0 + JOB_TIMEOUT)))
   while p=$(phase "$name"); [ "$p" != Succeeded ] && [ "$p" != Failed ] && [ $(( $(date +%s) - t0 )) -lt "$JOB_TIMEOUT" ]; do
     sleep 2
   done
@@ -80,8 +89,9 @@ scenario_node_return() {
   restarts=$(jget "$name" '{.status.restarts}')
   recoveries=$(jget "$name" '{.status.recoveries}')
   sum=$(job_checksum "$name")
-  # The return must cost nothing: after it, training stands still no longer than the reading's
-  # resolution (the steps are read about once a second through the API server: 2 s). The loss
+  # The return must cost nothing: after it, readings never show one step for longer than 2 s
+  # (STILL: the polling period left out, which a loaded machine stretched to 3 s and failed a
+  # run that stood still for none of them). The loss
   # before it is the same loss as node-store-worker-freeze's, whose stall varies from run to run
   # by a few seconds: it is held to the node budget and printed beside that case's.
   local ref=""
@@ -94,12 +104,12 @@ scenario_node_return() {
     [ "${restarts:-x}/${recoveries:-x}" = 0/0 ]
   check "$case: every rank ended at step $STEPS with one checksum (${sum:-none})" [ -n "$sum" ]
   [ -z "$REF" ] || check "$case: the checksum of the undisturbed run ($REF)" [ "$sum" = "$REF" ]
-  check "$case: the return stalled nothing: training stood still ${after} s after it (at most 2 s)" \
-    [ "$after" -le 2 ]
+  check "$case: the return stalled nothing: readings showed one step for ${still:-?} s after it (at most 2 s; ${after} s between advances)" \
+    [ "${still:-99}" -le 2 ]
   check "$case: the loss within ${NODE_BUDGET} s: training stood still ${before} s after the $fault${ref}" \
     [ "$before" -le "$NODE_BUDGET" ]
   local equal=no; [ -n "$sum" ] && { [ -z "$REF" ] || [ "$sum" = "$REF" ]; } && equal=yes
-  timing "RESULTS | $case | rendezvous, worker-1 on $LOSE, $fault, back after $((back - t0)) s | stall ${before} s, after the return ${after} s | round ${rounds:-?} | restarts ${restarts:-?}, recoveries ${recoveries:-?} | checksums equal: $equal${REF:+ (reference)} | $p |"
+  timing "RESULTS | $case | rendezvous, worker-1 on $LOSE, $fault, back after $((back - t0)) s | stall ${before} s, after the return ${after} s (still ${still:-?} s) | round ${rounds:-?} | restarts ${restarts:-?}, recoveries ${recoveries:-?} | checksums equal: $equal${REF:+ (reference)} | $p |"
   kubectl -n "$NS" get events --field-selector "involvedObject.name=$name" -o jsonpath='{range .items[*]}{.reason}: {.message}{"\n"}{end}' 2>/dev/null \
     | grep -E 'RendezvousSilent|NodeSuspect|PodOffLostNode|PodReplaced|ForceDeletingPod' | sed "s/^/[$case] /"
   restore_node
