@@ -1,7 +1,8 @@
 // A new store knows what the old one knew (worker/group/authority.h invariant I4), end to end with
 // real ddp-worker processes (the test plays the operator): the rendezvous pod is killed and
-// replaced while a spare holds a lost member's rank, and while the group runs shrunk after a loss.
-// Neither costs a fenced pod, a heal, a checkpoint or a new round.
+// replaced while a spare holds a lost member's rank, while the group runs shrunk after a loss, and
+// together with a worker pod. None fences a pod that stays, charges a failure, reads a checkpoint
+// or starts a new round.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -110,6 +111,44 @@ TEST(ReseedE2E, AShrunkGroupKeepsItsSizeWithANewStoreAndStillGrowsBack) {
     EXPECT_EQ(r.err[p].find("resumed from checkpoint"), std::string::npos) << r.err[p];
   }
   EXPECT_EQ(r.rendezvous_err.find("abandoning the round"), std::string::npos) << r.rendezvous_err;
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+// The rendezvous pod and pod 1 are deleted together (as `kubectl delete pod` of both): pod 1's
+// SIGTERM finds no store to say it is leaving. It must not stop the group's trainers (a stop is
+// agreed in the collectives, so pod 0's trainer would stop too and its restart be charged): it
+// says so to the new store and departs alone; pod 0 trains on and heals pod 1's replacement.
+TEST(ReseedE2E, APodDeletedWithTheRendezvousPodDepartsAloneAndNothingIsCharged) {
+  const std::string dir = MakeTempDir("ddp-e2e-reseed-leave");
+  InPlaceGroup g = StartInPlace(2, TinyArgs(6000), dir, {});
+  KillOnExit reaper{&g};
+  const auto deadline = std::chrono::seconds(120);
+  ASSERT_TRUE(PollUntil([&] { return LastStep(g.pods[0]) >= 100; }, deadline))
+      << ReadAll(g.pods[0].err_path);
+  kill(-g.rendezvous.pid, SIGKILL);
+  WaitProc(g.rendezvous, std::chrono::seconds(30));
+  kill(g.pods[1].pid, SIGTERM);  // its supervisor's, as the kubelet sends it
+  ASSERT_TRUE(PollUntil([&] { return Logged(g.pods[1], "leaving the group"); }, deadline))
+      << ReadAll(g.pods[1].err_path);
+  const int64_t at_loss = LastStep(g.pods[0]);
+  auto renv = PodEnv(g, "rendezvous", -1);
+  renv["DDP_POD_ROLE"] = "rendezvous";
+  g.rendezvous = StartProc(kWorkerBin, {"rendezvous"}, renv, g.dir, "rendezvous-reseed-leave");
+  WaitProc(g.pods[1], std::chrono::seconds(60));
+  StartPod(&g, "pod1", 1);  // g.pods[2]: the operator's replacement, once the old pod is gone
+  PodsResult r = Wait(g);
+  EXPECT_LT(at_loss, 5500) << "the store was lost before the end";
+  EXPECT_EQ(r.ends[1].rfind("ddp: Departed", 0), 0u) << r.ends[1] << "\n" << r.err[1];
+  for (size_t p : {0u, 2u}) {
+    EXPECT_EQ(r.codes[p], 0) << p << "\n" << r.err[p];
+    EXPECT_EQ(r.ends[p].rfind("ddp: Finished: step 6000 of 6000; 0 recoveries", 0), 0u)
+        << p << ": " << r.ends[p];
+    EXPECT_EQ(r.err[p].find("resumed from checkpoint"), std::string::npos) << r.err[p];
+  }
+  // Pod 0's trainer never stopped: one incarnation, healed pod 1's replacement in place.
+  EXPECT_EQ(r.err[0].find("restarted rank 0"), std::string::npos) << r.err[0];
+  EXPECT_EQ(r.err[0].find("stopped by signal"), std::string::npos) << r.err[0];
+  EXPECT_NE(r.err[1].find("told the new store it is leaving"), std::string::npos) << r.err[1];
   if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 

@@ -276,10 +276,15 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
       leaving_ = true;
       leaving_at_ = now;
       DDP_LOG(INFO) << "supervisor: signal " << sig << ": leaving the group";
-      if (!client_->SetLeaving().ok()) {  // no store: stop the old way, all together
-        stopping_ = true;
-        KillAll(kStopSignal);
-        kill_at_ = now + std::chrono::seconds(grace_);
+      if (!client_->SetLeaving().ok()) {
+        // No store: the rendezvous pod was lost too (a whole-job stop keeps it up through its
+        // stop window). Stopping now would stop every member's trainers with this pod's
+        // (the stop is agreed in the collectives) and charge the survivors; say it to the new
+        // store once registered there (below). No verdict by the deadline: the trainers stop.
+        const auto wait = std::chrono::duration_cast<std::chrono::seconds>(gs_.liveness + kVerdictWait);
+        DDP_LOG(WARNING) << "supervisor: no store to say it is leaving: it says so to the new one "
+                         << "if one answers within " << wait.count()
+                         << " s, else the trainers stop with a checkpoint";
       }
     }
     if (now >= next_poll) {
@@ -299,6 +304,9 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
         if (again.ok()) {
           DDP_LOG(INFO) << "supervisor: registered again with a new store";
           for (auto& t : trainers_) if (node_ >= 0 && !t.done) (void)client_->SetTrainer(t.spec.rank, t.id);
+          if (leaving_ && !stopping_ && client_->SetLeaving().ok()) {
+            DDP_LOG(INFO) << "supervisor: told the new store it is leaving";
+          }
         }
       } else if (node_ >= 0 && p.node >= 0 && p.node != node_ && p.verdict.empty() && !p.fenced) {
         FollowMove(p.node);  // given a lost member's node rank in place of its own (rule 10)

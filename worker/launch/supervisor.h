@@ -23,7 +23,10 @@
 //      trainer's own exit code (NotRetryable or BudgetSpent);
 //   5. SIGTERM: the pod announces it is leaving and waits for the authority's verdict: the whole
 //      job stops (the trainers checkpoint together, exit 75, Stopped) or this pod departs (its
-//      trainers are killed, its state lives on in the others; exit 75, Departed);
+//      trainers are killed, its state lives on in the others; exit 75, Departed). With no store
+//      to announce it to (the rendezvous pod was lost with it), it announces it to the new store
+//      once registered there; with no verdict within the liveness timeout and 5 s, its trainers
+//      stop with a checkpoint (a stop agreed in the collectives: the others' trainers stop too);
 //   6. the group's other decisions: fenced (exit 75, Fenced), abandoned (the trainers save once
 //      and exit; exit 75, GroupAbandoned), a trainer declared stalled (killed, then step 4),
 //      every rank finished (a pod holding no rank ends with 0, Released); a pod holding no rank
