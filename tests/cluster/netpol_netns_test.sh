@@ -69,30 +69,36 @@ for ns in "" kit-1; do
   [ "$v" = 1 ] || { echo "SKIPPED: bridge-nf-call-iptables is $v in ${ns:-the test namespace}"; exit 77; }
 done
 
-# Listeners: the workers on 9400 (metrics) and 29500 (store), Prometheus on 9090.
+# Listeners: the workers on 9400 (metrics) and 29500 (store), Prometheus on 9090. Each says it
+# is listening on every port (a file) before any check: under load, python3 can take seconds.
 listen() {
   ip netns exec "$1" python3 -c '
 import socket, sys, threading
-def serve(port):
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("0.0.0.0", port)); s.listen(16)
+def serve(s):
     while True:
         c, _ = s.accept(); c.close()
-for p in sys.argv[1:]:
-    threading.Thread(target=serve, args=(int(p),), daemon=True).start()
-threading.Event().wait()' "${@:2}" &
+for p in sys.argv[2:]:
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", int(p))); s.listen(16)
+    threading.Thread(target=serve, args=(s,), daemon=True).start()
+open(sys.argv[1], "w").close()
+threading.Event().wait()' "$work/listening-$1" "${@:2}" &
   pids+=($!)
 }
 listen w0 9400 29500; listen w1 9400 29500; listen prom 9090
-sleep 0.5
-# conn FROM_NETNS|host IP PORT: 0 connected, 124 no answer within 2 s (dropped), else refused.
+for n in w0 w1 prom; do
+  for _ in $(seq 300); do [ -e "$work/listening-$n" ] && break; sleep 0.1; done
+  [ -e "$work/listening-$n" ] || die "the listener in $n did not start within 30 s"
+done
+# conn SECONDS FROM_NETNS|host IP PORT: 0 connected, 124 no answer within SECONDS (dropped),
+# else refused. A connection that passes is given longer: under load bash itself starts slowly.
 conn() {
-  local in=()
+  local in=() t=$1; shift
   [ "$1" = host ] || in=(ip netns exec "$1")
-  "${in[@]}" timeout 2 bash -c "exec 3<>/dev/tcp/$2/$3" 2>/dev/null
+  "${in[@]}" timeout "$t" bash -c "exec 3<>/dev/tcp/$2/$3" 2>/dev/null
 }
-passes() { conn "$@"; }
-dropped() { conn "$@"; [ $? = 124 ]; }
+passes() { conn 10 "$@"; }
+dropped() { conn 2 "$@"; [ $? = 124 ]; }
 
 # The fake API: kubectl get networkpolicies|pods|namespaces -A -o json.
 mkdir -p "$work/bin"
@@ -133,7 +139,7 @@ check "before the enforcer: and worker-1's, on the other node" passes probe 10.2
 PATH=$work/bin:$PATH python3 "$root/tests/cluster/netpol.py" run > "$work/log" 2>&1 &
 np=$!
 pids+=("$np")
-for _ in $(seq 100); do
+for _ in $(seq 300); do
   iptables -C FORWARD -j DDP-NETPOL 2>/dev/null && ip netns exec kit-1 iptables -C FORWARD -j DDP-NETPOL 2>/dev/null && break
   sleep 0.1
 done
@@ -150,7 +156,7 @@ check "the node -> its pod worker-0:9400 (OUTPUT, as kubelet probes): passes" pa
 check "another namespace -> Prometheus:9090 (selected by no policy): passes" passes probe 10.244.0.30 9090
 
 kill "$np"
-for _ in $(seq 100); do kill -0 "$np" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 300); do kill -0 "$np" 2>/dev/null || break; sleep 0.1; done
 check "after SIGTERM: no chain here or in kit-1" bash -c '! iptables -S DDP-NETPOL 2>/dev/null && ! ip netns exec kit-1 iptables -S DDP-NETPOL 2>/dev/null'
 check "after SIGTERM: another namespace reaches worker-1's metrics port again" passes probe 10.244.1.11 9400
 [ "$failed" = 0 ] || { echo "netpol.py's log:"; cat "$work/log"; }
