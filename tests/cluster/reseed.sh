@@ -12,6 +12,10 @@
 #                  replacement is ready, round 0, no checkpoint read, charged only for worker-1's
 #                  deletion and the trainer kill (`ddp-operator chaos kill-trainer 0`: the build
 #                  tree's, or DDP_OPERATOR_BIN)
+#   reseed-worker  2 pods, no spare; the rendezvous pod deleted, and worker-1 deleted once the
+#                  old rendezvous pod has gone: worker-1's SIGTERM finds no store. It departs
+#                  alone through the new store: worker-0's trainer never stops, nothing is
+#                  charged as a recovery, round 0, no checkpoint read
 # Uses ROOT, NS, STEPS, REF and the functions of lib.sh, node_loss.sh (wait_for) and shrink.sh
 # (world_of, charges, rendezvous_log).
 
@@ -181,4 +185,48 @@ scenario_reseed_shrunk() {
     [ "$((c_end - c0))" = 2 ]
   check "$name: the 3 ranks ended at step $((STEPS * 3)) with one checksum (${sum:-none})" [ -n "$sum" ]
   timing "RESULTS | $name | the store's pod deleted while the group ran at 2 of 3, then a trainer killed | replacement store running after ${took} s; training on ${went} s later at world size ${w:-?} | grew back: $grew | round ${rounds:-?} | checkpoint reads $reads | charged $((c_end - c0)) | $(phase "$name") |"
+}
+
+scenario_reseed_worker() {
+  local name=reseed-worker s0 r0 rdzv old t0 went recov reads sum before after logf stopped
+  say "job $name: 2 pods, no spare; the rendezvous pod deleted, then worker-1 as soon as it has gone"
+  STEPS=$((STEPS * 2)) manifest "$name" InPlace none | kubectl -n "$NS" apply -f - >/dev/null \
+    || fail_hard "kubectl apply of job $name failed"
+  steps_after "$name" $((STEPS / 5)) 300 >/dev/null
+  r0=$(jget "$name" '{.status.recoveries}')
+  before=$(uids "$name" worker-0)
+  logf=$(mktemp)
+  kubectl -n "$NS" logs -f "$name-worker-1" > "$logf" 2>&1 &
+  local follow=$!
+  s0=$(job_step "$name")
+  old=$(kubectl -n "$NS" get pod "$name-rendezvous" -o jsonpath='{.metadata.uid}')
+  t0=$(date +%s)
+  # --wait: returns once the old pod is gone (its store with it); worker-1's SIGTERM comes next.
+  kubectl -n "$NS" delete pod "$name-rendezvous" --timeout=60s >/dev/null
+  kubectl -n "$NS" delete pod "$name-worker-1" --wait=false >/dev/null
+  say "$name: rendezvous pod deleted at step $s0 (gone after $(( $(date +%s) - t0 )) s), then worker-1"
+  went=$(steps_after "$name" $((s0 + 40)) 120) || went=none
+  wait_for 60 bash -c "! kill -0 $follow 2>/dev/null"
+  kill "$follow" 2>/dev/null
+  grep -E 'supervisor: (signal|no store|told the new store|registered again|ddp: )' "$logf" | sed "s/^/[$name worker-1] /"
+  check "$name: worker-1 departed (its supervisor's end)" grep -q 'ddp: Departed' "$logf"
+  rm -f "$logf"
+  wait_for "$JOB_TIMEOUT" bash -c "p=\$(kubectl -n $NS get ddpj $name -o jsonpath='{.status.phase}'); [ \"\$p\" = Succeeded ] || [ \"\$p\" = Failed ]"
+  after=$(uids "$name" worker-0)
+  recov=$(jget "$name" '{.status.recoveries}')
+  stopped=$(kubectl -n "$NS" logs "$name-worker-0" --request-timeout=5s 2>/dev/null | grep -Ec 'stopped by signal|restarted rank 0')
+  reads=$(for pod in $(kubectl -n "$NS" get pods -l "ddp.dev/job-name=$name" -o jsonpath='{.items[*].metadata.name}'); do
+            kubectl -n "$NS" logs "$pod" --request-timeout=5s 2>/dev/null | grep -c 'resumed from checkpoint'; done | awk '{s += $1} END {print s + 0}')
+  rdzv=$(rendezvous_log "$name")
+  sum=$(STEPS=$((STEPS * 2)) job_checksum "$name")
+  check "$name: training went on ($went s after the deletions)" [ "$went" != none ]
+  check "$name: Succeeded ($(phase "$name"))" [ "$(phase "$name")" = Succeeded ]
+  check "$name: round 0 ($(jget "$name" '{.status.round}'))" [ "$(jget "$name" '{.status.round}')" = 0 ]
+  check "$name: worker-0 never replaced (${after})" [ "$before" = "$after" ]
+  check "$name: worker-0's trainer never stopped or restarted ($stopped lines)" [ "$stopped" = 0 ]
+  check "$name: no recovery charged ($r0 before, $recov at the end)" [ "$r0" = "$recov" ]
+  check "$name: no checkpoint read ($reads)" [ "$reads" = 0 ]
+  check "$name: both ranks ended at step $((STEPS * 2)) with one checksum (${sum:-none})" [ -n "$sum" ]
+  timing "RESULTS | $name | the store's pod deleted, then worker-1 once it had gone | training on ${went} s later | recoveries charged $((recov - r0)) | round $(jget "$name" '{.status.round}') | checkpoint reads $reads | $(phase "$name") |"
+  grep -E 'group authority: ' <<<"$rdzv" | head -n 12 | sed "s/^/[$name] /"
 }

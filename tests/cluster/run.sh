@@ -48,6 +48,9 @@
 #               the group runs shrunk (its replacement pod starting late) with a trainer killed
 #               after: round 0, no pod Fenced or replaced, nothing charged for the store's loss,
 #               the group back at full size (tests/cluster/reseed.sh)
+#   reseed-worker: the rendezvous pod deleted, then worker-1 as soon as it has gone (its SIGTERM
+#               finds no store): worker-1 departs alone, worker-0's trainer never stops, no
+#               recovery charged, round 0 (tests/cluster/reseed.sh)
 #   gang-volcano, gang-coscheduling
 #               the operator installed with the gang scheduler, against the real one: a job of 3
 #               held whole while a job of 2 runs, started whole once room is made, new rounds,
@@ -77,7 +80,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
 STEPS=${E2E_STEPS:-1200}
 JOB_TIMEOUT=${E2E_TIMEOUT:-600}
-ONLY=${E2E_ONLY:-schema reference inplace monitoring monitoring-policy spare resize all-inplace all-restart node-worker-freeze node-store-worker-freeze node-store-worker-kill node-store-freeze node-drain node-return-freeze node-return-partition chaos shrink-node-freeze shrink-node-kill reseed-spare reseed-shrunk gang-volcano gang-coscheduling}
+ONLY=${E2E_ONLY:-schema reference inplace monitoring monitoring-policy spare resize all-inplace all-restart node-worker-freeze node-store-worker-freeze node-store-worker-kill node-store-freeze node-drain node-return-freeze node-return-partition chaos shrink-node-freeze shrink-node-kill reseed-spare reseed-shrunk reseed-worker gang-volcano gang-coscheduling}
 NS=ddp-e2e-$(date +%s)
 CHART_SET=()
 while IFS= read -r kv; do [ -z "$kv" ] || CHART_SET+=(--set "$kv"); done <<<"${E2E_CHART_SET:-}"
@@ -137,6 +140,7 @@ for scenario in $ONLY; do
     shrink-node-kill) scenario_shrink "$scenario" kill ;;
     reseed-spare) scenario_reseed_spare ;;
     reseed-shrunk) scenario_reseed_shrunk ;;
+    reseed-worker) scenario_reseed_worker ;;
     gang-volcano) scenario_gang volcano ;;
     gang-coscheduling) scenario_gang coscheduling ;;
     *) fail_hard "unknown scenario $scenario" ;;
