@@ -188,7 +188,7 @@ scenario_reseed_shrunk() {
 }
 
 scenario_reseed_worker() {
-  local name=reseed-worker s0 r0 rdzv old t0 went recov reads sum before after logf stopped
+  local name=reseed-worker s0 r0 rdzv t0 went recov reads sum before after logf stopped path
   say "job $name: 2 pods, no spare; the rendezvous pod deleted, then worker-1 as soon as it has gone"
   STEPS=$((STEPS * 2)) manifest "$name" InPlace none | kubectl -n "$NS" apply -f - >/dev/null \
     || fail_hard "kubectl apply of job $name failed"
@@ -199,7 +199,6 @@ scenario_reseed_worker() {
   kubectl -n "$NS" logs -f "$name-worker-1" > "$logf" 2>&1 &
   local follow=$!
   s0=$(job_step "$name")
-  old=$(kubectl -n "$NS" get pod "$name-rendezvous" -o jsonpath='{.metadata.uid}')
   t0=$(date +%s)
   # --wait: returns once the old pod is gone (its store with it); worker-1's SIGTERM comes next.
   kubectl -n "$NS" delete pod "$name-rendezvous" --timeout=60s >/dev/null
@@ -210,6 +209,8 @@ scenario_reseed_worker() {
   kill "$follow" 2>/dev/null
   grep -E 'supervisor: (signal|no store|told the new store|registered again|ddp: )' "$logf" | sed "s/^/[$name worker-1] /"
   check "$name: worker-1 departed (its supervisor's end)" grep -q 'ddp: Departed' "$logf"
+  # Which way it went: the new rendezvous pod may already have been there for the SIGTERM.
+  if grep -q 'no store to say it is leaving' "$logf"; then path="its SIGTERM found no store"; else path="its SIGTERM found the new store"; fi
   rm -f "$logf"
   wait_for "$JOB_TIMEOUT" bash -c "p=\$(kubectl -n $NS get ddpj $name -o jsonpath='{.status.phase}'); [ \"\$p\" = Succeeded ] || [ \"\$p\" = Failed ]"
   after=$(uids "$name" worker-0)
@@ -227,6 +228,6 @@ scenario_reseed_worker() {
   check "$name: no recovery charged ($r0 before, $recov at the end)" [ "$r0" = "$recov" ]
   check "$name: no checkpoint read ($reads)" [ "$reads" = 0 ]
   check "$name: both ranks ended at step $((STEPS * 2)) with one checksum (${sum:-none})" [ -n "$sum" ]
-  timing "RESULTS | $name | the store's pod deleted, then worker-1 once it had gone | training on ${went} s later | recoveries charged $((recov - r0)) | round $(jget "$name" '{.status.round}') | checkpoint reads $reads | $(phase "$name") |"
+  timing "RESULTS | $name | the store's pod deleted, then worker-1 once it had gone ($path) | training on ${went} s later | recoveries charged $((recov - r0)) | round $(jget "$name" '{.status.round}') | checkpoint reads $reads | $(phase "$name") |"
   grep -E 'group authority: ' <<<"$rdzv" | head -n 12 | sed "s/^/[$name] /"
 }
