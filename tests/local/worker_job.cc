@@ -148,7 +148,7 @@ std::string ReferenceChecksum(const TempDir& dir, int steps, int replicas) {
   o.steps = steps;
   o.replicas = replicas;
   LocalJob clean(dir, o);
-  EXPECT_EQ(clean.op().Wait(seconds(90)), 0) << clean.op().Output();
+  EXPECT_EQ(clean.op().Wait(seconds(300)), 0) << clean.op().Output();  // a bound, not a target
   const std::string sum = LastChecksum(clean.PodLog("worker-0"));
   EXPECT_FALSE(sum.empty()) << clean.PodLog("worker-0");
   for (int i = 1; i < replicas; ++i) {

@@ -186,6 +186,41 @@ TEST(AuthorityTest, EveryMemberSigtermedIsOneStopEvenWhenTheSignalsArriveApart) 
   EXPECT_TRUE(Verdicts(after).size() == 1 && Assigns(after) == Strings{"1="}) << Verdicts(after).size();
 }
 
+// A group still assembling at the start of a round: w1 registered and holds node rank 1, w0's
+// pod has not registered yet (no pod held node rank 0 this round). w1 deleted then (a pod moved
+// to another node as the job starts) is not every member's SIGTERM: it departs after the stop
+// window and nothing stops (the group never formed: there is nothing to save, and a stop would
+// end the round). Once every rank was held, the same SIGTERM is the whole job's stop.
+TEST(AuthorityTest, ALeavingPodOfAGroupStillAssemblingDepartsAndStopsNothing) {
+  GroupView v;
+  v.world = 2;
+  v.pods = {{"w1", Pod("w1", 1)}};
+  v.pods["w1"].leaving = true;
+  v.pods["w1"].leaving_seconds = 1.0;
+  v.node_holders = {"", Id("w1")};
+  v.ever_held = {false, true};
+  Actions a = Decide(v, Settings());
+  EXPECT_FALSE(a.stop);
+  EXPECT_TRUE(Verdicts(a).empty());  // maybe a whole-job stop still arriving
+  v.pods["w1"].leaving_seconds = 3.0;
+  a = Decide(v, Settings());
+  EXPECT_FALSE(a.stop);
+  EXPECT_EQ(Verdicts(a), (Strings{Id("w1") + ":" + kVerdictDepart}));
+  // Node rank 0's pod was lost after the group formed: w1 is every live member, and stops.
+  v.ever_held = {true, true};
+  v.ever_formed = true;
+  v.pods["w1"].leaving_seconds = 1.0;
+  a = Decide(v, Settings());
+  EXPECT_TRUE(a.stop);
+  EXPECT_EQ(Verdicts(a), (Strings{Id("w1") + ":" + kVerdictStop}));
+  // With a new store, a rank the old store's members said was held counts as held (I4).
+  v.ever_held = {false, true};
+  v.previous = {{0, Id("w0")}, {1, Id("w1")}};
+  v.previous_seconds = 60;  // the rejoin window is over: w0 did not come back
+  a = Decide(v, Settings());
+  EXPECT_TRUE(a.stop);
+}
+
 // Stopping members stay members while they write the stop's checkpoint and leave: none is
 // fenced (the operator would force-delete it), no rank is freed, no generation moves.
 TEST(AuthorityTest, StoppingMembersAreNeitherFencedNorFreedAsTheyLeave) {

@@ -47,7 +47,9 @@
 //      identity, or was fenced) is freed, and the holder fenced with the fenced verdict (its
 //      trainers' exits are then the group's doing, never charged); a member with the stop
 //      verdict stays live;
-//   3. SIGTERM: when every live member is leaving, the whole job stops (stop); otherwise the
+//   3. SIGTERM: when every live member is leaving, the whole job stops (stop), unless a node rank
+//      of the group was never held this round (a pod still on its way at the round's start: the
+//      group never formed, there is nothing to save); otherwise the
 //      leaving members depart once the first has been leaving for the stop window (so a whole-job
 //      stop whose signals arrive a second or two apart is still one stop); a leaving spare
 //      departs at once. A departed pod is fenced and its node rank freed;

@@ -180,6 +180,12 @@ bool StopTogether(Work* w) {
   // may be one that is leaving while the others are on their way (a rendezvous pod and one
   // worker deleted at once), and it is not "every member".
   if (members.empty() || leaving != members.size() || !w->rejoin.waiting.empty()) return false;
+  // Nor while the group is still assembling: a node rank no pod has held this round is a pod on
+  // its way (created, not registered yet), so the leaving ones are not every member. They depart
+  // (the group never formed this round: there is nothing to save; a stop would end the round).
+  for (int n = 0; n < w->cur; ++n) {
+    if (!HeldBefore(w->v, n)) return false;
+  }
   w->a.stop = true;
   for (const auto& h : members) w->a.verdicts.push_back({h, kVerdictStop});
   w->a.log.push_back("every member got SIGTERM: the job stops together with a checkpoint");
