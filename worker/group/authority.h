@@ -49,10 +49,10 @@
 //      verdict stays live;
 //   3. SIGTERM: when every live member is leaving, the whole job stops (stop), unless a node rank
 //      of the group was never held this round (a pod still on its way at the round's start: the
-//      group never formed, there is nothing to save); otherwise the
-//      leaving members depart once the first has been leaving for the stop window (so a whole-job
-//      stop whose signals arrive a second or two apart is still one stop); a leaving spare
-//      departs at once. A departed pod is fenced and its node rank freed;
+//      group never formed, there is nothing to save); otherwise the leaving members depart once
+//      the first has been leaving for the stop window (so a whole-job stop whose signals arrive
+//      a second or two apart is still one stop); a leaving spare departs at once. A departed pod
+//      is fenced and its node rank freed;
 //   4. a free node rank goes to the old member back with a new store that held it (I4), else to
 //      the live pod created for it (the authority alone assigns node
 //      ranks, so start-up follows the pod names), else, once it was held before (a member was

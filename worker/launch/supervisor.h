@@ -26,7 +26,8 @@
 //      trainers are killed, its state lives on in the others; exit 75, Departed). With no store
 //      to announce it to (the rendezvous pod was lost with it), it announces it to the new store
 //      once registered there; with no verdict within the liveness timeout and 5 s, its trainers
-//      stop with a checkpoint (a stop agreed in the collectives: the others' trainers stop too);
+//      stop with a checkpoint (a stop agreed in the collectives: the others' trainers stop too),
+//      and a pod holding no rank, which has nothing to save, ends at once (Departed);
 //   6. the group's other decisions: fenced (exit 75, Fenced), abandoned (the trainers save once
 //      and exit; exit 75, GroupAbandoned), a trainer declared stalled (killed, then step 4),
 //      every rank finished (a pod holding no rank ends with 0, Released); a pod holding no rank
