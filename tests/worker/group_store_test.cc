@@ -236,9 +236,12 @@ TEST(AuthorityLoopTest, ReportsASilentPodAsFencedButNotOneWhoseProcessEnded) {
                       [&] { return store->check({NodeKey(0)}); }),
             PollOutcome::kDone);
   ended->reset();  // its process ended: the kernel closes the connection
+  // The report is published at the end of the tick that wrote the fence keys: wait for it, not
+  // for the keys (read between the two, the report is a tick old).
   ASSERT_EQ(PollUntil(Clock::now() + std::chrono::seconds(10), std::chrono::milliseconds(20),
-                      [&] { return store->check({FencedKey("silent/uid-silent")}); }),
+                      [&] { return !loop.Report().fenced.empty(); }),
             PollOutcome::kDone);
+  EXPECT_TRUE(store->check({FencedKey("silent/uid-silent")}));
   EXPECT_TRUE(store->check({FencedKey("ended/uid-ended")}));  // it can never rejoin either
   const GroupReport r = loop.Report();
   EXPECT_EQ(r.fenced, (std::vector<std::pair<std::string, std::string>>{{"silent", "uid-silent"}}));
