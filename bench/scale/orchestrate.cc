@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,6 +20,7 @@
 #include "bench/scale/events.h"
 #include "bench/scale/sim.h"
 #include "common/http_server.h"
+#include "common/listen_port.h"
 #include "worker/comm/rendezvous.h"
 #include "worker/comm/store_client.h"
 #include "worker/comm/watch.h"
@@ -27,16 +29,14 @@
 namespace ddp::bench {
 namespace {
 
+// A port for a server started later: below the ephemeral range (common/listen_port.h).
 int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  auto port = PickListenPort();
+  if (!port.ok()) {
+    std::fprintf(stderr, "%s\n", port.status().ToString().c_str());
+    std::exit(2);
+  }
+  return *port;
 }
 
 // The store's requests served so far, summed over kinds, from the rendezvous pod's page.

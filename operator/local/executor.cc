@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/group_contract.h"
+#include "common/listen_port.h"
 #include "common/logging.h"
 #include "operator/local/pod_process.h"
 #include "operator/local/process.h"
@@ -43,7 +44,7 @@ LocalExecutor::~LocalExecutor() { StopAll(std::chrono::seconds(5)); }
 
 StatusOr<int> LocalExecutor::FreshPort() {
   for (int attempt = 0; attempt < 20; ++attempt) {
-    StatusOr<int> port = PickFreePort();
+    StatusOr<int> port = PickListenPort();  // common/listen_port.h
     if (!port.ok()) return port;
     if (used_ports_.insert(port.value()).second) return port;
   }

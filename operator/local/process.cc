@@ -130,22 +130,4 @@ Status SignalGroup(pid_t pgid, int sig) {
 
 bool GroupExists(pid_t pgid) { return pgid > 1 && (kill(-pgid, 0) == 0 || errno == EPERM); }
 
-StatusOr<int> PickFreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::Unavailable(std::string("socket: ") + strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    int err = errno;
-    close(fd);
-    return Status::Unavailable(std::string("bind 127.0.0.1:0: ") + strerror(err));
-  }
-  close(fd);
-  return static_cast<int>(ntohs(addr.sin_port));
-}
-
 }  // namespace ddp::controller::local

@@ -45,9 +45,6 @@ Status SignalGroup(pid_t pgid, int sig);
 // True while any process of the group exists.
 bool GroupExists(pid_t pgid);
 
-// A TCP port on 127.0.0.1 that was free a moment ago (bind port 0, read it, close).
-StatusOr<int> PickFreePort();
-
 }  // namespace ddp::controller::local
 
 #endif  // DDP_OPERATOR_LOCAL_PROCESS_H_
