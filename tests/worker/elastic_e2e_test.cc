@@ -138,7 +138,7 @@ TEST(ElasticE2E, ResizesInPlaceSeeEverySampleOnceAndKeepTheFixedSizeMath) {
   const std::string size_file = dir + "/group-size";
   WriteSize(size_file, 4);
   const auto args = ConstantGlobalArgs(kSteps, 2, kGlobal, kExamples);
-  SampleLogs logs{dir};
+  SampleLogs logs{dir, {}};
   std::map<int, std::map<std::string, std::string>> rank_env;
   for (int r = 0; r < 4; ++r) rank_env[r] = logs.For("pod" + std::to_string(r));
   InPlaceGroup g = StartInPlace(4, args, dir, {}, {{"DDP_GROUP_SIZE_FILE", size_file}}, 0, rank_env);

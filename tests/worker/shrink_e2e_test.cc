@@ -31,7 +31,7 @@ TEST(ShrinkE2E, ALostMiddleRankShrinksAtOnceAndGrowsBackWithEverySampleOnce) {
   const std::string size_file = dir + "/group-size";
   std::ofstream(size_file) << "4\n";  // what the operator asks, all along: four
   const auto args = ConstantGlobalArgs(kSteps, 2, kGlobal, kExamples);
-  SampleLogs logs{dir};
+  SampleLogs logs{dir, {}};
   std::map<int, std::map<std::string, std::string>> rank_env;
   for (int r = 0; r < 4; ++r) rank_env[r] = logs.For("pod" + std::to_string(r));
   // Pod 1's whole pod is killed as its rank is about to start step kLostAt (a pod lost: its

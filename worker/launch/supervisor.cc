@@ -369,16 +369,16 @@ int Supervisor::Run(PodMetrics* metrics, const std::string& port_dir) {
         }
       }
     }
-    if (leaving_ && !stopping_ && now - leaving_at_ > gs_.liveness + kVerdictWait && node_ < 0) {
-      // No verdict and no rank: nothing to save, no trainer in a group to stop with. (Waiting
-      // for a store to say "stopped" would hold it until the kubelet's SIGKILL.)
-      DropPrepared();
-      trainers_.clear();
-      return End(kExitRetryable, EndReason::kDeparted,
-                 "SIGTERM reached pod " + gs_.pod_name +
-                     ", which held no rank, and no verdict came: it left");
-    }
     if (leaving_ && !stopping_ && now - leaving_at_ > gs_.liveness + kVerdictWait) {
+      if (node_ < 0) {
+        // No verdict and no rank: nothing to save, no trainer in a group to stop with. (Waiting
+        // for a store to say "stopped" would hold it until the kubelet's SIGKILL.)
+        DropPrepared();
+        trainers_.clear();
+        return End(kExitRetryable, EndReason::kDeparted,
+                   "SIGTERM reached pod " + gs_.pod_name +
+                       ", which held no rank, and no verdict came: it left");
+      }
       stopping_ = true;  // no verdict came: stop the old way, all together
       KillAll(kStopSignal);
       kill_at_ = now + std::chrono::seconds(grace_);
