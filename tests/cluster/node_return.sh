@@ -82,10 +82,15 @@ scenario_node_return() {
   [ "$last" -gt "$s0" ] || before=$(( $(date +%s) - t0 ))
   check "$case: training went on before $LOSE came back (at step $went, from $s0)" [ "$went" -gt "$s0" ]
   # 2. The return, with the old processes in it, while the job trains.
-  node_cmd "$DDP_E2E_NODE_START" >/dev/null 2>&1
+  # The start command thaws the node (or heals its link) at once, then waits for the node's Ready
+  # (a minute on a loaded machine): the old processes are back from its first second, so the
+  # watch starts with it, not after it.
+  node_cmd "$DDP_E2E_NODE_START" >/dev/null 2>&1 &
+  local starter=$!
   back=$(date +%s)
-  say "$case: $LOSE back $((back - t0)) s after the $fault, at step $(step_off_node "$name")"
+  say "$case: $LOSE coming back $((back - t0)) s after the $fault, at step $(step_off_node "$name")"
   read -r after last still < <(watch_stall "$name" "$(step_off_node "$name")" "$back" $((t0 + JOB_TIMEOUT)))
+  wait "$starter"
   while p=$(phase "$name"); [ "$p" != Succeeded ] && [ "$p" != Failed ] && [ $(( $(date +%s) - t0 )) -lt "$JOB_TIMEOUT" ]; do
     sleep 2
   done
